@@ -1,0 +1,176 @@
+"""The harness adapter contract. Core talks to harnesses only through this class.
+
+An adapter probes a binary, declares what it enforces (from its data file), compiles an intent into
+native artifacts purely, names its tool vocabulary for the scripted model, and explains itself.
+Harness quirks live in the subclass; nothing here names a harness.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from abc import ABC, abstractmethod
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..capability import CapabilityReport, Declarations, capability_id, load_declarations
+from ..errors import HarnessError
+from ..intent import ITEMS, PermissionIntent
+from ..plan import CompileContext, CompileResult, LayerCoverage, Surface
+from ..profile import Profile
+
+__all__ = ["HarnessAdapter", "Probe", "ToolCall", "ToolVocabulary", "WireApi"]
+
+WireApi = Literal["anthropic-messages", "openai-responses", "openai-chat"]
+
+
+class Probe(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    harness: str
+    binary: str
+    version: str | None
+    sha256: str
+    dialect: str
+    raw: str
+    in_tested_range: bool
+    problem: str | None = None
+
+
+class ToolCall(BaseModel):
+    """A native tool call template: string values may hold {placeholders} of the abstract step."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    tool: str
+    # The bare string "{arguments}" means: the native arguments are the step's own arguments object.
+    arguments: dict[str, Any] | Literal["{arguments}"]
+
+
+class ToolVocabulary(BaseModel):
+    """How the scripted model asks this harness to act: one template per abstract step."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    wire_api: WireApi
+    shell: ToolCall | None = None
+    write_file: ToolCall | None = None
+    edit_file: ToolCall | None = None
+    read_file: ToolCall | None = None
+    fetch_url: ToolCall | None = None
+    mcp_call: ToolCall | None = None  # tool may use {server} and {tool}; arguments may be "{arguments}"
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class HarnessAdapter(ABC):
+    name: ClassVar[str]
+    binary_name: ClassVar[str]
+    version_args: ClassVar[tuple[str, ...]] = ("--version",)
+    version_pattern: ClassVar[str]  # a regex with a `version` group, matched against the output
+
+    @cached_property
+    def declarations(self) -> Declarations:
+        return load_declarations(self.name)
+
+    @cached_property
+    def tool_vocabulary(self) -> ToolVocabulary:
+        import yaml
+
+        path = Path(__file__).parent.parent / "data" / "vocabulary" / f"{self.name}.yaml"
+        return ToolVocabulary.model_validate(yaml.safe_load(path.read_text()))
+
+    @property
+    def surfaces(self) -> tuple[Surface, ...]:
+        from ..sandbox.surfaces import surfaces_for
+
+        return surfaces_for(self.name)
+
+    # -- probe -----------------------------------------------------------------------------------
+    def parse_version(self, output: str) -> str | None:
+        match = re.search(self.version_pattern, output)
+        return match.group("version") if match else None
+
+    def probe(self, binary: str, timeout: float = 30.0) -> Probe:
+        path = str(Path(binary).resolve()) if Path(binary).exists() else binary
+        try:
+            done = subprocess.run([binary, *self.version_args], capture_output=True, text=True, timeout=timeout,
+                                  stdin=subprocess.DEVNULL, env=self.probe_env())
+        except FileNotFoundError:
+            raise HarnessError(f"{self.name}: binary {binary} not found") from None
+        except subprocess.TimeoutExpired:
+            raise HarnessError(f"{self.name}: `{binary} {' '.join(self.version_args)}` timed out") from None
+        raw = (done.stdout + done.stderr).strip()
+        version = self.parse_version(raw) if done.returncode == 0 else None
+        problem = None
+        if version is None:
+            problem = f"cannot parse a version from `{' '.join(self.version_args)}` (exit {done.returncode}): {raw[:200]!r}"
+        elif not self.declarations.in_tested_range(version):
+            problem = (f"version {version} is outside the tested range {self.declarations.tested_range}; "
+                       "security capabilities are at most partial")
+        return Probe(harness=self.name, binary=path, version=version, sha256=sha256_file(path),
+                     dialect=self.declarations.dialect_for(version), raw=raw,
+                     in_tested_range=version is not None and self.declarations.in_tested_range(version),
+                     problem=problem)
+
+    def probe_env(self) -> dict[str, str]:
+        import os
+
+        return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TERM")}
+
+    # -- declarations ----------------------------------------------------------------------------
+    def capabilities(self, version: str | None, intent: PermissionIntent | None = None) -> list[CapabilityReport]:
+        """Declared support per intent item (for the values `intent` asks, or every restrictive value)."""
+        if intent is not None:
+            ids = [capability_id(i, intent.item(i).model_dump()) for i in ITEMS]
+        else:
+            ids = sorted(self.declarations.capabilities)
+        return [self.declarations.report(c, version) for c in ids]
+
+    def coverage(self, intent: PermissionIntent, version: str | None, mechanisms: dict[str, str]) -> dict[str, LayerCoverage]:
+        out = {}
+        for item in ITEMS:
+            report = self.declarations.report(capability_id(item, intent.item(item).model_dump()), version)
+            out[item] = LayerCoverage(layer="harness", support=report.support,
+                                      mechanism=mechanisms.get(item, "none"),
+                                      enforcement_scope=report.enforcement_scope,
+                                      bypass_surfaces=report.bypass_surfaces, reason=report.reason)
+        return out
+
+    # -- compile ---------------------------------------------------------------------------------
+    @abstractmethod
+    def compile(self, profile: Profile, context: CompileContext) -> CompileResult:
+        """Pure: the same profile and context always give the same result, byte for byte."""
+
+    def apply_patch(self, result: CompileResult, patch: dict[str, Any]) -> tuple[CompileResult, list[str]]:
+        """Merge a native config_patch into the main artifact; return the result and the dotted keys changed.
+
+        The default merges into the first artifact; adapters whose main file is elsewhere override it.
+        """
+        from .native import merge_into_artifact
+
+        return merge_into_artifact(result, 0, patch)
+
+    # -- run -------------------------------------------------------------------------------------
+    @abstractmethod
+    def headless_argv(self, result: CompileResult, prompt: str) -> list[str]:
+        """Arguments after the binary for a one-shot, non-interactive run of `prompt` with this plan."""
+
+    def interactive_argv(self, result: CompileResult, extra: list[str]) -> list[str]:
+        """Arguments after the binary for an interactive (TUI) run with this plan, plus the user's `extra`."""
+        return [*result.argv, *extra]
+
+    def install_roots(self, binary: str) -> tuple[str, ...]:
+        """The folders that must stay visible inside the sandbox for the binary to run."""
+        resolved = Path(binary).resolve()
+        for parent in resolved.parents:
+            if parent.name in ("node_modules", "venv", ".venv"):
+                return (str(parent.parent),)
+        return (str(resolved.parent),)

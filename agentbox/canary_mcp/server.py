@@ -1,0 +1,62 @@
+"""The canary MCP server itself, on the official SDK (mcp 2.x: FastMCP is now MCPServer)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from agentbox.canary_mcp.log import DEFAULT_SECRET, SERVER_NAME, announce_start, append_line
+
+
+def build_server(log: str | os.PathLike[str], name: str = SERVER_NAME, secret: str = DEFAULT_SECRET) -> MCPServer:
+    # No ToolAnnotations (readOnly/destructive hints) on purpose: harnesses may act on them, and a
+    # negative test must see the compiled policy block denied_write, not a harness default.
+    # structured_output=False keeps results a plain text block, the shape every harness handles.
+    server = MCPServer(name, log_level="WARNING")
+
+    def record(tool: str, arguments: dict[str, str]) -> None:
+        # Logged before acting: the invocation reaching the server is the fact tests care about.
+        append_line(log, {"tool": tool, "arguments": arguments, "server": name, "pid": os.getpid(), "time": time.time()})
+
+    @server.tool(structured_output=False)
+    def allowed_echo(text: str) -> str:
+        """Return the given text unchanged."""
+        record("allowed_echo", {"text": text})
+        return text
+
+    @server.tool(structured_output=False)
+    def denied_write(path: str, content: str) -> str:
+        """Write content to the file at path, replacing it."""
+        record("denied_write", {"path": path, "content": content})
+        try:
+            Path(path).write_text(content)
+        except OSError as exc:
+            # A ToolError keeps its text ("Read-only file system", ...) in the result the model sees;
+            # any other exception would be reduced by the SDK to a bare "Error executing tool".
+            raise ToolError(f"denied_write failed: {exc}") from exc
+        return f"wrote {len(content)} characters to {path}"
+
+    @server.tool(structured_output=False)
+    def secret_read() -> str:
+        """Return the secret value."""
+        record("secret_read", {})
+        return secret
+
+    return server
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m agentbox.canary_mcp", description=__doc__)
+    # Env fallbacks let a harness config that can only set env (not args) still point the canary somewhere.
+    env = os.environ.get
+    parser.add_argument("--log", default=env("AGENTBOX_CANARY_LOG"), required=env("AGENTBOX_CANARY_LOG") is None)
+    parser.add_argument("--name", default=env("AGENTBOX_CANARY_NAME", SERVER_NAME))
+    parser.add_argument("--secret", default=env("AGENTBOX_CANARY_SECRET", DEFAULT_SECRET))
+    args = parser.parse_args(argv)
+    announce_start(args.log, args.name)
+    build_server(args.log, args.name, args.secret).run("stdio")

@@ -1,0 +1,149 @@
+"""What a layer (a harness or a sandbox backend) declares it can enforce, per intent value.
+
+Declarations are data (agentbox/data/capabilities/<layer>.yaml); this module only gives them a
+shape and looks them up. A declaration is a claim to be tested, never a fact.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .versions import Version, in_range
+
+__all__ = [
+    "Support",
+    "CapabilityReport",
+    "Declarations",
+    "capability_id",
+    "TRIVIAL",
+    "load_declarations",
+    "weakest",
+]
+
+Support = Literal["exact", "partial", "unsupported"]
+_RANK = {"exact": 0, "partial": 1, "unsupported": 2}
+
+# Values that ask for no restriction: any layer satisfies them without a mechanism.
+TRIVIAL = frozenset({"shell.allow", "command_network.unrestricted", "host_home.visible"})
+
+
+def weakest(a: Support, b: Support) -> Support:
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def capability_id(item: str, value: dict) -> str:
+    """`workspace.read_only`, `mcp.allowlist`, `environment.allowlist`: what a declaration is keyed by."""
+    if item == "mcp":
+        return "mcp.allowlist"
+    if item == "environment":
+        return "environment.allowlist"
+    return f"{item}.{value['access']}"
+
+
+class CapabilityReport(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    capability: str
+    support: Support
+    enforcement_scope: str = ""
+    bypass_surfaces: tuple[str, ...] = ()
+    tested_versions: tuple[str, ...] = ()
+    reason: str = ""
+
+
+class _Declared(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    support: Support
+    enforcement_scope: str = ""
+    bypass_surfaces: tuple[str, ...] = ()
+    reason: str = ""
+    dialects: tuple[str, ...] = ()  # empty: every dialect
+
+
+class _Dialect(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    min: str | None = None
+    max: str | None = None
+
+
+class Declarations(BaseModel):
+    """The declaration file of one layer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    layer: str
+    tested_versions: tuple[str, ...] = ()
+    tested_range: dict[str, str] = Field(default_factory=dict)
+    dialects: tuple[_Dialect, ...] = ()
+    capabilities: dict[str, tuple[_Declared, ...]] = Field(default_factory=dict)
+
+    def dialect_for(self, version: str | None) -> str:
+        if not self.dialects:
+            return "default"
+        if version is None:
+            return self.dialects[-1].name
+        v = Version.parse(version)
+        for d in self.dialects:
+            if in_range(v, d.min, d.max):
+                return d.name
+        return self.dialects[-1].name
+
+    def in_tested_range(self, version: str | None) -> bool:
+        if version is None:
+            return False
+        return in_range(Version.parse(version), self.tested_range.get("min"), self.tested_range.get("max"))
+
+    def report(self, capability: str, version: str | None) -> CapabilityReport:
+        if capability in TRIVIAL:
+            return CapabilityReport(
+                capability=capability,
+                support="exact",
+                enforcement_scope="nothing to restrict",
+                tested_versions=self.tested_versions,
+                reason="the intent asks for no restriction",
+            )
+        dialect = self.dialect_for(version)
+        for entry in self.capabilities.get(capability, ()):
+            if not entry.dialects or dialect in entry.dialects:
+                report = CapabilityReport(
+                    capability=capability,
+                    support=entry.support,
+                    enforcement_scope=entry.enforcement_scope,
+                    bypass_surfaces=entry.bypass_surfaces,
+                    tested_versions=self.tested_versions,
+                    reason=entry.reason,
+                )
+                break
+        else:
+            report = CapabilityReport(
+                capability=capability,
+                support="unsupported",
+                tested_versions=self.tested_versions,
+                reason=f"{self.layer} has no mechanism for {capability}",
+            )
+        if report.support == "exact" and self.tested_range and not self.in_tested_range(version):
+            shown = version or "unknown"
+            report = report.model_copy(
+                update={
+                    "support": "partial",
+                    "reason": f"{report.reason}; downgraded: version {shown} is outside the tested range "
+                    f"{self.tested_range.get('min', '')}..{self.tested_range.get('max', '')}",
+                }
+            )
+        return report
+
+
+_DATA = Path(__file__).parent / "data" / "capabilities"
+
+
+@lru_cache(maxsize=None)
+def load_declarations(layer: str) -> Declarations:
+    import yaml
+
+    path = _DATA / f"{layer}.yaml"
+    return Declarations.model_validate(yaml.safe_load(path.read_text()))

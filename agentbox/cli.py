@@ -1,0 +1,196 @@
+"""The `agent-box` command line. Parsing only: each subcommand hands off to its module, imported lazily
+so that the hot path (`sandbox run`) pays for nothing it does not use."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["main"]
+
+
+def _profile_and_probe(args) -> tuple:
+    from .installs import find_binary
+    from .profile import load_profile
+
+    loaded = load_profile(args.profile)
+    probe = None
+    binary = getattr(args, "binary", None)
+    if binary is None and getattr(args, "harness_version", None) is None:
+        found = find_binary(loaded.profile.harness)
+        binary = found.binary if found else None
+    if binary is not None:
+        from .adapters import get_adapter
+
+        probe = get_adapter(loaded.profile.harness).probe(binary)
+    return loaded, probe
+
+
+def _compile(args):
+    from .compiler import compile_plan
+
+    loaded, probe = _profile_and_probe(args)
+    return compile_plan(loaded, args.cwd, harness_version=args.harness_version, probe=probe)
+
+
+def cmd_capabilities(args) -> int:
+    from .adapters import get_adapter
+
+    loaded, probe = _profile_and_probe(args)
+    adapter = get_adapter(loaded.profile.harness)
+    version = probe.version if probe else args.harness_version
+    reports = adapter.capabilities(version, loaded.profile.permission_intent)
+    if args.json:
+        print(json.dumps({"harness": adapter.name, "version": version,
+                          "dialect": adapter.declarations.dialect_for(version),
+                          "probe": probe.model_dump() if probe else None,
+                          "capabilities": [r.model_dump(mode="json") for r in reports]}, indent=2))
+    else:
+        print(f"{adapter.name} {version or '(version unknown)'} dialect {adapter.declarations.dialect_for(version)}")
+        if probe and probe.problem:
+            print(f"  note: {probe.problem}")
+        for r in reports:
+            bypass = f"  bypass: {', '.join(r.bypass_surfaces)}" if r.bypass_surfaces else ""
+            print(f"  {r.capability:<28} {r.support:<11} {r.reason}{bypass}")
+    return 0
+
+
+def cmd_compile(args) -> int:
+    from .compiler import refusal_message
+
+    plan = _compile(args)
+    if args.json:
+        print(json.dumps(plan.to_json(), indent=2, sort_keys=True))
+    else:
+        print(f"plan {plan.hash}")
+        for item in plan.items:
+            print(f"  {item.item:<16} {item.capability:<28} {item.requirement:<9} {item.effective}")
+    if plan.errors:
+        print(refusal_message(plan), file=sys.stderr)
+        return 3
+    for w in plan.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from .explain import explain
+
+    plan = _compile(args)
+    sys.stdout.write(explain(plan))
+    return 3 if plan.errors else 0
+
+
+def cmd_sandbox_run(args) -> int:
+    from .sandbox.runner import sandbox_run
+
+    cmd = args.cmd[1:] if args.cmd and args.cmd[0] == "--" else args.cmd
+    if not cmd:
+        from .errors import InputError
+
+        raise InputError("give a command after --", field="sandbox run")
+    return sandbox_run(args.profile, args.workspace, cmd)
+
+
+def cmd_harness_install(args) -> int:
+    from .installs import install, load_matrix
+
+    log = (lambda s: print(s, file=sys.stderr)) if not args.quiet else (lambda s: None)
+    todo: list[tuple[str, str]] = []
+    if args.matrix:
+        matrix = load_matrix(args.matrix)
+        todo += [(n, v) for n, vs in matrix.harnesses.items() for v in vs]
+        todo += list(matrix.acp_adapters.items())
+    for spec in args.specs:
+        name, sep, version = spec.partition("@")
+        if not sep or not version:
+            from .errors import InputError
+
+            raise InputError("expected NAME@VERSION", field=spec)
+        todo.append((name, version))
+    if not todo:
+        from .errors import InputError
+
+        raise InputError("nothing to install: give NAME@VERSION or --matrix FILE")
+    results = [install(n, v, log) for n, v in todo]
+    if args.json:
+        print(json.dumps([r.as_dict() for r in results], indent=2))
+    return 0
+
+
+def cmd_harness_list(args) -> int:
+    from .installs import installed
+
+    rows = installed(probe=not args.no_probe)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], indent=2))
+        return 0
+    if not rows:
+        print("no harness installed; try: agent-box harness install --matrix matrices/default.yaml")
+    for r in rows:
+        probed = r.probed if r.probed is not None else "-"
+        print(f"{r.name:<18} {r.version:<10} probed {probed:<10} {r.source:<8} {r.binary}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="agent-box", description="Compile and prove coding-agent permissions.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    perm = sub.add_parser("permission", help="inspect how a profile's intent compiles").add_subparsers(dest="sub", required=True)
+    for name, fn, needs_cwd in (("capabilities", cmd_capabilities, False), ("compile", cmd_compile, True),
+                                ("explain", cmd_explain, True)):
+        sp = perm.add_parser(name)
+        sp.add_argument("profile", help="a profile path or a name under $AGENTBOX_HOME/profiles")
+        if needs_cwd:
+            sp.add_argument("--cwd", required=True, help="the project directory the run would work in")
+        if name != "explain":
+            sp.add_argument("--json", action="store_true")
+        sp.add_argument("--harness-version", help="compile for this version without probing a binary")
+        sp.add_argument("--binary", help="probe this harness binary instead of the installed one")
+        sp.set_defaults(fn=fn)
+
+    sbx = sub.add_parser("sandbox", help="the OS sandbox alone").add_subparsers(dest="sub", required=True)
+    run = sbx.add_parser("run", help="run CMD under the profile's sandbox and return its exit status")
+    run.add_argument("--profile", required=True)
+    run.add_argument("--workspace", required=True)
+    run.add_argument("cmd", nargs=argparse.REMAINDER)
+    run.set_defaults(fn=cmd_sandbox_run)
+
+    har = sub.add_parser("harness", help="pinned harness installs").add_subparsers(dest="sub", required=True)
+    inst = har.add_parser("install", help="install NAME@VERSION (or every version a matrix names)")
+    inst.add_argument("specs", nargs="*", metavar="NAME@VERSION")
+    inst.add_argument("--matrix", help="a matrices/*.yaml file")
+    inst.add_argument("--json", action="store_true")
+    inst.add_argument("--quiet", action="store_true")
+    inst.set_defaults(fn=cmd_harness_install)
+    lst = har.add_parser("list", help="installed and PATH-found harnesses with their probed versions")
+    lst.add_argument("--json", action="store_true")
+    lst.add_argument("--no-probe", action="store_true", help="skip running each binary's version command")
+    lst.set_defaults(fn=cmd_harness_list)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["sandbox", "run"]:
+        from .sandbox.runner import fast_main
+
+        rc = fast_main(argv[2:])
+        if rc is not None:
+            return rc
+    from .errors import AgentBoxError
+
+    args = _parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except AgentBoxError as exc:
+        print(f"agent-box: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

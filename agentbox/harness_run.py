@@ -1,0 +1,162 @@
+"""One bounded run of a real harness: a request in, an outcome out, the whole process tree gone after.
+
+Layers: `composed` runs the compiled plan inside bubblewrap; `harness` runs the same native config
+with no OS sandbox (the harness alone). Every process of a run carries a marker variable, so the
+run's leftovers are found and killed even when they left its session.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .adapters import get_adapter
+from .adapters.base import Probe
+from .compiler import compile_plan
+from .plan import EffectiveRunPlan
+from .profile import LoadedProfile
+from .sandbox import bwrap
+from .sandbox.relay import HostRelay, inner_relay_argv
+from .sandbox.surfaces import discover, materialize
+
+__all__ = ["RunRequest", "RunOutcome", "run_harness", "kill_marked", "MARKER"]
+
+MARKER = "AGENTBOX_RUN_ID"
+Layer = Literal["composed", "harness"]
+
+
+@dataclass
+class RunRequest:
+    loaded: LoadedProfile
+    probe: Probe
+    workspace: str
+    home: str
+    prompt: str
+    layer: Layer = "composed"
+    timeout: float = 120.0
+    extra_env: dict[str, str] = field(default_factory=dict)
+    keep_run_dir: bool = False
+
+
+@dataclass
+class RunOutcome:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    elapsed: float
+    timed_out: bool
+    plan: EffectiveRunPlan
+    argv: list[str]
+    artifacts: list[str]
+    run_dir: str
+    leftovers: list[int]
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+def _python_for_sandbox() -> str:
+    return "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3") or "python3"
+
+
+def _marked_pids(run_id: str) -> list[int]:
+    needle = f"{MARKER}={run_id}".encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def kill_marked(run_id: str) -> list[int]:
+    """Kill every process still carrying the run's marker; return the pids that were found."""
+    found = _marked_pids(run_id)
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return found
+
+
+def _write_artifacts(plan: EffectiveRunPlan, config_dir: str) -> list[str]:
+    written = []
+    for art in plan.native.artifacts:
+        dest = Path(config_dir) / art.path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(art.content)
+        written.append(str(dest))
+    return written
+
+
+def run_harness(req: RunRequest) -> RunOutcome:
+    run_dir = tempfile.mkdtemp(prefix="agentbox-run-")
+    run_id = secrets.token_hex(8)
+    adapter = get_adapter(req.loaded.profile.harness)
+    relay = None
+    try:
+        if req.layer == "composed":
+            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home)
+        else:
+            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
+                                config_home=os.path.join(run_dir, "config"), tmpdir=os.path.join(run_dir, "tmp"))
+        os.makedirs(os.path.join(run_dir, "config"), exist_ok=True)
+        os.makedirs(os.path.join(run_dir, "tmp"), exist_ok=True)
+        artifacts = _write_artifacts(plan, os.path.join(run_dir, "config"))
+        harness_argv = [req.probe.binary, *adapter.headless_argv(plan.native, req.prompt)]
+        req_env = plan.native.requirements
+        env = {k: os.environ[k] for k in (*bwrap.BASE_ENV, *req_env.env_allow) if k in os.environ}
+        env.update(req.extra_env)
+        env[MARKER] = run_id
+        if req.layer == "composed":
+            masks = discover(plan.cwd, plan.profile, req_env.surfaces)
+            materialize(masks)
+            env.update(plan.sandbox.env)
+            argv = [a.replace("{run_dir}", run_dir) for a in plan.sandbox.argv]
+            argv[0] = bwrap.bwrap_binary()
+            prefix: list[str] = []
+            if bwrap.unshares_net(req_env) and req_env.model_endpoint:
+                host, port = req_env.model_endpoint.rsplit(":", 1)
+                relay = HostRelay(os.path.join(run_dir, "relay", "model.sock"), host, int(port)).start()
+                prefix = inner_relay_argv(run_dir, int(port), _python_for_sandbox())
+            full = [*argv, "--", *prefix, *harness_argv]
+        else:
+            env.update({"HOME": req.home, "TMPDIR": os.path.join(run_dir, "tmp")})
+            env.update(plan.native.env)
+            full = harness_argv
+        start = time.monotonic()
+        proc = subprocess.Popen(full, cwd=plan.cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True, text=True)
+        timed_out = False
+        try:
+            out, err = proc.communicate(timeout=req.timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        elapsed = time.monotonic() - start
+        leftovers = kill_marked(run_id)
+        return RunOutcome(exit_code=None if timed_out else proc.returncode, stdout=out, stderr=err, elapsed=elapsed,
+                          timed_out=timed_out, plan=plan, argv=full, artifacts=artifacts, run_dir=run_dir,
+                          leftovers=leftovers)
+    finally:
+        if relay is not None:
+            relay.stop()
+        kill_marked(run_id)
+        if not req.keep_run_dir:
+            shutil.rmtree(run_dir, ignore_errors=True)

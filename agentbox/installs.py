@@ -1,0 +1,199 @@
+"""Pinned harness installs under $AGENTBOX_HOME/harnesses/NAME/VERSION, and discovery of binaries."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import HarnessError, InputError
+from .home import harnesses_dir
+from .versions import Version
+
+__all__ = ["Matrix", "Installed", "installed", "install", "find_binary", "load_matrix", "PACKAGES"]
+
+_DATA = Path(__file__).parent / "data" / "packages.yaml"
+
+
+class Package(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    registry: str
+    package: str
+    binary: str
+    extras: tuple[str, ...] = ()
+
+
+class Matrix(BaseModel):
+    """A version matrix file (matrices/*.yaml)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    schema_version: int = 1
+    harnesses: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    acp_adapters: dict[str, str] = Field(default_factory=dict)
+
+
+@lru_cache(maxsize=None)
+def _packages() -> dict[str, Package]:
+    import yaml
+
+    return {k: Package.model_validate(v) for k, v in yaml.safe_load(_DATA.read_text()).items()}
+
+
+PACKAGES = _packages
+
+
+def load_matrix(path: str) -> Matrix:
+    import yaml
+    from pydantic import ValidationError
+
+    from .profile import validation_message
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise InputError("no such file", file=path) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"malformed YAML: {exc}", file=path) from None
+    try:
+        matrix = Matrix.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(validation_message(exc), file=path) from None
+    unknown = sorted((set(matrix.harnesses) | set(matrix.acp_adapters)) - set(_packages()))
+    if unknown:
+        raise InputError(f"unknown installable(s): {', '.join(unknown)}", file=path)
+    return matrix
+
+
+@dataclass(frozen=True)
+class Installed:
+    name: str
+    version: str
+    binary: str
+    source: str  # "agentbox" or "PATH"
+    probed: str | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _binary_in(prefix: Path, pkg: Package) -> Path:
+    if pkg.registry == "pypi":
+        return prefix / "venv" / "bin" / pkg.binary
+    return prefix / "node_modules" / ".bin" / pkg.binary
+
+
+def _installed_version(prefix: Path, name: str, pkg: Package) -> str | None:
+    """Read the version back from what the registry actually delivered."""
+    if name in _harness_names():
+        from .adapters import get_adapter
+
+        try:
+            return get_adapter(name).probe(str(_binary_in(prefix, pkg))).version
+        except HarnessError:
+            return None
+    manifest = prefix / "node_modules" / pkg.package / "package.json"
+    try:
+        return json.loads(manifest.read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _harness_names() -> tuple[str, ...]:
+    from .profile import HARNESSES
+
+    return HARNESSES
+
+
+def find_binary(name: str, version: str | None = None) -> Installed | None:
+    """The installed binary for NAME (at VERSION, or the newest), then PATH when no version is asked."""
+    pkg = _packages()[name]
+    base = harnesses_dir() / name
+    versions = []
+    if base.is_dir():
+        for d in base.iterdir():
+            if d.name.startswith(".") or not _binary_in(d, pkg).exists() or (d / ".installing").exists():
+                continue
+            try:
+                versions.append((Version.parse(d.name), d))
+            except ValueError:
+                continue
+    versions.sort()
+    for v, d in reversed(versions):
+        if version is None or str(v) == str(Version.parse(version)):
+            return Installed(name, d.name, str(_binary_in(d, pkg)), "agentbox")
+    if version is None:
+        found = shutil.which(pkg.binary)
+        if found:
+            return Installed(name, "?", found, "PATH")
+    return None
+
+
+def installed(probe: bool = True) -> list[Installed]:
+    out: list[Installed] = []
+    for name, pkg in _packages().items():
+        base = harnesses_dir() / name
+        if base.is_dir():
+            for d in sorted(base.iterdir()):
+                if not d.name.startswith(".") and _binary_in(d, pkg).exists() and not (d / ".installing").exists():
+                    out.append(Installed(name, d.name, str(_binary_in(d, pkg)), "agentbox",
+                                         _installed_version(d, name, pkg) if probe else None))
+        found = shutil.which(pkg.binary)
+        if found and not found.startswith(str(harnesses_dir())):
+            version = None
+            if probe and name in _harness_names():
+                from .adapters import get_adapter
+
+                try:
+                    version = get_adapter(name).probe(found).version
+                except HarnessError:
+                    version = None
+            out.append(Installed(name, version or "?", found, "PATH", version))
+    return out
+
+
+def install(name: str, version: str, log: Callable[[str], None] = lambda s: None) -> Installed:
+    """Install NAME@VERSION; a no-op when present. The probed version must equal the pin."""
+    if name not in _packages():
+        raise InputError(f"unknown harness or adapter {name!r}; known: {', '.join(_packages())}")
+    Version.parse(version)
+    pkg = _packages()[name]
+    dest = harnesses_dir() / name / version
+    if _binary_in(dest, pkg).exists() and not (dest / ".installing").exists():
+        log(f"{name}@{version}: already installed at {dest}")
+        return Installed(name, version, str(_binary_in(dest, pkg)), "agentbox", version)
+    # Install in place (a venv hard-codes its own path), marked incomplete until the probe agrees.
+    marker = dest / ".installing"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    marker.write_text(version)
+    try:
+        log(f"{name}@{version}: installing {pkg.package} from {pkg.registry} ...")
+        if pkg.registry == "npm":
+            _run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(dest), f"{pkg.package}@{version}"], name)
+        else:
+            _run([sys.executable, "-m", "venv", str(dest / "venv")], name)
+            _run([str(dest / "venv" / "bin" / "pip"), "install", "-q", f"{pkg.package}=={version}", *pkg.extras], name)
+        got = _installed_version(dest, name, pkg)
+        if got is None or Version.parse(got) != Version.parse(version):
+            raise HarnessError(f"{name}: asked for {version}, the registry delivered {got or 'an unparsable version'}")
+        marker.unlink()
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+    log(f"{name}@{version}: installed at {dest}")
+    return Installed(name, version, str(_binary_in(dest, pkg)), "agentbox", version)
+
+
+def _run(cmd: list[str], name: str) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise HarnessError(f"{name}: `{' '.join(cmd[:4])} ...` failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")

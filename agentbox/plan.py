@@ -1,0 +1,181 @@
+"""The shapes that flow through a compile: context in, native result and run plan out.
+
+Every model here is frozen and serialises canonically, so a plan's hash is a pure function of
+the profile and the context it was compiled for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .capability import Support
+from .paths import check_relative
+
+__all__ = [
+    "CompileContext",
+    "Artifact",
+    "Surface",
+    "RuntimeRequirements",
+    "LayerCoverage",
+    "CompileResult",
+    "ItemPlan",
+    "OverrideRecord",
+    "SandboxPlan",
+    "EffectiveRunPlan",
+    "canonical_json",
+    "SCHEMA_VERSION",
+]
+
+SCHEMA_VERSION = 1
+
+# Fixed paths inside the sandbox: the private config home and temp dir live on the sandbox's own
+# /tmp tmpfs, so they never depend on where the host keeps the run's folder.
+SANDBOX_CONFIG_HOME = "/tmp/agentbox/config"
+SANDBOX_TMPDIR = "/tmp/agentbox/tmp"
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CompileContext(_Frozen):
+    """Where the harness will run, as the harness process sees it."""
+
+    cwd: str
+    home: str
+    config_home: str = SANDBOX_CONFIG_HOME
+    tmpdir: str = SANDBOX_TMPDIR
+    harness_version: str | None = None
+
+
+class Artifact(_Frozen):
+    """One native config file, relative to the private config home, with its exact content."""
+
+    path: str
+    content: str
+    owners: dict[str, str] = Field(default_factory=dict)  # dotted key -> intent item it enforces
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        return check_relative(value)
+
+
+class Surface(_Frozen):
+    """A project-level config entry a harness discovers (seed 002's registry)."""
+
+    path: str
+    kind: Literal["directory", "file"]
+    discovery: Literal["launch_root_only", "git_root_to_cwd", "ancestor_chain"] = "git_root_to_cwd"
+    default_text: str = ""
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        return check_relative(value)
+
+
+class RuntimeRequirements(_Frozen):
+    """What the harness layer delegates to the OS sandbox."""
+
+    workspace: Literal["none", "read_only", "read_write"]
+    network: Literal["none", "restricted", "unrestricted"]
+    allow_domains: tuple[str, ...] = ()
+    host_home: Literal["hidden", "visible"]
+    env_allow: tuple[str, ...] = ()
+    env_set: dict[str, str] = Field(default_factory=dict)
+    surfaces: tuple[Surface, ...] = ()
+    model_endpoint: str | None = None  # host:port the harness must reach for its model
+    writable_tmp: bool = True
+
+
+class LayerCoverage(_Frozen):
+    layer: Literal["harness", "sandbox"]
+    support: Support
+    mechanism: str
+    enforcement_scope: str = ""
+    bypass_surfaces: tuple[str, ...] = ()
+    reason: str = ""
+
+
+class CompileResult(_Frozen):
+    """A harness adapter's pure output for one intent."""
+
+    harness: str
+    version: str | None
+    dialect: str
+    artifacts: tuple[Artifact, ...] = ()
+    argv: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    requirements: RuntimeRequirements
+    coverage: dict[str, LayerCoverage] = Field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+
+
+class ItemPlan(_Frozen):
+    item: str
+    capability: str
+    requirement: Literal["required", "advisory"]
+    provenance: Literal["intent", "default", "override"]
+    layers: tuple[LayerCoverage, ...]
+    effective: Support
+    gap: str | None = None
+
+
+class OverrideRecord(_Frozen):
+    harness: str
+    applied: bool
+    patch: dict[str, Any]
+    changed_keys: tuple[str, ...] = ()
+    weakens: tuple[str, ...] = ()
+    unsafe_override: bool = False
+    reason: str = ""
+
+
+class SandboxPlan(_Frozen):
+    backend: str
+    argv: tuple[str, ...]  # up to and excluding the command; {run_dir} marks the run's host folder
+    env: dict[str, str] = Field(default_factory=dict)
+    binds: tuple[tuple[str, str, str], ...] = ()  # (mode, host source, sandbox target)
+
+
+class EffectiveRunPlan(_Frozen):
+    schema_version: int = SCHEMA_VERSION
+    profile: str
+    profile_digest: str
+    harness: str
+    harness_version: str | None
+    dialect: str
+    binary: str | None = None
+    binary_sha256: str | None = None
+    cwd: str
+    intent: dict[str, Any]
+    native: CompileResult
+    sandbox: SandboxPlan
+    items: tuple[ItemPlan, ...]
+    overrides: tuple[OverrideRecord, ...] = ()
+    portable: bool = True
+    warnings: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    def body(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(canonical_json(self.body()).encode()).hexdigest()
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.body(), "plan_hash": self.hash}
+
+    def item(self, name: str) -> ItemPlan:
+        return next(i for i in self.items if i.item == name)

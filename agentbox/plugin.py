@@ -1,0 +1,45 @@
+"""The Agent-Box pytest plugin: options, markers, hooks and fixtures, each a thin hand-off.
+
+Registered through the `pytest11` entry point, so `pytest --agentbox-...` works wherever the package
+is installed. Run state lives on a session object in `config.stash`; fixtures live in
+`agentbox.testing`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .testing.session import AgentBoxSession, session_key
+
+pytest_plugins = ["agentbox.testing.fixtures"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("agentbox", "Agent-Box conformance")
+    group.addoption("--agentbox-harness", action="append", default=[], metavar="NAME[@VERSION]",
+                    help="harness (and version) to test; repeatable; default: every installed harness")
+    group.addoption("--agentbox-require-harnesses", action="store_true",
+                    help="a selected harness that is not installed is an error, not a skip")
+    group.addoption("--agentbox-timeout", type=float, default=120.0, metavar="SECONDS",
+                    help="bound on each harness run (default 120)")
+    group.addoption("--agentbox-evidence-dir", default=None, metavar="DIR",
+                    help="where evidence records are appended (default $AGENTBOX_HOME/evidence)")
+    group.addoption("--agentbox-update-goldens", action="store_true",
+                    help="rewrite compile goldens instead of comparing them")
+    group.addoption("--agentbox-canary", action="store_true",
+                    help="upgrade canary: re-verify changed harness versions and diff their claims")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in (
+        "agentbox_capability(item, value=None): the intent capability a test proves",
+        "negative: an escape vector that must be blocked",
+        "smoke: a launch smoke of a real harness",
+        "harness: needs a real harness binary",
+    ):
+        config.addinivalue_line("markers", marker)
+    config.stash[session_key] = AgentBoxSession(config)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    metafunc.config.stash[session_key].generate_tests(metafunc)

@@ -1,0 +1,171 @@
+"""Profile: a named identity (harness, model, intent, overrides), loaded strictly from YAML."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import InputError
+from .intent import PermissionIntent
+from .paths import check_relative
+
+__all__ = [
+    "HARNESSES",
+    "ModelSettings",
+    "McpServer",
+    "NativeOverride",
+    "Profile",
+    "LoadedProfile",
+    "load_profile",
+    "resolve_profile_path",
+    "validation_message",
+]
+
+HARNESSES = ("claude-code", "codex", "opencode", "hermes")
+HarnessName = Literal["claude-code", "codex", "opencode", "hermes"]
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+){0,3}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSettings(_Strict):
+    """Where the harness finds its model. Names the credential variable, never holds a secret."""
+
+    provider: str = "default"
+    base_url: str | None = None
+    name: str | None = None
+    api_key_env: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+(/\S*)?$", value):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_RE.match(value):
+            raise ValueError(f"{value!r} is not an environment variable name (give the name, not the key)")
+        return value
+
+
+class McpServer(_Strict):
+    command: str
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class NativeOverride(_Strict):
+    min_version: str | None = None
+    max_version: str | None = None
+    config_patch: dict[str, Any] = Field(default_factory=dict)
+    unsafe_override: bool = False
+
+    @field_validator("min_version", "max_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None and not _VERSION_RE.match(value):
+            raise ValueError(f"{value!r} is not a dotted version number")
+        return value
+
+
+class Profile(_Strict):
+    name: str
+    harness: HarnessName
+    model: ModelSettings = ModelSettings()
+    permission_intent: PermissionIntent = PermissionIntent()
+    mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
+    native_overrides: dict[HarnessName, NativeOverride] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME_RE.match(value):
+            raise ValueError(f"{value!r} must be lower-case letters, digits, '.', '_' or '-' (it names folders)")
+        return value
+
+    @model_validator(mode="after")
+    def _mcp_servers_defined(self) -> "Profile":
+        missing = sorted(set(self.permission_intent.mcp.servers) - set(self.mcp_servers))
+        if missing:
+            raise ValueError(f"permission_intent.mcp.servers names servers not defined in mcp_servers: {', '.join(missing)}")
+        return self
+
+    def override(self) -> NativeOverride | None:
+        return self.native_overrides.get(self.harness)
+
+
+class LoadedProfile(BaseModel):
+    """A validated profile with where it came from and the digest of its exact bytes."""
+
+    model_config = ConfigDict(frozen=True)
+    profile: Profile
+    source: str
+    digest: str
+
+
+def validation_message(error: ValidationError) -> str:
+    parts = []
+    for err in error.errors():
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = msg.removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
+
+
+def resolve_profile_path(arg: str) -> Path:
+    """A profile argument is a path to a YAML file, or a bare name under $AGENTBOX_HOME/profiles."""
+    looks_like_path = "/" in arg or arg.endswith((".yaml", ".yml")) or Path(arg).exists()
+    if looks_like_path:
+        if "\\" in arg:
+            raise InputError("backslashes are not allowed in a profile path", file=arg)
+        if Path(arg).is_dir():
+            raise InputError("is a directory, not a profile file", file=arg)
+        return Path(arg)
+    if not _NAME_RE.match(arg):
+        raise InputError("not a profile name (lower-case letters, digits, '.', '_', '-') nor a path", file=arg)
+    from .home import profiles_dir
+
+    base = profiles_dir()
+    for suffix in (".yaml", ".yml"):
+        candidate = base / f"{arg}{suffix}"
+        if candidate.exists():
+            return candidate
+    raise InputError(f"no profile named {arg!r} in {base}", file=arg)
+
+
+def load_profile(arg: str | Path) -> LoadedProfile:
+    path = resolve_profile_path(str(arg))
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", file=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    import yaml
+
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else None
+        raise InputError(f"malformed YAML: {getattr(exc, 'problem', None) or exc}", file=str(path), field=where) from None
+    if not isinstance(data, dict):
+        raise InputError("a profile is a YAML mapping", file=str(path))
+    try:
+        profile = Profile.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(validation_message(exc), file=str(path)) from None
+    return LoadedProfile(profile=profile, source=str(path), digest=hashlib.sha256(raw).hexdigest())

@@ -1,0 +1,1 @@
+"""What the pytest plugin gives test authors: the session, the fixtures, the harness runner."""

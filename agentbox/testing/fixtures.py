@@ -1,0 +1,102 @@
+"""Fixtures of the Agent-Box pytest plugin: a harness under test, a scripted model, a workspace with a
+private home, the canary MCP server, and a helper that runs a harness with a compiled plan."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from .session import HarnessTarget, session_key
+
+__all__ = ["Workspace", "CanaryMcp"]
+
+
+@pytest.fixture
+def harness(request: pytest.FixtureRequest) -> HarnessTarget:  # parametrized by the session
+    target = request.param
+    if target is None or target.binary is None:
+        pytest.fail(f"harness {getattr(target, 'id', '?')} is required (--agentbox-require-harnesses) but not installed")
+    return target
+
+
+@dataclass
+class Workspace:
+    """A temporary project and a private home, both owned by the test."""
+
+    root: Path
+    project: Path
+    home: Path
+
+    def file(self, rel: str) -> Path:
+        return self.project / rel
+
+
+@pytest.fixture
+def agentbox_workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    # Not under the pytest tmp tree's common prefix with /tmp/agentbox, and never the real home.
+    root = tmp_path_factory.mktemp("abx")
+    project, home = root / "project", root / "home"
+    project.mkdir()
+    home.mkdir()
+    return Workspace(root=root, project=project, home=home)
+
+
+@pytest.fixture
+def scripted_model():
+    from ..scripted import ScriptedModel
+
+    model = ScriptedModel()
+    model.start()
+    try:
+        yield model
+    finally:
+        model.stop()
+
+
+@dataclass
+class CanaryMcp:
+    """How a profile starts the canary MCP server, and the log it writes to."""
+
+    name: str
+    log: Path
+
+    def server_spec(self) -> dict[str, Any]:
+        return {"command": sys.executable, "args": ["-m", "agentbox.canary_mcp", "--log", str(self.log),
+                                                     "--name", self.name]}
+
+    def invocations(self) -> list[dict]:
+        from ..canary_mcp.log import CanaryLog
+
+        return CanaryLog(self.log).invocations()
+
+
+@pytest.fixture
+def canary_mcp(tmp_path_factory: pytest.TempPathFactory) -> CanaryMcp:
+    return CanaryMcp(name="canary", log=tmp_path_factory.mktemp("mcp") / "canary.log")
+
+
+@pytest.fixture
+def run_harness(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """`run_harness(harness, profile_dict, workspace, prompt, layer="composed")` -> RunOutcome."""
+    from ..adapters import get_adapter
+    from ..harness_run import RunRequest, run_harness as _run
+    from ..profile import LoadedProfile, Profile
+
+    session = request.config.stash[session_key]
+    probes: dict[str, Any] = {}
+
+    def run(harness: HarnessTarget, profile: dict, workspace: Workspace, prompt: str = "go", *,
+            layer: str = "composed", extra_env: dict[str, str] | None = None, keep_run_dir: bool = False):
+        if harness.binary not in probes:
+            probes[harness.binary] = get_adapter(harness.name).probe(harness.binary)
+        loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<test>", digest="test")
+        return _run(RunRequest(loaded=loaded, probe=probes[harness.binary], workspace=str(workspace.project),
+                               home=str(workspace.home), prompt=prompt, layer=layer, timeout=session.timeout,
+                               extra_env=extra_env or {}, keep_run_dir=keep_run_dir))
+
+    return run

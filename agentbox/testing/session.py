@@ -1,0 +1,96 @@
+"""The plugin's run state: which harness versions are under test, resolved once per process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+__all__ = ["AgentBoxSession", "HarnessTarget", "session_key"]
+
+
+@dataclass(frozen=True)
+class HarnessTarget:
+    name: str
+    version: str
+    binary: str | None  # None: selected but not installed
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}-{self.version}"
+
+    def adapter(self):
+        from ..adapters import get_adapter
+
+        return get_adapter(self.name)
+
+
+class AgentBoxSession:
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self._targets: list[HarnessTarget] | None = None
+
+    @property
+    def evidence_dir(self) -> Path:
+        from ..home import evidence_dir
+
+        opt = self.config.getoption("--agentbox-evidence-dir")
+        return Path(opt) if opt else evidence_dir()
+
+    @property
+    def require_harnesses(self) -> bool:
+        return bool(self.config.getoption("--agentbox-require-harnesses"))
+
+    @property
+    def timeout(self) -> float:
+        return float(self.config.getoption("--agentbox-timeout"))
+
+    def targets(self) -> list[HarnessTarget]:
+        if self._targets is None:
+            self._targets = self._resolve()
+        return self._targets
+
+    def _resolve(self) -> list[HarnessTarget]:
+        from ..installs import find_binary, installed
+        from ..profile import HARNESSES
+
+        specs = self.config.getoption("--agentbox-harness")
+        out: list[HarnessTarget] = []
+        if not specs:
+            for inst in installed(probe=False):
+                if inst.name in HARNESSES and inst.source == "agentbox":
+                    out.append(HarnessTarget(inst.name, inst.version, inst.binary))
+            return sorted(out, key=lambda t: (t.name, t.version))
+        for spec in specs:
+            name, _, version = spec.partition("@")
+            if name not in HARNESSES:
+                raise pytest.UsageError(f"--agentbox-harness {spec}: unknown harness {name!r}; known: {', '.join(HARNESSES)}")
+            found = find_binary(name, version or None)
+            out.append(HarnessTarget(name, found.version if found else (version or "missing"),
+                                     found.binary if found else None))
+        return out
+
+    def generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "harness" not in metafunc.fixturenames:
+            return
+        wanted = None
+        marker = metafunc.definition.get_closest_marker("harness")
+        if marker and marker.args:
+            wanted = set(marker.args)
+        params = []
+        for target in self.targets():
+            if wanted is not None and target.name not in wanted:
+                continue
+            marks = []
+            if target.binary is None and not self.require_harnesses:
+                marks.append(pytest.mark.skip(reason=f"{target.name} {target.version} is not installed "
+                                                     f"(agent-box harness install {target.name}@VERSION)"))
+            params.append(pytest.param(target, id=target.id, marks=marks))
+        if not params:
+            params.append(pytest.param(None, id="no-harness", marks=pytest.mark.skip(
+                reason="no harness installed (agent-box harness install --matrix matrices/default.yaml)")))
+        metafunc.parametrize("harness", params)
+
+
+session_key = pytest.StashKey[AgentBoxSession]()

@@ -1,0 +1,36 @@
+"""Dotted version numbers, compared numerically (1.18.9 < 1.18.16)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Version", "in_range"]
+
+
+@dataclass(frozen=True, order=True)
+class Version:
+    parts: tuple[int, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> "Version":
+        if not re.fullmatch(r"[0-9]+(\.[0-9]+)*", text):
+            raise ValueError(f"{text!r} is not a dotted version number")
+        parts = tuple(int(p) for p in text.split("."))
+        while len(parts) > 1 and parts[-1] == 0:
+            parts = parts[:-1]
+        return cls(parts)
+
+    def __str__(self) -> str:
+        return ".".join(map(str, self.parts))
+
+
+def in_range(v: Version, low: str | None, high: str | None) -> bool:
+    """Inclusive on both ends; a bound of `0.160` includes every 0.160.x."""
+    if low is not None and v < Version.parse(low):
+        return False
+    if high is not None:
+        hi = Version.parse(high)
+        if v > hi and v.parts[: len(hi.parts)] != hi.parts:
+            return False
+    return True
