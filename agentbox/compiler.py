@@ -73,7 +73,8 @@ def _apply_override(adapter: HarnessAdapter, profile_name: str, result: CompileR
 
 def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None = None,
                  probe: Probe | None = None, home: str | None = None,
-                 config_home: str | None = None, tmpdir: str | None = None) -> EffectiveRunPlan:
+                 config_home: str | None = None, tmpdir: str | None = None,
+                 ro_binds: tuple[str, ...] = (), rw_binds: tuple[str, ...] = ()) -> EffectiveRunPlan:
     """`config_home`/`tmpdir` default to the sandbox's fixed paths; the harness-alone layer passes host ones."""
     profile = loaded.profile
     intent = profile.permission_intent
@@ -99,10 +100,11 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
         overrides.append(record)
     overridden = {i for r in overrides if r.applied for i in r.weakens}
 
-    masks = discover(cwd, profile.name, native.requirements.surfaces)
+    masks = discover(cwd, profile.name, native.requirements.surfaces,
+                     bwrap.hidden_roots(native.requirements, home))
     roots = adapter.install_roots(probe.binary) if probe is not None else ()
     request = bwrap.SandboxRequest(requirements=native.requirements, workspace=cwd, home=home, masks=masks,
-                                   ro_binds=roots)
+                                   ro_binds=(*roots, *ro_binds), rw_binds=rw_binds)
     sandbox = bwrap.compile_bwrap(request)
     sandbox_cov = bwrap.coverage(request)
 

@@ -44,6 +44,8 @@ class RunRequest:
     timeout: float = 120.0
     extra_env: dict[str, str] = field(default_factory=dict)
     keep_run_dir: bool = False
+    ro_binds: tuple[str, ...] = ()  # host paths that must stay visible in the composed layer
+    rw_binds: tuple[str, ...] = ()  # host paths the composed layer may write (observation logs)
 
 
 @dataclass
@@ -111,7 +113,8 @@ def run_harness(req: RunRequest) -> RunOutcome:
     relay = None
     try:
         if req.layer == "composed":
-            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home)
+            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
+                                ro_binds=req.ro_binds, rw_binds=req.rw_binds)
         else:
             plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
                                 config_home=os.path.join(run_dir, "config"), tmpdir=os.path.join(run_dir, "tmp"))
@@ -124,7 +127,7 @@ def run_harness(req: RunRequest) -> RunOutcome:
         env.update(req.extra_env)
         env[MARKER] = run_id
         if req.layer == "composed":
-            masks = discover(plan.cwd, plan.profile, req_env.surfaces)
+            masks = discover(plan.cwd, plan.profile, req_env.surfaces, bwrap.hidden_roots(req_env, req.home))
             materialize(masks)
             env.update(plan.sandbox.env)
             argv = [a.replace("{run_dir}", run_dir) for a in plan.sandbox.argv]

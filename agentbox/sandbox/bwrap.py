@@ -18,7 +18,7 @@ from ..paths import is_within
 from ..plan import SANDBOX_CONFIG_HOME, SANDBOX_TMPDIR, LayerCoverage, RuntimeRequirements, SandboxPlan
 from .surfaces import Mask
 
-__all__ = ["SandboxRequest", "compile_bwrap", "coverage", "bwrap_binary", "hidden_paths", "BASE_ENV"]
+__all__ = ["SandboxRequest", "compile_bwrap", "coverage", "bwrap_binary", "hidden_paths", "hidden_roots", "BASE_ENV"]
 
 RUN_DIR = "{run_dir}"
 # Names every run keeps; everything else must be allowed by environment.allow.
@@ -32,6 +32,7 @@ class SandboxRequest:
     home: str
     masks: tuple[Mask, ...] = ()
     ro_binds: tuple[str, ...] = ()
+    rw_binds: tuple[str, ...] = ()  # host folders a run must write to (e.g. a test's observation log)
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -49,10 +50,11 @@ def unshares_net(req: RuntimeRequirements) -> bool:
 
 def hidden_paths(request: SandboxRequest) -> tuple[str, ...]:
     """Host paths the sandbox covers with private mounts."""
-    hidden = ["/tmp"]
-    if request.requirements.host_home == "hidden":
-        hidden.append(request.home)
-    return tuple(hidden)
+    return hidden_roots(request.requirements, request.home)
+
+
+def hidden_roots(req: RuntimeRequirements, home: str) -> tuple[str, ...]:
+    return ("/tmp", home) if req.host_home == "hidden" else ("/tmp",)
 
 
 def _check(request: SandboxRequest) -> None:
@@ -65,7 +67,7 @@ def _check(request: SandboxRequest) -> None:
         raise SandboxError(f"workspace {ws} would be hidden by the sandbox's private /tmp/agentbox")
     if request.requirements.host_home == "hidden" and is_within(home, ws):
         raise SandboxError(f"workspace {ws} contains the host home {home}, which host_home: hidden must hide")
-    for path in request.ro_binds:
+    for path in (*request.ro_binds, *request.rw_binds):
         if not os.path.isabs(path):
             raise SandboxError(f"bind path {path} must be absolute")
 
@@ -84,9 +86,13 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
 
     if req.host_home == "hidden":
         argv.extend(["--tmpfs", request.home])
+    elif is_within(request.home, "/tmp"):
+        bind("ro-bind", request.home, request.home)  # a visible home must survive the private /tmp
     for path in request.ro_binds:
         if any(is_within(path, h) for h in hidden_paths(request)):
             bind("ro-bind", path, path)
+    for path in request.rw_binds:
+        bind("bind", path, path)
     argv.extend(["--dir", "/tmp/agentbox", "--dir", SANDBOX_TMPDIR])
     bind("bind", f"{RUN_DIR}/config", SANDBOX_CONFIG_HOME)
     if req.workspace == "read_write":
@@ -98,9 +104,10 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     if req.workspace != "none":
         for mask in request.masks:
             bind("ro-bind", mask.backing, mask.target)
-        agentbox_dir = os.path.join(ws, ".agentbox")
-        if request.masks or os.path.isdir(agentbox_dir):
-            argv.extend(["--tmpfs", agentbox_dir])  # the backings themselves stay out of reach
+        # the backings themselves stay out of reach, in every layer that has them
+        layers = {m.layer for m in request.masks} | ({ws} if os.path.isdir(os.path.join(ws, ".agentbox")) else set())
+        for layer in sorted(layers):
+            argv.extend(["--tmpfs", os.path.join(layer, ".agentbox")])
     if unshares_net(req) and req.model_endpoint:
         bind("bind", f"{RUN_DIR}/relay", "/tmp/agentbox/relay")
     if unshares_net(req):

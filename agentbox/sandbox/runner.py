@@ -106,6 +106,8 @@ def fast_main(argv: list[str]) -> int | None:
     if not _entry_is_current(entry):
         return None
     problem = _hidden_command(entry, cmd)
+    if shutil.which("bwrap") is None:
+        problem = "bubblewrap is not installed (bwrap not on PATH): apt-get install bubblewrap"
     if problem:
         print(f"agent-box: {problem}", file=sys.stderr)
         return 4
@@ -186,7 +188,7 @@ def sandbox_run(profile_arg: str, workspace: str, cmd: list[str]) -> int:
     from ..compiler import compile_plan
     from ..errors import InputError, SandboxError
     from ..profile import load_profile
-    from .bwrap import SandboxRequest, bwrap_binary, hidden_paths
+    from .bwrap import SandboxRequest, bwrap_binary, hidden_paths, hidden_roots
     from .surfaces import _layers, discover
 
     bwrap_binary()
@@ -196,7 +198,7 @@ def sandbox_run(profile_arg: str, workspace: str, cmd: list[str]) -> int:
     ws = os.path.realpath(workspace)
     plan = compile_plan(loaded, ws)
     req = plan.native.requirements
-    masks = discover(ws, loaded.profile.name, req.surfaces)
+    masks = discover(ws, loaded.profile.name, req.surfaces, hidden_roots(req, _home()))
     request = SandboxRequest(requirements=req, workspace=ws, home=_home(), masks=masks)
     hidden = hidden_paths(request)
     visible = (ws, *(dst for _, _, dst in plan.sandbox.binds if not dst.startswith("/tmp/agentbox")))

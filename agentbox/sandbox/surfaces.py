@@ -64,11 +64,18 @@ def _layers(cwd: str, discovery: str) -> list[str]:
     return [str(d) for d in reversed(chain[: chain.index(Path(root)) + 1])]
 
 
-def discover(cwd: str, profile: str, surfaces: tuple[Surface, ...]) -> tuple[Mask, ...]:
-    """The surfaces that exist on the host, each with its backing. Reads the file system, writes nothing."""
+def discover(cwd: str, profile: str, surfaces: tuple[Surface, ...], hidden: tuple[str, ...] = ()) -> tuple[Mask, ...]:
+    """The surfaces that exist on the host, each with its backing. Reads the file system, writes nothing.
+
+    Layers the sandbox hides anyway (under `hidden`, outside the project) need no mask and get no state.
+    """
+    from ..paths import is_within
+
     masks: dict[str, Mask] = {}
     for surface in surfaces:
         for layer in _layers(cwd, surface.discovery):
+            if not is_within(layer, cwd) and any(is_within(layer, h) for h in hidden):
+                continue
             target = os.path.join(layer, surface.path)
             if not os.path.lexists(target):
                 continue

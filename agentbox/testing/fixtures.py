@@ -69,6 +69,11 @@ class CanaryMcp:
         return {"command": sys.executable, "args": ["-m", "agentbox.canary_mcp", "--log", str(self.log),
                                                      "--name", self.name]}
 
+    @property
+    def binds(self) -> tuple[str, ...]:
+        """The folder the server must write to from inside a sandbox."""
+        return (str(self.log.parent),)
+
     def invocations(self) -> list[dict]:
         from ..canary_mcp.log import CanaryLog
 
@@ -90,13 +95,35 @@ def run_harness(request: pytest.FixtureRequest) -> Callable[..., Any]:
     session = request.config.stash[session_key]
     probes: dict[str, Any] = {}
 
+    package_root = str(Path(__file__).resolve().parents[2])  # the canary MCP server imports agentbox in the sandbox
+
     def run(harness: HarnessTarget, profile: dict, workspace: Workspace, prompt: str = "go", *,
-            layer: str = "composed", extra_env: dict[str, str] | None = None, keep_run_dir: bool = False):
+            layer: str = "composed", extra_env: dict[str, str] | None = None, keep_run_dir: bool = False,
+            binds: tuple[str, ...] = ()):
         if harness.binary not in probes:
             probes[harness.binary] = get_adapter(harness.name).probe(harness.binary)
         loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<test>", digest="test")
         return _run(RunRequest(loaded=loaded, probe=probes[harness.binary], workspace=str(workspace.project),
                                home=str(workspace.home), prompt=prompt, layer=layer, timeout=session.timeout,
-                               extra_env=extra_env or {}, keep_run_dir=keep_run_dir))
+                               extra_env=extra_env or {}, keep_run_dir=keep_run_dir,
+                               ro_binds=(package_root,), rw_binds=tuple(str(b) for b in binds)))
 
     return run
+
+
+_KEY_VARS = {"anthropic-messages": "ANTHROPIC_API_KEY", "openai-responses": "OPENAI_API_KEY",
+             "openai-chat": "OPENAI_API_KEY"}
+
+
+def scripted_profile(harness: HarnessTarget, model, intent: dict, *, name: str = "smoke",
+                     mcp_servers: dict | None = None) -> dict:
+    """A profile dict for `harness` that talks to the scripted model; the key is a fixed test value."""
+    wire = harness.adapter().tool_vocabulary.wire_api
+    base = model.base_url if wire == "anthropic-messages" else f"{model.base_url}/v1"
+    return {"name": name, "harness": harness.name,
+            "model": {"base_url": base, "name": "scripted", "api_key_env": _KEY_VARS[wire]},
+            "permission_intent": intent, "mcp_servers": mcp_servers or {}}
+
+
+def scripted_key_env() -> dict[str, str]:
+    return {v: "sk-agentbox-scripted" for v in set(_KEY_VARS.values())}

@@ -1,0 +1,58 @@
+"""Launch smokes: every installed harness version, through its compiled plan inside bubblewrap,
+driven by the scripted model. Each assertion reads a real side effect."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from agentbox.testing.fixtures import scripted_key_env, scripted_profile
+
+pytestmark = [pytest.mark.smoke, pytest.mark.harness]
+
+READ_WRITE = {"workspace": {"access": "read_write", "requirement": "required"},
+              "command_network": {"access": "none", "requirement": "required"}}
+
+
+def test_a_read_write_profile_writes_a_file_and_reads_one_back(harness, scripted_model, agentbox_workspace, run_harness):
+    ws = agentbox_workspace
+    (ws.project / "input.txt").write_text("canary-input-7f3a\n")
+    scripted_model.load({"steps": [
+        {"write_file": {"path": str(ws.project / "made.txt"), "content": "made-by-harness\n"}},
+        {"read_file": {"path": str(ws.project / "input.txt")}},
+    ]}, harness.adapter().tool_vocabulary)
+    out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), ws, "write then read",
+                      extra_env=scripted_key_env())
+    assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
+    assert (ws.project / "made.txt").read_text().strip() == "made-by-harness"
+    results = " ".join(r.text for r in scripted_model.tool_results())
+    assert "canary-input-7f3a" in results, "the read came back to the model"
+    assert out.leftovers == [], "no process of the run survived it"
+
+
+def test_a_profile_allowing_one_mcp_tool_reaches_exactly_that_call(harness, scripted_model, agentbox_workspace,
+                                                                    canary_mcp, run_harness):
+    intent = {**READ_WRITE, "mcp": {"servers": ["canary"], "tools": {"canary": ["allowed_echo"]},
+                                    "requirement": "required"}}
+    scripted_model.load({"steps": [{"mcp_call": {"server": "canary", "tool": "allowed_echo",
+                                                 "arguments": {"text": "hello-mcp"}}}]},
+                        harness.adapter().tool_vocabulary)
+    profile = scripted_profile(harness, scripted_model, intent, mcp_servers={"canary": canary_mcp.server_spec()})
+    out = run_harness(harness, profile, agentbox_workspace, "call the tool", extra_env=scripted_key_env(),
+                      binds=canary_mcp.binds)
+    assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
+    calls = canary_mcp.invocations()
+    assert [(c["tool"], c["arguments"]) for c in calls] == [("allowed_echo", {"text": "hello-mcp"})]
+    offered = scripted_model.offered_tools()
+    assert not any("denied_write" in t or "secret_read" in t for t in offered), sorted(offered)
+
+
+def test_the_private_config_is_removed_after_the_run(harness, scripted_model, agentbox_workspace, run_harness):
+    scripted_model.load({"steps": []}, harness.adapter().tool_vocabulary)
+    out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), agentbox_workspace, "hi",
+                      extra_env=scripted_key_env())
+    assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
+    assert out.artifacts and not any(os.path.exists(a) for a in out.artifacts)
+    assert not os.path.exists(out.run_dir)
+    assert scripted_model.transcript, "the harness talked to the scripted model through the relay"

@@ -1,0 +1,72 @@
+import pytest
+
+from agentbox.errors import SandboxError
+from agentbox.plan import RuntimeRequirements
+from agentbox.sandbox.bwrap import SandboxRequest, compile_bwrap, coverage
+
+
+def request(**kw):
+    req = {"workspace": "read_only", "network": "none", "host_home": "hidden"}
+    req.update(kw.pop("req", {}))
+    return SandboxRequest(requirements=RuntimeRequirements(**req), workspace=kw.pop("workspace", "/w/p"),
+                          home=kw.pop("home", "/home/u"), **kw)
+
+
+def pairs(argv):
+    return [tuple(argv[i:i + 3]) for i in range(len(argv))]
+
+
+def test_a_read_only_workspace_is_bound_read_only():
+    argv = compile_bwrap(request()).argv
+    assert ("--ro-bind", "/w/p", "/w/p") in pairs(argv)
+    assert ("--bind", "/w/p", "/w/p") not in pairs(argv)
+
+
+def test_a_read_write_workspace_is_the_only_writable_host_path():
+    argv = compile_bwrap(request(req={"workspace": "read_write"})).argv
+    writable = [t for t in pairs(argv) if t[0] == "--bind"]
+    assert [t[2] for t in writable] == ["/tmp/agentbox/config", "/w/p"]
+
+
+def test_no_workspace_means_an_empty_tmpfs_in_its_place():
+    argv = compile_bwrap(request(req={"workspace": "none"})).argv
+    assert ("--tmpfs", "/w/p") in [tuple(argv[i:i + 2]) for i in range(len(argv))]
+
+
+def test_network_none_unshares_the_network_and_unrestricted_does_not():
+    assert "--unshare-net" in compile_bwrap(request()).argv
+    assert "--unshare-net" not in compile_bwrap(request(req={"network": "unrestricted"})).argv
+
+
+def test_a_remote_model_keeps_the_network_shared_and_says_network_none_is_unsupported():
+    req = request(req={"model_endpoint": "api.example.com:443"})
+    assert "--unshare-net" not in compile_bwrap(req).argv
+    assert coverage(req)["command_network"].support == "unsupported"
+
+
+def test_a_hidden_home_is_a_tmpfs_and_the_process_tree_is_contained():
+    argv = compile_bwrap(request()).argv
+    assert ("--tmpfs", "/home/u") in [tuple(argv[i:i + 2]) for i in range(len(argv))]
+    for flag in ("--unshare-pid", "--die-with-parent", "--new-session"):
+        assert flag in argv
+
+
+def test_a_workspace_that_contains_the_hidden_home_is_refused():
+    with pytest.raises(SandboxError, match="contains the host home"):
+        compile_bwrap(request(workspace="/home"))
+
+
+def test_the_root_as_workspace_is_refused():
+    with pytest.raises(SandboxError):
+        compile_bwrap(request(workspace="/"))
+
+
+def test_binaries_under_a_hidden_path_stay_visible_read_only():
+    argv = compile_bwrap(request(ro_binds=("/home/u/.local/share/agentbox/harnesses/codex/1",))).argv
+    assert ("--ro-bind", "/home/u/.local/share/agentbox/harnesses/codex/1",
+            "/home/u/.local/share/agentbox/harnesses/codex/1") in pairs(argv)
+
+
+def test_no_environment_value_ever_reaches_the_argv():
+    plan = compile_bwrap(request(req={"env_allow": ("SECRET_TOKEN",)}))
+    assert not any("SECRET" in a for a in plan.argv)

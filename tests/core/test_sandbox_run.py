@@ -1,0 +1,152 @@
+"""`agent-box sandbox run` against the real bubblewrap: observed side effects only."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+
+@pytest.fixture
+def env(tmp_path):
+    home = tmp_path / "hosthome"
+    home.mkdir()
+    return {**os.environ, "AGENTBOX_HOME": str(tmp_path / "abhome"), "HOME": str(home)}
+
+
+@pytest.fixture
+def ws(tmp_path):
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+def profile(tmp_path, intent: str, name="t") -> str:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\nharness: codex\npermission_intent:\n{intent}")
+    return str(path)
+
+
+def sandbox_run(env, prof, ws, *cmd, **kw):
+    return subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", "--profile", prof,
+                           "--workspace", str(ws), "--", *cmd], env=env, capture_output=True, text=True, **kw)
+
+
+RO = "  workspace: {access: read_only, requirement: required}\n"
+
+
+class Listener:
+    """A TCP listener on host loopback that counts every connection it accepts."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.hits = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.hits += 1
+            conn.close()
+
+    def close(self):
+        self.sock.close()
+
+
+def test_a_read_only_workspace_refuses_a_shell_write_and_the_host_file_stays_absent(tmp_path, env, ws):
+    done = sandbox_run(env, profile(tmp_path, RO), ws, "sh", "-c", f"echo pwned > {ws}/escape.txt")
+    assert done.returncode != 0
+    assert not (ws / "escape.txt").exists()
+
+
+def test_a_read_write_workspace_takes_the_write_and_the_exit_status_comes_back(tmp_path, env, ws):
+    prof = profile(tmp_path, "  workspace: {access: read_write}\n")
+    done = sandbox_run(env, prof, ws, "sh", "-c", f"echo ok > {ws}/made.txt; exit 7")
+    assert done.returncode == 7
+    assert (ws / "made.txt").read_text() == "ok\n"
+
+
+def test_writes_outside_a_read_write_workspace_never_reach_the_host(tmp_path, env, ws):
+    prof = profile(tmp_path, "  workspace: {access: read_write}\n")
+    outside = tmp_path / "outside.txt"
+    sandbox_run(env, prof, ws, "sh", "-c", f"echo x > {outside}; echo y > /tmp/agentbox-escape-probe")
+    assert not outside.exists()
+    assert not os.path.exists("/tmp/agentbox-escape-probe")
+
+
+def test_network_none_refuses_a_connect_to_host_loopback_and_the_listener_sees_nothing(tmp_path, env, ws):
+    listener = Listener()
+    try:
+        prof = profile(tmp_path, RO + "  command_network: {access: none, requirement: required}\n")
+        done = sandbox_run(env, prof, ws, "bash", "-c", f"echo hi > /dev/tcp/127.0.0.1/{listener.port}")
+        assert done.returncode != 0
+        # the positive control: the same connect without the sandbox reaches the listener
+        subprocess.run(["bash", "-c", f"echo hi > /dev/tcp/127.0.0.1/{listener.port}"], check=True)
+        with socket.create_connection(("127.0.0.1", listener.port)):
+            pass
+    finally:
+        listener.close()
+    assert listener.hits == 2  # the two host-side connects, and none from the sandbox
+
+
+def test_a_hidden_home_hides_a_secret_planted_in_the_host_home(tmp_path, env, ws):
+    secret = os.path.join(env["HOME"], ".ssh", "id_canary")
+    os.makedirs(os.path.dirname(secret))
+    with open(secret, "w") as f:
+        f.write("CANARY-SECRET")
+    prof = profile(tmp_path, RO + "  host_home: hidden\n")
+    done = sandbox_run(env, prof, ws, "sh", "-c", f"cat {secret}; ls -a {env['HOME']}")
+    assert "CANARY-SECRET" not in done.stdout
+    visible = profile(tmp_path, RO + "  host_home: visible\n", name="v")
+    assert "CANARY-SECRET" in sandbox_run(env, visible, ws, "cat", secret).stdout  # positive control
+
+
+def test_only_allowed_environment_variables_are_visible(tmp_path, env, ws):
+    env = {**env, "AB_ALLOWED": "yes", "AB_DENIED": "no"}
+    prof = profile(tmp_path, RO + "  environment: {allow: [AB_ALLOWED]}\n")
+    seen = dict(line.split("=", 1) for line in sandbox_run(env, prof, ws, "env").stdout.splitlines() if "=" in line)
+    assert seen.get("AB_ALLOWED") == "yes"
+    assert "AB_DENIED" not in seen and "AGENTBOX_HOME" not in seen
+
+
+def test_a_project_config_surface_is_masked_by_a_blank_private_backing(tmp_path, env, ws):
+    (ws / ".codex").mkdir()
+    (ws / ".codex" / "config.toml").write_text('sandbox_mode = "danger-full-access"\n')
+    done = sandbox_run(env, profile(tmp_path, RO), ws, "ls", "-A", f"{ws}/.codex")
+    assert done.returncode == 0 and done.stdout.strip() == ""
+    assert (ws / ".agentbox" / "profiles" / "t" / "root" / ".codex").is_dir()
+    assert (ws / ".codex" / "config.toml").exists()  # the host file itself is untouched
+
+
+def test_the_second_run_comes_from_the_plan_cache_and_behaves_the_same(tmp_path, env, ws):
+    (ws / "f").write_text("original")
+    prof = profile(tmp_path, RO)
+    for _ in range(2):
+        done = sandbox_run(env, prof, ws, "cat", f"{ws}/f")
+        assert done.stdout == "original"
+    assert len(os.listdir(os.path.join(env["AGENTBOX_HOME"], "cache", "sandbox"))) == 1
+
+
+def test_missing_bubblewrap_is_a_clear_error_before_anything_starts(tmp_path, env, ws):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    os.symlink(shutil.which("sh"), bindir / "sh")
+    done = sandbox_run({**env, "PATH": str(bindir)}, profile(tmp_path, RO), ws, "sh", "-c", "true")
+    assert done.returncode == 4 and "bubblewrap" in done.stderr
+
+
+def test_a_bad_profile_exits_2_and_names_the_field(tmp_path, env, ws):
+    bad = profile(tmp_path, "  workspace: {access: sideways}\n")
+    done = sandbox_run(env, bad, ws, "true")
+    assert done.returncode == 2 and "permission_intent.workspace.access" in done.stderr

@@ -1,0 +1,47 @@
+"""Requests outside the agent loop get a short answer, never advance the script, and are recorded."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import pytest
+from scripted_client import VOCABULARIES, post
+
+SCENARIO = {"steps": [{"shell": {"command": "one"}}], "side_text": "A title"}
+
+
+def test_a_request_offering_no_tools_gets_the_side_text_and_does_not_advance(model):
+    model.load(SCENARIO, VOCABULARIES["openai-chat"])
+    title = post(model, "/v1/chat/completions", {"model": "small", "messages": [
+        {"role": "system", "content": "You are a title generator."}, {"role": "user", "content": "go"}]})
+    assert title["choices"][0]["message"]["content"] == "A title"
+    main = post(model, "/v1/chat/completions", {"model": "big", "messages": [{"role": "user", "content": "go"}],
+                                                "tools": [{"type": "function", "function": {"name": "bash"}}]})
+    assert main["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "bash"
+    side, loop = model.transcript
+    assert (side.side, side.step_index, side.model, side.emitted.text) == (True, None, "small", "A title")
+    assert (loop.side, loop.step_index) == (False, 0)
+
+
+def test_an_anthropic_summary_request_without_tools_is_a_side_request(model):
+    model.load(SCENARIO, VOCABULARIES["anthropic-messages"])
+    message = post(model, "/v1/messages", {"model": "haiku", "max_tokens": 10,
+                                           "messages": [{"role": "user", "content": "summarise this page"}]})
+    assert message["content"] == [{"type": "text", "text": "A title"}] and message["stop_reason"] == "end_turn"
+    assert model.transcript[0].side
+
+
+def test_an_unknown_path_is_a_recorded_404(model):
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(model.base_url + "/api/tags", timeout=10)
+    assert caught.value.code == 404
+    (record,) = model.requests_for("/api/tags")
+    assert record.side and record.wire_api is None and record.method == "GET"
+
+
+def test_a_body_that_is_not_json_is_a_recorded_400(model):
+    request = urllib.request.Request(model.base_url + "/v1/messages", b"{nope", {"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=10)
+    assert caught.value.code == 400 and len(model.transcript) == 1
