@@ -14,20 +14,21 @@ import signal
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Iterator, Literal
 
 from .adapters import get_adapter
 from .adapters.base import Probe
 from .compiler import compile_plan
-from .plan import EffectiveRunPlan
+from .plan import CompileResult, EffectiveRunPlan
 from .profile import LoadedProfile
 from .sandbox import bwrap
 from .sandbox.relay import HostRelay, inner_relay_argv
 from .sandbox.surfaces import discover, materialize
 
-__all__ = ["RunRequest", "RunOutcome", "run_harness", "kill_marked", "MARKER"]
+__all__ = ["RunRequest", "RunOutcome", "Prepared", "prepared", "run_harness", "kill_marked", "MARKER"]
 
 MARKER = "AGENTBOX_RUN_ID"
 Layer = Literal["composed", "harness"]
@@ -106,7 +107,29 @@ def _write_artifacts(plan: EffectiveRunPlan, config_dir: str) -> list[str]:
     return written
 
 
-def run_harness(req: RunRequest) -> RunOutcome:
+@dataclass
+class Prepared:
+    """A run ready to start: the full argv (sandbox, relay, harness), its environment and folders."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    plan: EffectiveRunPlan
+    run_dir: str
+    run_id: str
+    artifacts: list[str]
+
+
+Command = Callable[[CompileResult], list[str]]
+
+
+@contextmanager
+def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepared]:
+    """Compile, materialize and wire up a run; afterwards stop the relay, kill leftovers, remove the config.
+
+    `command` gives the harness argv from the compiled result (default: the adapter's headless
+    one-shot run of `req.prompt`); ACP and interactive runs pass their own.
+    """
     run_dir = tempfile.mkdtemp(prefix="agentbox-run-")
     run_id = secrets.token_hex(8)
     adapter = get_adapter(req.loaded.profile.harness)
@@ -121,7 +144,10 @@ def run_harness(req: RunRequest) -> RunOutcome:
         os.makedirs(os.path.join(run_dir, "config"), exist_ok=True)
         os.makedirs(os.path.join(run_dir, "tmp"), exist_ok=True)
         artifacts = _write_artifacts(plan, os.path.join(run_dir, "config"))
-        harness_argv = [req.probe.binary, *adapter.headless_argv(plan.native, req.prompt)]
+        if command is None:
+            harness_argv = [req.probe.binary, *adapter.headless_argv(plan.native, req.prompt)]
+        else:
+            harness_argv = command(plan.native)
         req_env = plan.native.requirements
         env = {k: os.environ[k] for k in (*bwrap.BASE_ENV, *req_env.env_allow) if k in os.environ}
         env.update(req.extra_env)
@@ -142,8 +168,21 @@ def run_harness(req: RunRequest) -> RunOutcome:
             env.update({"HOME": req.home, "TMPDIR": os.path.join(run_dir, "tmp")})
             env.update(plan.native.env)
             full = harness_argv
+        yield Prepared(argv=full, env=env, cwd=plan.cwd, plan=plan, run_dir=run_dir, run_id=run_id,
+                       artifacts=artifacts)
+    finally:
+        if relay is not None:
+            relay.stop()
+        kill_marked(run_id)
+        if not req.keep_run_dir:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def run_harness(req: RunRequest) -> RunOutcome:
+    """A headless one-shot run, bounded by `req.timeout`; the process group is killed on timeout."""
+    with prepared(req) as run:
         start = time.monotonic()
-        proc = subprocess.Popen(full, cwd=plan.cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(run.argv, cwd=run.cwd, env=run.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True, text=True)
         timed_out = False
         try:
@@ -153,13 +192,7 @@ def run_harness(req: RunRequest) -> RunOutcome:
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
         elapsed = time.monotonic() - start
-        leftovers = kill_marked(run_id)
+        leftovers = kill_marked(run.run_id)
         return RunOutcome(exit_code=None if timed_out else proc.returncode, stdout=out, stderr=err, elapsed=elapsed,
-                          timed_out=timed_out, plan=plan, argv=full, artifacts=artifacts, run_dir=run_dir,
-                          leftovers=leftovers)
-    finally:
-        if relay is not None:
-            relay.stop()
-        kill_marked(run_id)
-        if not req.keep_run_dir:
-            shutil.rmtree(run_dir, ignore_errors=True)
+                          timed_out=timed_out, plan=run.plan, argv=run.argv, artifacts=run.artifacts,
+                          run_dir=run.run_dir, leftovers=leftovers)
