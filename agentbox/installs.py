@@ -29,6 +29,7 @@ class Package(BaseModel):
     package: str
     binary: str
     extras: tuple[str, ...] = ()
+    post_install: tuple[str, ...] = ()  # installed in a second step, after the package and its extras
 
 
 class Matrix(BaseModel):
@@ -182,6 +183,8 @@ def install(name: str, version: str, log: Callable[[str], None] = lambda s: None
         else:
             _run([sys.executable, "-m", "venv", str(dest / "venv")], name)
             _run([str(dest / "venv" / "bin" / "pip"), "install", "-q", f"{pkg.package}=={version}", *pkg.extras], name)
+            if pkg.post_install:
+                _run([str(dest / "venv" / "bin" / "pip"), "install", "-q", *pkg.post_install], name)
         got = _installed_version(dest, name, pkg)
         if got is None or Version.parse(got) != Version.parse(version):
             raise HarnessError(f"{name}: asked for {version}, the registry delivered {got or 'an unparsable version'}")

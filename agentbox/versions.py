@@ -26,11 +26,17 @@ class Version:
 
 
 def in_range(v: Version, low: str | None, high: str | None) -> bool:
-    """Inclusive on both ends; a bound of `0.160` includes every 0.160.x."""
+    """Inclusive on both ends. A bound written with fewer than three parts is a prefix: `0.160`
+    includes every 0.160.x; `0.18.0` is exact and excludes 0.18.1."""
     if low is not None and v < Version.parse(low):
         return False
     if high is not None:
         hi = Version.parse(high)
-        if v > hi and v.parts[: len(hi.parts)] != hi.parts:
-            return False
+        if v > hi:
+            written = high.split(".")
+            if len(written) >= 3:
+                return False
+            prefix = tuple(int(p) for p in written)
+            if v.parts[: len(prefix)] != prefix:
+                return False
     return True

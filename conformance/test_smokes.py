@@ -21,7 +21,7 @@ def test_a_read_write_profile_writes_a_file_and_reads_one_back(harness, scripted
     scripted_model.load({"steps": [
         {"write_file": {"path": str(ws.project / "made.txt"), "content": "made-by-harness\n"}},
         {"read_file": {"path": str(ws.project / "input.txt")}},
-    ]}, harness.adapter().tool_vocabulary)
+    ]}, harness.vocabulary())
     out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), ws, "write then read",
                       extra_env=scripted_key_env())
     assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
@@ -37,7 +37,7 @@ def test_a_profile_allowing_one_mcp_tool_reaches_exactly_that_call(harness, scri
                                     "requirement": "required"}}
     scripted_model.load({"steps": [{"mcp_call": {"server": "canary", "tool": "allowed_echo",
                                                  "arguments": {"text": "hello-mcp"}}}]},
-                        harness.adapter().tool_vocabulary)
+                        harness.vocabulary())
     profile = scripted_profile(harness, scripted_model, intent, mcp_servers={"canary": canary_mcp.server_spec()})
     out = run_harness(harness, profile, agentbox_workspace, "call the tool", extra_env=scripted_key_env(),
                       binds=canary_mcp.binds)
@@ -49,7 +49,7 @@ def test_a_profile_allowing_one_mcp_tool_reaches_exactly_that_call(harness, scri
 
 
 def test_the_private_config_is_removed_after_the_run(harness, scripted_model, agentbox_workspace, run_harness):
-    scripted_model.load({"steps": []}, harness.adapter().tool_vocabulary)
+    scripted_model.load({"steps": []}, harness.vocabulary())
     out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), agentbox_workspace, "hi",
                       extra_env=scripted_key_env())
     assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"

@@ -87,6 +87,10 @@ class HarnessAdapter(ABC):
         path = Path(__file__).parent.parent / "data" / "vocabulary" / f"{self.name}.yaml"
         return ToolVocabulary.model_validate(yaml.safe_load(path.read_text()))
 
+    def vocabulary_for(self, version: str | None) -> ToolVocabulary:
+        """The vocabulary of one version; adapters whose tool names changed across versions override it."""
+        return self.tool_vocabulary
+
     @property
     def surfaces(self) -> tuple[Surface, ...]:
         from ..sandbox.surfaces import surfaces_for

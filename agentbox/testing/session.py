@@ -25,6 +25,10 @@ class HarnessTarget:
 
         return get_adapter(self.name)
 
+    def vocabulary(self):
+        """The native tool names of this exact version, for the scripted model."""
+        return self.adapter().vocabulary_for(self.version)
+
 
 class AgentBoxSession:
     def __init__(self, config: pytest.Config):
