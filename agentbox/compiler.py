@@ -104,7 +104,8 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
                      bwrap.hidden_roots(native.requirements, home))
     roots = adapter.install_roots(probe.binary) if probe is not None else ()
     request = bwrap.SandboxRequest(requirements=native.requirements, workspace=cwd, home=home, masks=masks,
-                                   ro_binds=(*roots, *ro_binds), rw_binds=rw_binds)
+                                   ro_binds=(*roots, *ro_binds), rw_binds=rw_binds,
+                                   config_files=tuple(a.path for a in native.artifacts))
     sandbox = bwrap.compile_bwrap(request)
     sandbox_cov = bwrap.coverage(request)
 

@@ -33,6 +33,7 @@ class SandboxRequest:
     masks: tuple[Mask, ...] = ()
     ro_binds: tuple[str, ...] = ()
     rw_binds: tuple[str, ...] = ()  # host folders a run must write to (e.g. a test's observation log)
+    config_files: tuple[str, ...] = ()  # compiled artifacts, relative to the config home: bound read-only
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -95,6 +96,9 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
         bind("bind", path, path)
     argv.extend(["--dir", "/tmp/agentbox", "--dir", SANDBOX_TMPDIR])
     bind("bind", f"{RUN_DIR}/config", SANDBOX_CONFIG_HOME)
+    for rel in request.config_files:
+        # the harness (and every command it runs) may write its config home, never its own policy
+        bind("ro-bind", f"{RUN_DIR}/config/{rel}", f"{SANDBOX_CONFIG_HOME}/{rel}")
     if req.workspace == "read_write":
         bind("bind", ws, ws)
     elif req.workspace == "read_only":

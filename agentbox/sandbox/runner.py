@@ -133,6 +133,11 @@ def _hidden_command(entry: dict, cmd: list[str]) -> str | None:
 
 def _materialize(entry: dict, run_dir: str) -> None:
     os.makedirs(os.path.join(run_dir, "config"), exist_ok=True)
+    for rel, content in entry.get("config", {}).items():
+        path = os.path.join(run_dir, "config", rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(content)
     for backing, kind, default_text in entry["masks"]:
         parent = os.path.dirname(backing)
         os.makedirs(parent, exist_ok=True)
@@ -177,6 +182,7 @@ def build_entry(plan, masks, hidden: tuple[str, ...], visible: tuple[str, ...], 
         "env": dict(plan.sandbox.env),
         "env_allow": sorted({*BASE_ENV, *plan.native.requirements.env_allow}),
         "masks": [[m.backing, m.surface.kind, m.surface.default_text] for m in masks],
+        "config": {a.path: a.content for a in plan.native.artifacts},
         "probe": {p: os.path.lexists(p) for p in probe_paths},
         "hidden": list(hidden),
         "visible": list(visible),
