@@ -74,7 +74,8 @@ def _apply_override(adapter: HarnessAdapter, profile_name: str, result: CompileR
 def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None = None,
                  probe: Probe | None = None, home: str | None = None,
                  config_home: str | None = None, tmpdir: str | None = None,
-                 ro_binds: tuple[str, ...] = (), rw_binds: tuple[str, ...] = ()) -> EffectiveRunPlan:
+                 ro_binds: tuple[str, ...] = (), rw_binds: tuple[str, ...] = (),
+                 mcp_tools: dict[str, tuple[str, ...]] | None = None) -> EffectiveRunPlan:
     """`config_home`/`tmpdir` default to the sandbox's fixed paths; the harness-alone layer passes host ones."""
     profile = loaded.profile
     intent = profile.permission_intent
@@ -90,7 +91,7 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
         except ValueError as exc:
             raise InputError(str(exc), field="--harness-version") from None
     paths = {k: v for k, v in (("config_home", config_home), ("tmpdir", tmpdir)) if v is not None}
-    context = CompileContext(cwd=cwd, home=home, harness_version=version, **paths)
+    context = CompileContext(cwd=cwd, home=home, harness_version=version, mcp_tools=mcp_tools or {}, **paths)
     native = adapter.compile(profile, context)
 
     overrides: list[OverrideRecord] = []

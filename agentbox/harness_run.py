@@ -22,13 +22,14 @@ from typing import Callable, Iterator, Literal
 from .adapters import get_adapter
 from .adapters.base import Probe
 from .compiler import compile_plan
+from .mcp_inventory import inventory
 from .plan import CompileResult, EffectiveRunPlan
 from .profile import LoadedProfile
 from .sandbox import bwrap
 from .sandbox.relay import HostRelay, inner_relay_argv
 from .sandbox.surfaces import discover, materialize
 
-__all__ = ["RunRequest", "RunOutcome", "Prepared", "prepared", "run_harness", "kill_marked", "MARKER"]
+__all__ = ["RunRequest", "RunOutcome", "Prepared", "HarnessCommand", "prepared", "run_harness", "kill_marked", "MARKER"]
 
 MARKER = "AGENTBOX_RUN_ID"
 Layer = Literal["composed", "harness"]
@@ -120,7 +121,16 @@ class Prepared:
     artifacts: list[str]
 
 
-Command = Callable[[CompileResult], list[str]]
+@dataclass(frozen=True)
+class HarnessCommand:
+    """What a custom command starts: its argv, variables it adds, and host paths it must see."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    ro_binds: tuple[str, ...] = ()
+
+
+Command = Callable[[CompileResult], "list[str] | HarnessCommand"]
 
 
 @contextmanager
@@ -128,29 +138,38 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
     """Compile, materialize and wire up a run; afterwards stop the relay, kill leftovers, remove the config.
 
     `command` gives the harness argv from the compiled result (default: the adapter's headless
-    one-shot run of `req.prompt`); ACP and interactive runs pass their own.
+    one-shot run of `req.prompt`); ACP and interactive runs pass their own. It may return a
+    `HarnessCommand` to add variables and read-only binds (e.g. an ACP adapter's install folder).
     """
     run_dir = tempfile.mkdtemp(prefix="agentbox-run-")
     run_id = secrets.token_hex(8)
     adapter = get_adapter(req.loaded.profile.harness)
     relay = None
     try:
+        profile = req.loaded.profile
+        tools = inventory(profile.mcp_servers, profile.permission_intent.mcp.servers) if profile.permission_intent.mcp.tools else {}
         if req.layer == "composed":
             plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
-                                ro_binds=req.ro_binds, rw_binds=req.rw_binds)
+                                ro_binds=req.ro_binds, rw_binds=req.rw_binds, mcp_tools=tools)
         else:
-            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
+            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home, mcp_tools=tools,
                                 config_home=os.path.join(run_dir, "config"), tmpdir=os.path.join(run_dir, "tmp"))
         os.makedirs(os.path.join(run_dir, "config"), exist_ok=True)
         os.makedirs(os.path.join(run_dir, "tmp"), exist_ok=True)
         artifacts = _write_artifacts(plan, os.path.join(run_dir, "config"))
         if command is None:
-            harness_argv = [req.probe.binary, *adapter.headless_argv(plan.native, req.prompt)]
+            launch = HarnessCommand([req.probe.binary, *adapter.headless_argv(plan.native, req.prompt)])
         else:
-            harness_argv = command(plan.native)
+            got = command(plan.native)
+            launch = got if isinstance(got, HarnessCommand) else HarnessCommand(list(got))
+        if req.layer == "composed" and launch.ro_binds:  # the binds are known only now: compile again
+            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
+                                ro_binds=(*req.ro_binds, *launch.ro_binds), rw_binds=req.rw_binds)
+        harness_argv = launch.argv
         req_env = plan.native.requirements
         env = {k: os.environ[k] for k in (*bwrap.BASE_ENV, *req_env.env_allow) if k in os.environ}
         env.update(req.extra_env)
+        env.update(launch.env)
         env[MARKER] = run_id
         if req.layer == "composed":
             masks = discover(plan.cwd, plan.profile, req_env.surfaces, bwrap.hidden_roots(req_env, req.home))

@@ -54,6 +54,8 @@ class CompileContext(_Frozen):
     config_home: str = SANDBOX_CONFIG_HOME
     tmpdir: str = SANDBOX_TMPDIR
     harness_version: str | None = None
+    # server -> every tool it offers, asked from the server before the run (empty: unknown)
+    mcp_tools: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
 
 class Artifact(_Frozen):

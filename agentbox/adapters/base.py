@@ -54,6 +54,8 @@ class ToolVocabulary(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     wire_api: WireApi
+    # a model name for which the harness offers every tool (some harnesses pick tools by model family)
+    scripted_model_name: str | None = None
     shell: ToolCall | None = None
     write_file: ToolCall | None = None
     edit_file: ToolCall | None = None

@@ -156,7 +156,12 @@ def load_vocabulary(source: ToolVocabulary | Mapping[str, Any] | str | Path) -> 
     return _validate(ToolVocabulary, data, name)
 
 
-_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:\|([^{}]*))?\}")
+
+
+def _prefix_lines(value: str, prefix: str) -> str:
+    """`{content|+}`: every line of the value behind `prefix` (what a unified patch body needs)."""
+    return "\n".join(prefix + line for line in value.rstrip("\n").split("\n"))
 
 
 def _fill(template: Any, values: dict[str, Any], kind: str) -> Any:
@@ -174,10 +179,11 @@ def _fill(template: Any, values: dict[str, Any], kind: str) -> Any:
             raise ScenarioError(f"template placeholder {{{name}}} is not a field of a {kind} step "
                                 f"(fields: {', '.join(sorted(values)) or 'none'})")
         value = values[name]
-        return value if isinstance(value, str) else json.dumps(value)
+        text = value if isinstance(value, str) else json.dumps(value)
+        return text if match.group(2) is None else _prefix_lines(text, match.group(2))
 
     whole = _PLACEHOLDER.fullmatch(template)
-    if whole and whole.group(1) in values:
+    if whole and whole.group(1) in values and whole.group(2) is None:
         return values[whole.group(1)]
     return _PLACEHOLDER.sub(one, template)
 

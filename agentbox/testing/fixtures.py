@@ -118,10 +118,12 @@ _KEY_VARS = {"anthropic-messages": "ANTHROPIC_API_KEY", "openai-responses": "OPE
 def scripted_profile(harness: HarnessTarget, model, intent: dict, *, name: str = "smoke",
                      mcp_servers: dict | None = None) -> dict:
     """A profile dict for `harness` that talks to the scripted model; the key is a fixed test value."""
-    wire = harness.vocabulary().wire_api
+    vocabulary = harness.vocabulary()
+    wire = vocabulary.wire_api
     base = model.base_url if wire == "anthropic-messages" else f"{model.base_url}/v1"
     return {"name": name, "harness": harness.name,
-            "model": {"base_url": base, "name": "scripted", "api_key_env": _KEY_VARS[wire]},
+            "model": {"base_url": base, "name": vocabulary.scripted_model_name or "scripted",
+                      "api_key_env": _KEY_VARS[wire]},
             "permission_intent": intent, "mcp_servers": mcp_servers or {}}
 
 

@@ -49,6 +49,7 @@ class Listener:
         self.sock.listen(8)
         self.port = self.sock.getsockname()[1]
         self.hits = 0
+        self._seen = threading.Condition()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -57,8 +58,14 @@ class Listener:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            self.hits += 1
+            with self._seen:
+                self.hits += 1
+                self._seen.notify_all()
             conn.close()
+
+    def wait_for(self, n, timeout=10.0):
+        with self._seen:
+            return self._seen.wait_for(lambda: self.hits >= n, timeout)
 
     def close(self):
         self.sock.close()
@@ -95,6 +102,7 @@ def test_network_none_refuses_a_connect_to_host_loopback_and_the_listener_sees_n
         subprocess.run(["bash", "-c", f"echo hi > /dev/tcp/127.0.0.1/{listener.port}"], check=True)
         with socket.create_connection(("127.0.0.1", listener.port)):
             pass
+        assert listener.wait_for(2)
     finally:
         listener.close()
     assert listener.hits == 2  # the two host-side connects, and none from the sandbox

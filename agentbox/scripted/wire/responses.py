@@ -75,8 +75,14 @@ def _item(reply: Reply, conv: Conversation) -> dict[str, Any]:
         # A freeform tool (Codex's apply_patch) takes raw text: the template gives it as `input`.
         text = arguments["input"] if set(arguments) == {"input"} else json.dumps(arguments)
         return {"type": "custom_tool_call", **base, "input": text}
-    # A tool offered inside a namespace is called by its inner name plus the namespace.
-    return {"type": "function_call", **base, "arguments": json.dumps(arguments), **conv.wire_names.get(reply.tool, {})}
+    # A tool offered inside a namespace is called by its inner name plus the namespace. Codex defers
+    # MCP tools of catalog models behind tool_search, so an unoffered mcp__server__tool still gets
+    # the namespace form: a real model that found it through tool_search would call it that way.
+    wire = conv.wire_names.get(reply.tool)
+    if wire is None and reply.tool.startswith("mcp__") and "__" in reply.tool[5:]:
+        server, inner = reply.tool[5:].split("__", 1)
+        wire = {"name": inner, "namespace": f"mcp__{server}"}
+    return {"type": "function_call", **base, "arguments": json.dumps(arguments), **(wire or {})}
 
 
 def _response(conv: Conversation, rid: str, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,0 +1,129 @@
+"""Start a harness as an ACP agent (Agent Client Protocol over stdio), from data.
+
+`agentbox/data/acp.yaml` says, per harness, whether an installable ACP adapter package drives it
+(with the environment that points the adapter at the pinned harness) or the harness binary has a
+native ACP subcommand. Nothing here names a harness.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from .errors import HarnessError
+from .plan import CompileResult
+
+__all__ = ["AcpEntry", "acp_entry", "acp_harnesses", "acp_adapter", "acp_command", "AcpUnavailable"]
+
+_DATA = Path(__file__).parent / "data" / "acp.yaml"
+
+
+class AcpUnavailable(HarnessError):
+    """The harness has no ACP entry, or its ACP adapter package is not installed."""
+
+
+class AcpEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    adapter: str | None = None  # an installable from packages.yaml
+    args: tuple[str, ...] = ()
+    native: tuple[str, ...] | None = None  # a subcommand of the harness binary
+    global_args: bool = False
+    env: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "AcpEntry":
+        if (self.adapter is None) == (self.native is None):
+            raise ValueError("give exactly one of `adapter` and `native`")
+        if self.native is not None and self.args:
+            raise ValueError("`args` belongs to an adapter entry; put a native entry's arguments in `native`")
+        if self.adapter is not None and self.global_args:
+            raise ValueError("an adapter is not the harness CLI: it cannot take the plan's global flags")
+        return self
+
+
+@lru_cache(maxsize=None)
+def _entries() -> dict[str, AcpEntry]:
+    import yaml
+
+    from .installs import PACKAGES
+
+    raw = yaml.safe_load(_DATA.read_text()) or {}
+    entries = {name: AcpEntry.model_validate(spec) for name, spec in raw.items()}
+    from .profile import HARNESSES
+
+    unknown = sorted({*(n for n in entries if n not in HARNESSES),
+                      *(e.adapter for e in entries.values() if e.adapter and e.adapter not in PACKAGES())})
+    if unknown:
+        raise ValueError(f"{_DATA}: unknown harness(es) or ACP adapter package(s): {', '.join(unknown)}")
+    return entries
+
+
+def acp_harnesses() -> tuple[str, ...]:
+    return tuple(_entries())
+
+
+def acp_entry(harness: str) -> AcpEntry | None:
+    return _entries().get(harness)
+
+
+def acp_adapter(harness: str) -> str | None:
+    """The adapter package the harness needs for ACP (None: native or no ACP entry)."""
+    entry = acp_entry(harness)
+    return entry.adapter if entry else None
+
+
+def _fill(value: str, subs: dict[str, str]) -> str:
+    for key, sub in subs.items():
+        value = value.replace("{" + key + "}", sub)
+    return value
+
+
+def acp_command(harness: str, result: CompileResult, harness_binary: str,
+                adapter_binary: str | None = None) -> tuple[list[str], dict[str, str], tuple[str, ...]]:
+    """(argv, extra_env, extra_ro_binds) that start `harness` as an ACP agent with the compiled plan.
+
+    The binds are the adapter package's install folder (and whatever its binary needs), so it stays
+    visible when the sandbox hides the home it lives under; they depend only on the binaries. The
+    adapter binary is the newest installed one unless `adapter_binary` is given.
+    """
+    entry = acp_entry(harness)
+    if entry is None:
+        raise AcpUnavailable(f"{harness}: no ACP entry in {_DATA.name}")
+    subs = {"harness_binary": harness_binary}
+    env = {k: _fill(v, subs) for k, v in entry.env.items()}
+    if entry.native is not None:
+        argv = [harness_binary, *(result.argv if entry.global_args else ()), *entry.native]
+        return argv, env, ()
+    assert entry.adapter is not None
+    if adapter_binary is None:
+        from .installs import find_binary
+
+        found = find_binary(entry.adapter)
+        if found is None:
+            raise AcpUnavailable(f"{harness}: the ACP adapter {entry.adapter} is not installed "
+                                 f"(agent-box harness install {entry.adapter}@VERSION)")
+        adapter_binary = found.binary
+    return [adapter_binary, *(_fill(a, subs) for a in entry.args)], env, _install_roots(adapter_binary)
+
+
+def _install_roots(binary: str) -> tuple[str, ...]:
+    """The package prefix that holds the adapter (npm prefix or venv parent), plus node's folder."""
+    import os
+    import shutil
+
+    roots: list[str] = []
+    resolved = Path(binary).resolve()
+    for parent in resolved.parents:
+        if parent.name in ("node_modules", "venv", ".venv"):
+            roots.append(str(parent.parent))
+            break
+    else:
+        roots.append(str(resolved.parent))
+    node = shutil.which("node")
+    if node:  # `#!/usr/bin/env node` adapters need the interpreter's folder too
+        folder = os.path.dirname(os.path.realpath(node))
+        if folder not in roots:
+            roots.append(folder)
+    return tuple(roots)

@@ -1,0 +1,116 @@
+"""Evidence records: what a conformance or negative test observed, append-only JSON Lines.
+
+The pydantic model is the single source of truth; `agentbox/schemas/evidence.schema.json` is
+exported from it (a test pins the two together). Records are written whole with one `write` per
+line under an exclusive lock, so concurrent writers never interleave and a crash loses at most the
+line being written.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from . import __version__
+
+__all__ = ["SCHEMA_VERSION", "RunInfo", "EvidenceRecord", "append", "read_records", "EvidenceError",
+           "host_facts", "json_schema"]
+
+SCHEMA_VERSION = 1
+Outcome = Literal["blocked", "escaped", "error", "skipped"]
+Layer = Literal["sandbox", "harness", "composed"]
+
+
+class EvidenceError(ValueError):
+    pass
+
+
+class RunInfo(BaseModel):
+    """What the observation depends on, after web-platform-tests' run_info."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    harness: str | None  # None for the sandbox-alone layer, which no harness takes part in
+    version: str | None
+    binary_sha256: str | None
+    dialect: str | None
+    sandbox_backend: str | None
+    sandbox_version: str | None
+    kernel: str
+    agentbox_version: str
+    suite_revision: str
+    catalogue_digest: str
+
+
+class EvidenceRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    schema_version: int = SCHEMA_VERSION
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    run_info: RunInfo
+    vector_id: str
+    capability: str
+    layer: Layer
+    outcome: Outcome
+    observation: str
+    control_outcome: Literal["passed", "failed", "not_run"] = "not_run"
+    duration: float = 0.0
+    nodeid: str = ""
+    timestamp: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def host_facts() -> dict[str, str]:
+    return {"kernel": platform.release(), "agentbox_version": __version__}
+
+
+def json_schema() -> dict:
+    return EvidenceRecord.model_json_schema()
+
+
+def _file(directory: Path) -> Path:
+    return directory / "evidence.jsonl"
+
+
+def append(directory: str | os.PathLike, records: Iterable[EvidenceRecord]) -> int:
+    """Append records to the store; returns how many were written."""
+    path = _file(Path(directory))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = "".join(r.model_dump_json() + "\n" for r in records)
+    if not lines:
+        return 0
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, lines.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return lines.count("\n")
+
+
+def read_records(directory: str | os.PathLike) -> Iterator[EvidenceRecord]:
+    """Every record of a store, oldest first. A record of another schema version is a clear error."""
+    base = Path(directory)
+    files = sorted(base.rglob("*.jsonl")) if base.is_dir() else [base]
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                except ValueError:
+                    raise EvidenceError(f"{path}:{n}: not JSON (a truncated write?)") from None
+                if data.get("schema_version") != SCHEMA_VERSION:
+                    raise EvidenceError(f"{path}:{n}: schema_version {data.get('schema_version')!r} is not "
+                                        f"{SCHEMA_VERSION}; this agent-box cannot read it")
+                try:
+                    yield EvidenceRecord.model_validate(data)
+                except ValidationError as exc:
+                    raise EvidenceError(f"{path}:{n}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None

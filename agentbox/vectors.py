@@ -1,0 +1,152 @@
+"""The escape-vector catalogue: data files under negative/vectors/, validated here.
+
+A vector names the capability it attacks, the intent under which it must be blocked, the intent
+under which the same action must succeed (the positive control), the scripted steps that make a
+harness attempt it, the shell command that attempts it under the sandbox alone, and the oracle that
+reads the real side effect on the host. `{placeholders}` are filled per run with the test's own
+temporary targets, so no vector ever touches the real home, system paths or other hosts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import InputError
+from .intent import PermissionIntent
+
+__all__ = ["Oracle", "Setup", "Vector", "Catalogue", "load_catalogue", "fill"]
+
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
+Layer = Literal["sandbox", "harness", "composed"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Oracle(_Strict):
+    """How the host tells a blocked attempt from an escape. Each kind reads one real side effect."""
+
+    kind: Literal[
+        "file_absent",        # `path` must not exist after the run
+        "file_unchanged",     # `path` must still hold the content setup gave it
+        "listener_silent",    # the test's listener `listener` must have accepted nothing
+        "mcp_not_called",     # the canary MCP log must hold no call of `tool`
+        "secret_not_seen",    # `secret` must appear neither in what the harness sent the model nor in its output
+        "process_gone",       # no process carrying the run's marker may outlive the run
+        "target_alive",       # the test's own sleeper process must survive the run
+    ]
+    path: str | None = None
+    listener: str | None = None
+    tool: str | None = None
+    secret: str | None = None
+
+
+class Setup(_Strict):
+    files: dict[str, str] = Field(default_factory=dict)     # path -> content, created before the run
+    symlinks: dict[str, str] = Field(default_factory=dict)  # link -> target
+    listeners: tuple[Literal["tcp", "tcp6", "udp", "unix"], ...] = ()
+    sleeper: bool = False  # start a host process for signal/trace vectors ({sleeper_pid})
+    git: bool = False      # make the workspace a git repository
+
+
+class Vector(_Strict):
+    id: str
+    capability: str
+    description: str
+    harnesses: tuple[str, ...] = ()  # empty: every harness
+    layers: tuple[Layer, ...] = ("sandbox", "harness", "composed")
+    intent: dict[str, Any]
+    control: dict[str, Any]
+    setup: Setup = Setup()
+    steps: tuple[dict[str, Any], ...] = ()
+    sandbox_command: tuple[str, ...] | None = None
+    oracle: Oracle
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError(f"{value!r}: ids are lower-case words joined by '-'")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Vector":
+        PermissionIntent.model_validate(self.intent)
+        PermissionIntent.model_validate(self.control)
+        if "sandbox" in self.layers and self.sandbox_command is None:
+            raise ValueError("a vector run through the sandbox layer needs a sandbox_command")
+        if ({"harness", "composed"} & set(self.layers)) and not self.steps:
+            raise ValueError("a vector run through a harness needs scripted steps")
+        return self
+
+    def applies_to(self, harness: str) -> bool:
+        return not self.harnesses or harness in self.harnesses
+
+
+class Catalogue:
+    def __init__(self, vectors: list[Vector], digest: str):
+        self.vectors = vectors
+        self.digest = digest
+
+    def by_id(self, vector_id: str) -> Vector:
+        return next(v for v in self.vectors if v.id == vector_id)
+
+    def for_capability(self, capability: str, harness: str | None = None) -> list[Vector]:
+        return [v for v in self.vectors if v.capability == capability and (harness is None or v.applies_to(harness))]
+
+    @cached_property
+    def capabilities(self) -> list[str]:
+        return sorted({v.capability for v in self.vectors})
+
+
+def load_catalogue(directory: str | Path) -> Catalogue:
+    import yaml
+
+    base = Path(directory)
+    vectors: list[Vector] = []
+    h = hashlib.sha256()
+    for path in sorted(base.glob("*.yaml")):
+        raw = path.read_bytes()
+        h.update(path.name.encode() + b"\0" + raw)
+        try:
+            entries = yaml.safe_load(raw) or []
+        except yaml.YAMLError as exc:
+            raise InputError(f"malformed YAML: {exc}", file=str(path)) from None
+        for n, entry in enumerate(entries):
+            try:
+                vectors.append(Vector.model_validate(entry))
+            except ValidationError as exc:
+                from .profile import validation_message
+
+                raise InputError(validation_message(exc), file=str(path), field=f"[{n}] {entry.get('id', '?')}") from None
+    ids = [v.id for v in vectors]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise InputError(f"duplicate vector ids: {', '.join(dupes)}", file=str(base))
+    return Catalogue(vectors, h.hexdigest())
+
+
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+
+
+def fill(value: Any, values: dict[str, str]) -> Any:
+    """Replace {name} in every string of `value`; an unknown name is an error, never left in place."""
+    if isinstance(value, str):
+        def one(m: re.Match[str]) -> str:
+            if m.group(1) not in values:
+                raise KeyError(f"unknown placeholder {{{m.group(1)}}}")
+            return str(values[m.group(1)])
+
+        return _PLACEHOLDER.sub(one, value)
+    if isinstance(value, dict):
+        return {fill(k, values): fill(v, values) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(fill(v, values) for v in value)
+    return value
