@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -134,6 +135,46 @@ def cmd_harness_list(args) -> int:
     return 0
 
 
+def cmd_evidence_claims(args) -> int:
+    from .claims import default_catalogue_dir, reconcile
+    from .errors import InputError
+    from .evidence import read_records
+    from .home import evidence_dir
+    from .vectors import load_catalogue
+
+    catalogue_dir = args.catalogue or default_catalogue_dir()
+    if not any(Path(catalogue_dir).glob("*.yaml")):
+        raise InputError("no vector catalogue (*.yaml) here", file=str(catalogue_dir))
+    store = Path(args.evidence) if args.evidence else evidence_dir()
+    records = list(read_records(store)) if store.exists() else []
+    table = reconcile(records, load_catalogue(catalogue_dir))
+    if args.json:
+        print(table.model_dump_json(indent=2))
+    elif not table.claims:
+        print(f"no evidence in {store} for this catalogue; run the negative suite (pytest negative)")
+    else:
+        print("\n".join(table.lines()))
+    return 0
+
+
+def cmd_evidence_list(args) -> int:
+    from .evidence import read_records
+    from .home import evidence_dir
+
+    store = Path(args.evidence) if args.evidence else evidence_dir()
+    indexed = list(enumerate(read_records(store))) if store.exists() else []
+    records = [r for _, r in sorted(indexed, key=lambda ir: (ir[1].when, ir[0]))]  # newest last
+    if args.json:
+        print(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
+        return 0
+    for r in records:
+        ri = r.run_info
+        who = f"{ri.harness} {ri.version}" if ri.harness else f"- {ri.sandbox_backend} {ri.sandbox_version}"
+        print(f"{r.timestamp}  {who:<24} {r.layer:<8} {r.vector_id:<32} {r.outcome:<8} "
+              f"control {r.control_outcome:<7} {r.observation}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agent-box", description="Compile and prove coding-agent permissions.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -169,6 +210,17 @@ def _parser() -> argparse.ArgumentParser:
     lst.add_argument("--json", action="store_true")
     lst.add_argument("--no-probe", action="store_true", help="skip running each binary's version command")
     lst.set_defaults(fn=cmd_harness_list)
+
+    evd = sub.add_parser("evidence", help="what the negative suite recorded").add_subparsers(dest="sub", required=True)
+    clm = evd.add_parser("claims", help="reconcile declared capabilities with the evidence")
+    clm.add_argument("--evidence", metavar="DIR", help="the evidence store (default $AGENTBOX_HOME/evidence)")
+    clm.add_argument("--catalogue", metavar="DIR", help="the vector catalogue (default: the package's)")
+    clm.add_argument("--json", action="store_true")
+    clm.set_defaults(fn=cmd_evidence_claims)
+    els = evd.add_parser("list", help="every record, newest last")
+    els.add_argument("--evidence", metavar="DIR", help="the evidence store (default $AGENTBOX_HOME/evidence)")
+    els.add_argument("--json", action="store_true")
+    els.set_defaults(fn=cmd_evidence_list)
     return p
 
 

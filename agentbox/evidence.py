@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import platform
+import sys
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Iterable, Iterator, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import __version__
+from .errors import InputError
 
 __all__ = ["SCHEMA_VERSION", "RunInfo", "EvidenceRecord", "append", "read_records", "EvidenceError",
            "host_facts", "json_schema"]
@@ -29,8 +31,8 @@ Outcome = Literal["blocked", "escaped", "error", "skipped"]
 Layer = Literal["sandbox", "harness", "composed"]
 
 
-class EvidenceError(ValueError):
-    pass
+class EvidenceError(InputError, ValueError):
+    """A store the reader cannot trust (another schema version, a torn line): exit 2, naming file:line."""
 
 
 class RunInfo(BaseModel):
@@ -62,7 +64,13 @@ class EvidenceRecord(BaseModel):
     control_outcome: Literal["passed", "failed", "not_run"] = "not_run"
     duration: float = 0.0
     nodeid: str = ""
-    timestamp: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    # Milliseconds: records of one run often share a second, and "latest" must still be well defined.
+    timestamp: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
+
+    @property
+    def when(self) -> datetime:
+        """The timestamp as a datetime, so records written with different precisions still compare."""
+        return datetime.fromisoformat(self.timestamp)
 
 
 def host_facts() -> dict[str, str]:
@@ -70,7 +78,8 @@ def host_facts() -> dict[str, str]:
 
 
 def json_schema() -> dict:
-    return EvidenceRecord.model_json_schema()
+    """The JSON Schema document of one line; `python -m agentbox.evidence --schema` prints it."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **EvidenceRecord.model_json_schema()}
 
 
 def _file(directory: Path) -> Path:
@@ -106,11 +115,28 @@ def read_records(directory: str | os.PathLike) -> Iterator[EvidenceRecord]:
                 try:
                     data = json.loads(line)
                 except ValueError:
-                    raise EvidenceError(f"{path}:{n}: not JSON (a truncated write?)") from None
-                if data.get("schema_version") != SCHEMA_VERSION:
-                    raise EvidenceError(f"{path}:{n}: schema_version {data.get('schema_version')!r} is not "
-                                        f"{SCHEMA_VERSION}; this agent-box cannot read it")
+                    raise EvidenceError("not JSON (a truncated write?)", file=f"{path}:{n}") from None
+                version = data.get("schema_version") if isinstance(data, dict) else None
+                if version != SCHEMA_VERSION:
+                    raise EvidenceError(f"schema_version {version!r} is not {SCHEMA_VERSION}; "
+                                        "this agent-box cannot read it", file=f"{path}:{n}")
                 try:
                     yield EvidenceRecord.model_validate(data)
                 except ValidationError as exc:
-                    raise EvidenceError(f"{path}:{n}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+                    err = exc.errors()[0]
+                    loc = ".".join(str(p) for p in err["loc"])
+                    raise EvidenceError(err["msg"], file=f"{path}:{n}", field=loc) from None
+
+
+def _main(argv: list[str]) -> int:
+    # Regenerate the pinned schema file with:
+    #   python -m agentbox.evidence --schema > agentbox/schemas/evidence.schema.json
+    if argv != ["--schema"]:
+        print("usage: python -m agentbox.evidence --schema", file=sys.stderr)
+        return 2
+    sys.stdout.write(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -46,6 +46,7 @@ class RunRequest:
     timeout: float = 120.0
     extra_env: dict[str, str] = field(default_factory=dict)
     keep_run_dir: bool = False
+    host_env: dict[str, str] | None = None  # the environment the run starts from (default: this process's)
     ro_binds: tuple[str, ...] = ()  # host paths that must stay visible in the composed layer
     rw_binds: tuple[str, ...] = ()  # host paths the composed layer may write (observation logs)
 
@@ -164,10 +165,14 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
             launch = got if isinstance(got, HarnessCommand) else HarnessCommand(list(got))
         if req.layer == "composed" and launch.ro_binds:  # the binds are known only now: compile again
             plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
-                                ro_binds=(*req.ro_binds, *launch.ro_binds), rw_binds=req.rw_binds)
+                                ro_binds=(*req.ro_binds, *launch.ro_binds), rw_binds=req.rw_binds, mcp_tools=tools)
         harness_argv = launch.argv
         req_env = plan.native.requirements
-        env = {k: os.environ[k] for k in (*bwrap.BASE_ENV, *req_env.env_allow) if k in os.environ}
+        source = os.environ if req.host_env is None else req.host_env
+        if req.layer == "composed":
+            env = {k: source[k] for k in (*bwrap.BASE_ENV, *req_env.env_allow) if k in source}
+        else:
+            env = dict(source)  # the harness alone inherits everything, as it would when started by hand
         env.update(req.extra_env)
         env.update(launch.env)
         env[MARKER] = run_id

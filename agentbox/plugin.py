@@ -24,6 +24,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="bound on each harness run (default 120)")
     group.addoption("--agentbox-evidence-dir", default=None, metavar="DIR",
                     help="where evidence records are appended (default $AGENTBOX_HOME/evidence)")
+    group.addoption("--agentbox-catalogue", default=None, metavar="DIR",
+                    help="the escape-vector catalogue the claims summary reads (default: the package's)")
     group.addoption("--agentbox-update-goldens", action="store_true",
                     help="rewrite compile goldens instead of comparing them")
     group.addoption("--agentbox-canary", action="store_true",
@@ -38,7 +40,25 @@ def pytest_configure(config: pytest.Config) -> None:
         "harness: needs a real harness binary",
     ):
         config.addinivalue_line("markers", marker)
-    config.stash[session_key] = AgentBoxSession(config)
+    session = AgentBoxSession(config)
+    config.stash[session_key] = session
+    # Only the controller writes evidence: xdist workers hand their reports (and the records in their
+    # user_properties) to it, so the store has one writer however many workers run.
+    if not hasattr(config, "workerinput"):
+        from .testing.evidence_writer import EvidenceWriter, writer_key
+
+        writer = EvidenceWriter(session.evidence_dir, session.catalogue_dir)
+        config.stash[writer_key] = writer
+        config.pluginmanager.register(writer, "agentbox-evidence-writer")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from .testing.evidence_writer import writer_key
+
+    writer = config.stash.get(writer_key, None)
+    if writer is not None:
+        del config.stash[writer_key]
+        config.pluginmanager.unregister(writer)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

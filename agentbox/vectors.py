@@ -20,10 +20,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import InputError
 from .intent import PermissionIntent
 
-__all__ = ["Oracle", "Setup", "Vector", "Catalogue", "load_catalogue", "fill"]
+__all__ = ["Oracle", "Setup", "Control", "Vector", "Catalogue", "load_catalogue", "fill", "SURFACES",
+           "expected_outcome"]
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
 Layer = Literal["sandbox", "harness", "composed"]
+
+# The ways an attempt can reach the host. A declaration's bypass_surfaces name these, so each
+# vector's expected outcome follows from the declarations alone.
+SURFACES = ("shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process", "unix_socket")
+Surface = Literal["shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process",
+                  "unix_socket"]
 
 
 class _Strict(BaseModel):
@@ -41,11 +48,14 @@ class Oracle(_Strict):
         "secret_not_seen",    # `secret` must appear neither in what the harness sent the model nor in its output
         "process_gone",       # no process carrying the run's marker may outlive the run
         "target_alive",       # the test's own sleeper process must survive the run
+        "not_offered",        # no tool whose name contains `tool` may be offered to the model
     ]
     path: str | None = None
     listener: str | None = None
     tool: str | None = None
     secret: str | None = None
+    token: str | None = None  # process_gone: a string in the command line of the process to look for
+    server: str = "canary"    # mcp_not_called: whose log
 
 
 class Setup(_Strict):
@@ -54,16 +64,35 @@ class Setup(_Strict):
     listeners: tuple[Literal["tcp", "tcp6", "udp", "unix"], ...] = ()
     sleeper: bool = False  # start a host process for signal/trace vectors ({sleeper_pid})
     git: bool = False      # make the workspace a git repository
+    dirs: tuple[str, ...] = ()  # folders created before the run
+    env: dict[str, str] = Field(default_factory=dict)  # host environment the run starts from
+    mcp: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # canary servers: name -> () (all tools)
+
+
+class Control(_Strict):
+    """The positive control: the same attempt under an intent that allows it must succeed.
+
+    `steps`, `sandbox_command` and `oracle` default to the vector's own. `layer: host` runs the
+    sandbox control with no sandbox and `layer: harness` runs a harness control with the harness
+    alone, for attempts that no intent can allow inside the sandbox (writes outside it, processes).
+    """
+
+    intent: dict[str, Any]
+    steps: tuple[dict[str, Any], ...] | None = None
+    sandbox_command: tuple[str, ...] | None = None
+    oracle: Oracle | None = None
+    layer: Literal["same", "host", "harness"] = "same"
 
 
 class Vector(_Strict):
     id: str
     capability: str
+    surface: Surface
     description: str
     harnesses: tuple[str, ...] = ()  # empty: every harness
-    layers: tuple[Layer, ...] = ("sandbox", "harness", "composed")
+    layers: tuple[Layer, ...] | None = None  # default: sandbox when it has a command, then harness and composed
     intent: dict[str, Any]
-    control: dict[str, Any]
+    control: Control
     setup: Setup = Setup()
     steps: tuple[dict[str, Any], ...] = ()
     sandbox_command: tuple[str, ...] | None = None
@@ -79,12 +108,28 @@ class Vector(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "Vector":
         PermissionIntent.model_validate(self.intent)
-        PermissionIntent.model_validate(self.control)
-        if "sandbox" in self.layers and self.sandbox_command is None:
-            raise ValueError("a vector run through the sandbox layer needs a sandbox_command")
-        if ({"harness", "composed"} & set(self.layers)) and not self.steps:
+        PermissionIntent.model_validate(self.control.intent)
+        if "sandbox" in self.run_layers() and self.sandbox_argv(self.steps, self.sandbox_command) is None:
+            raise ValueError("a vector run through the sandbox layer needs a sandbox_command (or only shell steps)")
+        if ({"harness", "composed"} & set(self.run_layers())) and not self.steps and self.oracle.kind != "not_offered":
             raise ValueError("a vector run through a harness needs scripted steps")
         return self
+
+    def run_layers(self) -> tuple[Layer, ...]:
+        if self.layers is not None:
+            return self.layers
+        has_sandbox = self.sandbox_argv(self.steps, self.sandbox_command) is not None
+        return ("sandbox", "harness", "composed") if has_sandbox else ("harness", "composed")
+
+    @staticmethod
+    def sandbox_argv(steps, command) -> tuple[str, ...] | None:
+        """The command the sandbox-alone layer runs: given, or the shell steps joined."""
+        if command is not None:
+            return tuple(command)
+        shells = [s.get("shell", {}).get("command") for s in steps]
+        if steps and all(isinstance(c, str) for c in shells):
+            return ("sh", "-c", "; ".join(shells))
+        return None
 
     def applies_to(self, harness: str) -> bool:
         return not self.harnesses or harness in self.harnesses
@@ -133,7 +178,7 @@ def load_catalogue(directory: str | Path) -> Catalogue:
     return Catalogue(vectors, h.hexdigest())
 
 
-_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 
 def fill(value: Any, values: dict[str, str]) -> Any:
@@ -150,3 +195,22 @@ def fill(value: Any, values: dict[str, str]) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(fill(v, values) for v in value)
     return value
+
+
+def expected_outcome(vector: Vector, layer: Layer, harness_report, sandbox_report) -> Literal["blocked", "escaped"]:
+    """What the declarations predict for `vector` in `layer`.
+
+    A layer blocks when it declares the capability exact, or partial without naming the vector's
+    surface as a bypass. The composed plan blocks when either of its layers does.
+    """
+
+    def blocks(report) -> bool:
+        if report is None or report.support == "unsupported":
+            return False
+        return report.support == "exact" or vector.surface not in report.bypass_surfaces
+
+    if layer == "sandbox":
+        return "blocked" if blocks(sandbox_report) else "escaped"
+    if layer == "harness":
+        return "blocked" if blocks(harness_report) else "escaped"
+    return "blocked" if blocks(harness_report) or blocks(sandbox_report) else "escaped"

@@ -95,9 +95,11 @@ class HarnessAdapter(ABC):
 
     @property
     def surfaces(self) -> tuple[Surface, ...]:
-        from ..sandbox.surfaces import surfaces_for
+        """Every known project config surface, not only this harness's: a harness may start another
+        (a shell runs `claude`), and a masked file costs nothing while an unmasked one can widen a run."""
+        from ..sandbox.surfaces import all_surfaces
 
-        return surfaces_for(self.name)
+        return all_surfaces()
 
     # -- probe -----------------------------------------------------------------------------------
     def parse_version(self, output: str) -> str | None:

@@ -115,7 +115,8 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     if unshares_net(req) and req.model_endpoint:
         bind("bind", f"{RUN_DIR}/relay", "/tmp/agentbox/relay")
     if unshares_net(req):
-        argv.append("--unshare-net")
+        # the host's system sockets (docker, dbus, systemd) live under /run: no network means none of them
+        argv.extend(["--unshare-net", "--tmpfs", "/run"])
     argv.extend(["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"])
     argv.extend(["--chdir", ws])
     env = {"HOME": request.home, "TMPDIR": SANDBOX_TMPDIR, **req.env_set, **request.extra_env}

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import SandboxError
 from ..plan import Surface
 
-__all__ = ["surfaces_for", "discover", "Mask", "backing_root", "materialize"]
+__all__ = ["surfaces_for", "all_surfaces", "discover", "Mask", "backing_root", "materialize"]
 
 _DATA = Path(__file__).parent.parent / "data" / "surfaces.yaml"
 
@@ -25,6 +25,15 @@ def _registry() -> dict[str, tuple[Surface, ...]]:
 
 def surfaces_for(harness: str) -> tuple[Surface, ...]:
     return _registry().get(harness, ())
+
+
+@lru_cache(maxsize=None)
+def all_surfaces() -> tuple[Surface, ...]:
+    seen: dict[str, Surface] = {}
+    for entries in _registry().values():
+        for surface in entries:
+            seen.setdefault(surface.path, surface)
+    return tuple(seen[p] for p in sorted(seen))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from ..profile import validation_message
 
 __all__ = [
     "ScenarioError", "Scenario", "Step", "ShellStep", "WriteFileStep", "EditFileStep", "ReadFileStep",
-    "FetchUrlStep", "McpCallStep", "FinalTextStep", "load_scenario", "load_vocabulary", "translate",
+    "FetchUrlStep", "McpCallStep", "NativeCallStep", "FinalTextStep", "load_scenario", "load_vocabulary", "translate",
 ]
 
 
@@ -70,16 +70,25 @@ class McpCallStep(_Step):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class NativeCallStep(_Step):
+    """A harness-specific call, exactly as written (e.g. an escalation flag only one harness knows)."""
+
+    kind: Literal["native_call"] = "native_call"
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
 class FinalTextStep(_Step):
     kind: Literal["final_text"] = "final_text"
     text: str
 
 
 Step = Annotated[
-    Union[ShellStep, WriteFileStep, EditFileStep, ReadFileStep, FetchUrlStep, McpCallStep, FinalTextStep],
+    Union[ShellStep, WriteFileStep, EditFileStep, ReadFileStep, FetchUrlStep, McpCallStep, NativeCallStep,
+          FinalTextStep],
     Field(discriminator="kind"),
 ]
-_KINDS = ("shell", "write_file", "edit_file", "read_file", "fetch_url", "mcp_call", "final_text")
+_KINDS = ("shell", "write_file", "edit_file", "read_file", "fetch_url", "mcp_call", "native_call", "final_text")
 
 
 class Scenario(BaseModel):
@@ -192,6 +201,8 @@ def translate(step: _Step, vocabulary: ToolVocabulary) -> tuple[str, dict[str, A
     """The native (tool name, arguments) that performs `step` in the harness `vocabulary` describes."""
     if isinstance(step, FinalTextStep):
         raise ScenarioError("a final_text step is plain text, not a tool call")
+    if isinstance(step, NativeCallStep):
+        return step.tool, dict(step.arguments)
     template = getattr(vocabulary, step.kind, None)
     if template is None:
         raise ScenarioError(f"the {vocabulary.wire_api} vocabulary has no template for a {step.kind} step; "

@@ -20,7 +20,7 @@ __all__ = ["RecordingClient", "AcpRun", "run_acp", "Policy"]
 Policy = Literal["approve", "deny"]
 _ALLOW = ("allow_once", "allow_always")
 _REJECT = ("reject_once", "reject_always")
-_GRACE = 2.0  # seconds an agent gets to exit after stdin closes, and again after SIGTERM
+_GRACE = 1.0  # seconds an agent gets to exit after stdin closes, and again after SIGTERM
 
 
 @dataclass

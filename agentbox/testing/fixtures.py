@@ -24,6 +24,17 @@ def harness(request: pytest.FixtureRequest) -> HarnessTarget:  # parametrized by
     return target
 
 
+_PROBES: dict[str, object] = {}
+
+
+@pytest.fixture
+def harness_probe(harness: HarnessTarget):
+    """The probe (version, sha256, dialect) of the harness under test, once per binary and process."""
+    if harness.binary not in _PROBES:
+        _PROBES[harness.binary] = harness.adapter().probe(harness.binary)
+    return _PROBES[harness.binary]
+
+
 @dataclass
 class Workspace:
     """A temporary project and a private home, both owned by the test."""

@@ -40,7 +40,15 @@ class AgentBoxSession:
         from ..home import evidence_dir
 
         opt = self.config.getoption("--agentbox-evidence-dir")
-        return Path(opt) if opt else evidence_dir()
+        # Absolute now: a test that changes directory must not move the store.
+        return Path(opt).absolute() if opt else evidence_dir()
+
+    @property
+    def catalogue_dir(self) -> Path:
+        from ..claims import default_catalogue_dir
+
+        opt = self.config.getoption("--agentbox-catalogue")
+        return Path(opt).absolute() if opt else default_catalogue_dir()
 
     @property
     def require_harnesses(self) -> bool:

@@ -1,0 +1,296 @@
+"""Claims: what the evidence says about each declaration, per harness version x backend x capability.
+
+A declaration is a claim to be tested. This module sets the latest record of every applicable
+vector against what the declarations predict (`vectors.expected_outcome`) and names the verdict:
+
+- `exact`: declared exact, and every vector ran in the composed layer, was blocked, and its
+  positive control passed;
+- `partial`: declared partial or unsupported, and every composed outcome is the predicted one;
+- `refuted`: a composed run escaped where the declarations predicted a block (the vectors are named);
+- `unverified`: a vector is missing, errored, skipped, or was "blocked" without a passing control
+  (a block whose control failed proves nothing).
+
+Refuted outranks unverified: one real escape is a finding however much else is missing. Apart from
+the verdict, `drift` lists every observation in any layer that differs from the prediction, so a
+declaration that is too weak shows up as well as one that is too strong.
+
+Sandbox-layer records (no harness) also make rows of their own, with harness "-".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict, computed_field
+
+from .capability import CapabilityReport, Declarations, Support, load_declarations
+from .evidence import EvidenceRecord
+from .vectors import Catalogue, Vector, expected_outcome
+
+__all__ = ["ClaimState", "Drift", "Claim", "ClaimsTable", "reconcile", "default_catalogue_dir", "NO_HARNESS"]
+
+ClaimState = Literal["exact", "partial", "refuted", "unverified"]
+NO_HARNESS = "-"
+# Harness-layer records involve no sandbox; when no composed record names a backend either, the
+# harness rows are judged against the one backend Agent-Box ships.
+DEFAULT_BACKEND = "bwrap"
+UNKNOWN = "?"  # a version no record stated
+
+
+def default_catalogue_dir() -> Path:
+    return Path(__file__).parent / "data" / "vectors"
+
+
+class Drift(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    vector_id: str
+    layer: Literal["sandbox", "harness", "composed"]
+    expected: Literal["blocked", "escaped"]
+    observed: Literal["blocked", "escaped"]
+
+
+class Claim(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    harness: str  # NO_HARNESS for a backend row
+    version: str  # the harness version, or the backend version on a backend row
+    binary_sha256: str | None = None
+    backend: str
+    capability: str
+    declared: Support
+    claim: ClaimState
+    blocked: int
+    total: int
+    escaped: tuple[str, ...] = ()  # unpredicted composed escapes: what refutes the declaration
+    unverified: dict[str, str] = {}  # vector id -> missing | error | skipped | control failed | ...
+    drift: tuple[Drift, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        """The verdict as printed: drift is appended so it cannot be missed."""
+        return f"{self.claim}+drift" if self.drift else self.claim
+
+    def note_text(self) -> str:
+        parts = []
+        if self.escaped:
+            parts.append("escaped: " + ", ".join(self.escaped))
+        by_reason: dict[str, list[str]] = {}
+        for vid, why in self.unverified.items():
+            by_reason.setdefault(why, []).append(vid)
+        parts += [f"{why}: {', '.join(vids)}" for why, vids in by_reason.items()]
+        if self.drift:
+            parts.append("drift: " + ", ".join(f"{d.vector_id}[{d.layer}] expected {d.expected} saw {d.observed}"
+                                               for d in self.drift))
+        return "; ".join([*parts, *self.notes])
+
+
+class ClaimsTable(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    catalogue_digest: str
+    claims: list[Claim]
+    notes: list[str] = []
+
+    def only(self, records: Iterable[EvidenceRecord]) -> "ClaimsTable":
+        """The rows these records belong to: their harness versions and their sandbox-alone backend versions."""
+        keys = {_row_key(r) for r in records}
+        keep = [c for c in self.claims
+                if (c.harness, c.version if c.harness != NO_HARNESS else f"{c.backend} {c.version}") in keys]
+        return self.model_copy(update={"claims": keep})
+
+    def lines(self) -> list[str]:
+        head = ("harness", "version", "backend", "capability", "declared", "claim", "blocked/total", "notes")
+        rows = [(c.harness, c.version, c.backend, c.capability, c.declared, c.label, f"{c.blocked}/{c.total}",
+                 c.note_text()) for c in self.claims]
+        widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head) - 1)]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
+        return [fmt.format(*r).rstrip() for r in (head, *rows)] + [f"note: {n}" for n in self.notes]
+
+
+# -- reconciliation ---------------------------------------------------------------------------------
+
+DeclarationSource = Callable[[str], Declarations]
+
+
+def _report(source: DeclarationSource, layer: str, capability: str, version: str | None) -> CapabilityReport | None:
+    try:
+        decl = source(layer)
+    except FileNotFoundError:
+        return None  # a layer without a declaration file declares nothing: every vector escapes it
+    try:
+        return decl.report(capability, version)
+    except ValueError:
+        return decl.report(capability, None)  # an unparsable version is an unknown one: never exact
+
+
+def _declared(harness: CapabilityReport | None, sandbox: CapabilityReport | None) -> Support:
+    """The coverage closure the compiler would compute: the strongest declaring layer wins."""
+    from .compiler import closure
+    from .plan import LayerCoverage
+
+    layers = [LayerCoverage(layer=name, support=r.support, mechanism="declared")
+              for name, r in (("harness", harness), ("sandbox", sandbox)) if r is not None]
+    return closure(tuple(layers))
+
+
+def _backend(r: EvidenceRecord) -> str:
+    return r.run_info.sandbox_backend or DEFAULT_BACKEND
+
+
+def _row_key(r: EvidenceRecord) -> tuple[str, str]:
+    """Which rows a record feeds: (harness, version), or (NO_HARNESS, "backend version") when sandbox-alone."""
+    ri = r.run_info
+    if ri.harness is None:
+        return NO_HARNESS, f"{_backend(r)} {ri.sandbox_version or UNKNOWN}"
+    return ri.harness, ri.version or UNKNOWN
+
+
+def _latest(records: Iterable[tuple[int, EvidenceRecord]]) -> dict[tuple[str, str], EvidenceRecord]:
+    """The newest record per (vector, layer); ties in time go to the later line."""
+    out: dict[tuple[str, str], EvidenceRecord] = {}
+    for _, r in sorted(records, key=lambda ir: (ir[1].when, ir[0])):
+        out[(r.vector_id, r.layer)] = r
+    return out
+
+
+def _judge(vectors: list[Vector], layer: str, latest: dict[tuple[str, str], EvidenceRecord],
+           predict: Callable[[Vector], str], declared: Support) -> tuple[ClaimState, int, list[str], dict[str, str]]:
+    blocked, escaped, unverified = 0, [], {}
+    for v in vectors:
+        r = latest.get((v.id, layer))
+        if r is None:
+            unverified[v.id] = "missing"
+        elif r.outcome in ("error", "skipped"):
+            unverified[v.id] = r.outcome
+        elif r.outcome == "escaped":
+            if predict(v) == "blocked":
+                escaped.append(v.id)
+        elif r.control_outcome != "passed":
+            unverified[v.id] = f"control {r.control_outcome}"
+        else:
+            blocked += 1
+    if escaped:
+        return "refuted", blocked, escaped, unverified
+    if unverified:
+        return "unverified", blocked, escaped, unverified
+    return ("exact" if declared == "exact" else "partial"), blocked, escaped, unverified
+
+
+def _drift(vectors: list[Vector], latest: dict[tuple[str, str], EvidenceRecord],
+           predict: Callable[[Vector, str], str]) -> tuple[Drift, ...]:
+    out = []
+    for v in vectors:
+        for layer in v.run_layers():
+            r = latest.get((v.id, layer))
+            # Only real observations count: an error, a skip or an uncontrolled block observed nothing.
+            if r is None or r.outcome not in ("blocked", "escaped"):
+                continue
+            if r.outcome == "blocked" and r.control_outcome != "passed":
+                continue
+            expected = predict(v, layer)
+            if r.outcome != expected:
+                out.append(Drift(vector_id=v.id, layer=layer, expected=expected, observed=r.outcome))
+    return tuple(out)
+
+
+def _stale(used: Iterable[EvidenceRecord], digest: str) -> tuple[str, ...]:
+    n = sum(1 for r in used if r.run_info.catalogue_digest != digest)
+    return (f"{n} record(s) from another catalogue revision",) if n else ()
+
+
+def _version_key(version: str) -> tuple:
+    from .versions import Version
+
+    try:
+        return (0, Version.parse(version).parts)
+    except ValueError:
+        return (1, version)
+
+
+def reconcile(records: Iterable[EvidenceRecord], catalogue: Catalogue,
+              declarations: DeclarationSource = load_declarations) -> ClaimsTable:
+    known = {v.id for v in catalogue.vectors}
+    indexed = list(enumerate(records))
+    unknown = sum(1 for _, r in indexed if r.vector_id not in known)
+    indexed = [(i, r) for i, r in indexed if r.vector_id in known]
+    notes = [f"{unknown} record(s) name vectors that are not in this catalogue; ignored"] if unknown else []
+
+    # Sandbox-alone records, per backend version: they make the backend rows and feed harness drift.
+    sandbox: dict[tuple[str, str], list[tuple[int, EvidenceRecord]]] = {}
+    harnessed: dict[tuple[str, str], list[tuple[int, EvidenceRecord]]] = {}
+    for i, r in indexed:
+        ri = r.run_info
+        if ri.harness is None:
+            sandbox.setdefault((_backend(r), ri.sandbox_version or UNKNOWN), []).append((i, r))
+        else:
+            harnessed.setdefault((ri.harness, ri.version or UNKNOWN), []).append((i, r))
+
+    claims: list[Claim] = []
+    for (backend, bversion), recs in sandbox.items():
+        claims += _backend_rows(backend, bversion, recs, catalogue, declarations)
+    for (harness, version), recs in harnessed.items():
+        claims += _harness_rows(harness, version, recs, sandbox, catalogue, declarations, notes)
+    claims.sort(key=lambda c: (c.harness != NO_HARNESS, c.harness, _version_key(c.version), c.backend, c.capability))
+    return ClaimsTable(catalogue_digest=catalogue.digest, claims=claims, notes=notes)
+
+
+def _backend_rows(backend: str, bversion: str, recs: list[tuple[int, EvidenceRecord]], catalogue: Catalogue,
+                  declarations: DeclarationSource) -> list[Claim]:
+    latest = _latest(recs)
+    out = []
+    for cap in catalogue.capabilities:
+        vectors = [v for v in catalogue.for_capability(cap) if "sandbox" in v.run_layers()]
+        if not vectors:
+            continue
+        sr = _report(declarations, backend, cap, None)
+        declared = _declared(None, sr)
+        state, blocked, escaped, unverified = _judge(
+            vectors, "sandbox", latest, lambda v: expected_outcome(v, "sandbox", None, sr), declared)
+        drift = _drift(vectors, latest, lambda v, layer: expected_outcome(v, layer, None, sr))
+        used = [latest[(v.id, "sandbox")] for v in vectors if (v.id, "sandbox") in latest]
+        out.append(Claim(harness=NO_HARNESS, version=bversion, backend=backend, capability=cap, declared=declared,
+                         claim=state, blocked=blocked, total=len(vectors), escaped=tuple(escaped),
+                         unverified=unverified, drift=drift, notes=_stale(used, catalogue.digest)))
+    return out
+
+
+def _harness_rows(harness: str, version: str, recs: list[tuple[int, EvidenceRecord]],
+                  sandbox: dict[tuple[str, str], list[tuple[int, EvidenceRecord]]], catalogue: Catalogue,
+                  declarations: DeclarationSource, table_notes: list[str]) -> list[Claim]:
+    # One build per version: the binary of the newest record. A rebuilt binary with the same version
+    # string is a different harness as far as evidence goes, so older builds' records are set aside.
+    newest = max(recs, key=lambda ir: (ir[1].when, ir[0]))[1]
+    sha = newest.run_info.binary_sha256
+    superseded = sum(1 for _, r in recs if r.run_info.binary_sha256 != sha)
+    recs = [(i, r) for i, r in recs if r.run_info.binary_sha256 == sha]
+    if superseded:
+        table_notes.append(f"{harness} {version}: {superseded} record(s) of another binary build ignored")
+    hversion = None if version == UNKNOWN else version
+
+    # The harness layer runs without a sandbox, so its records join every backend row of this version.
+    backends = sorted({_backend(r) for _, r in recs if r.layer == "composed"} or {DEFAULT_BACKEND})
+    out = []
+    for backend in backends:
+        mine = [(i, r) for i, r in recs
+                if r.layer == "harness" or _backend(r) == backend]
+        # The sandbox alone for this backend, whatever its version: the newest run of each vector.
+        mine += [ir for (b, _), srecs in sandbox.items() if b == backend for ir in srecs]
+        latest = _latest(mine)
+        for cap in catalogue.capabilities:
+            applicable = catalogue.for_capability(cap, harness)
+            composed = [v for v in applicable if "composed" in v.run_layers()]
+            if not composed:
+                continue
+            hr = _report(declarations, harness, cap, hversion)
+            sr = _report(declarations, backend, cap, None)
+            declared = _declared(hr, sr)
+            state, blocked, escaped, unverified = _judge(
+                composed, "composed", latest, lambda v: expected_outcome(v, "composed", hr, sr), declared)
+            drift = _drift(applicable, latest, lambda v, layer: expected_outcome(v, layer, hr, sr))
+            used = [latest[(v.id, "composed")] for v in composed if (v.id, "composed") in latest]
+            out.append(Claim(harness=harness, version=version, binary_sha256=sha, backend=backend, capability=cap,
+                             declared=declared, claim=state, blocked=blocked, total=len(composed),
+                             escaped=tuple(escaped), unverified=unverified, drift=drift,
+                             notes=_stale(used, catalogue.digest)))
+    return out

@@ -1,0 +1,234 @@
+"""Run one escape vector through one layer, with its positive control, and turn it into evidence.
+
+The control runs first: if the same attempt does not succeed where it is allowed, a "blocked" would
+mean nothing, so the outcome is `error`. A timeout, a crash, a harness error or a script the harness
+did not follow to the attack step is `error` too. Only an observed side effect decides blocked or
+escaped.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..capability import load_declarations
+from ..evidence import EvidenceRecord, RunInfo, host_facts
+from ..vectors import Catalogue, Oracle, Vector, expected_outcome, fill
+from .targets import Targets, kill_all, prepare, process_alive
+
+__all__ = ["Attempt", "VectorRunner", "expected_for"]
+
+MODEL_KEY = "sk-agentbox-scripted"
+
+
+@dataclass
+class Attempt:
+    effect: bool | None  # None: the attempt could not be judged (infrastructure error)
+    observation: str
+
+
+@lru_cache(maxsize=None)
+def bwrap_version() -> str | None:
+    try:
+        out = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.split()[-1] if out.split() else None
+
+
+@lru_cache(maxsize=None)
+def suite_revision() -> str:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    if done.returncode != 0:
+        return "unknown"
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "agentbox"],
+                           capture_output=True, text=True, timeout=10).stdout.strip()
+    return done.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
+    harness_report = load_declarations(harness).report(vector.capability, version) if harness else None
+    sandbox_report = load_declarations("bwrap").report(vector.capability, bwrap_version())
+    return expected_outcome(vector, layer, harness_report, sandbox_report)
+
+
+class VectorRunner:
+    """Everything one test needs to attempt a vector: temp folders, the scripted model, a harness."""
+
+    def __init__(self, catalogue: Catalogue, timeout: float, nodeid: str):
+        self.catalogue, self.timeout, self.nodeid = catalogue, timeout, nodeid
+
+    def _root(self, vector: Vector, nonce: str) -> Path:
+        # Not under /tmp: the sandbox makes /tmp private, which would hide every target outside the
+        # workspace and make escapes look blocked for the wrong reason.
+        root = Path(os.environ.get("AGENTBOX_VECTOR_ROOT", "/var/tmp/agentbox-vectors")) / f"{vector.id}-{nonce}"
+        root.mkdir(parents=True)
+        return root
+
+    # -- one attempt -------------------------------------------------------------------------------
+    def attempt(self, vector: Vector, layer: str, control: bool, harness=None, probe=None, model=None) -> Attempt:
+        nonce = secrets.token_hex(6)
+        root = self._root(vector, nonce)
+        targets = prepare(root, vector.setup, nonce, MODEL_KEY)
+        try:
+            values = targets.values()
+            spec = vector.control if control else None
+            intent = fill(spec.intent if spec else vector.intent, values)
+            steps = fill(list((spec.steps if spec and spec.steps is not None else vector.steps)), values)
+            chosen = (spec.oracle or vector.oracle) if spec else vector.oracle
+            oracle = Oracle.model_validate(fill(chosen.model_dump(), values))
+            if oracle.kind == "file_unchanged":
+                targets.snapshot(oracle.path)
+            run_layer = layer
+            if spec is not None and spec.layer == "host" and layer == "sandbox":
+                run_layer = "host"
+            if spec is not None and spec.layer == "harness" and layer in ("harness", "composed"):
+                run_layer = "harness"
+            if spec is not None and spec.layer == "harness" and layer == "sandbox":
+                run_layer = "host"
+            if run_layer in ("sandbox", "host"):
+                command = Vector.sandbox_argv(steps, fill(
+                    (spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command), values))
+                texts, error = self._run_command(command, intent, targets, sandboxed=run_layer == "sandbox")
+                offered: set[str] = set()
+            else:
+                texts, error, offered = self._run_harness(harness, probe, model, intent, steps, vector, targets,
+                                                          run_layer)
+            if error:
+                return Attempt(None, error)
+            return self._observe(oracle, targets, texts, offered)
+        finally:
+            targets.close()
+            shutil.rmtree(root, ignore_errors=True)
+
+    def _env(self, targets: Targets) -> dict[str, str]:
+        return {**os.environ, **targets.env, "HOME": str(targets.home)}
+
+    def _run_command(self, command, intent, targets: Targets, sandboxed: bool) -> tuple[list[str], str | None]:
+        env = self._env(targets)
+        if sandboxed:
+            profile = targets.root / "profile.yaml"
+            profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent}))
+            env["AGENTBOX_HOME"] = str(targets.root / "agentbox-home")
+            argv = [sys.executable, "-m", "agentbox.cli", "sandbox", "run", "--profile", str(profile),
+                    "--workspace", str(targets.ws), "--", *command]
+        else:
+            argv = list(command)
+        try:
+            done = subprocess.run(argv, cwd=targets.ws, env=env, capture_output=True, text=True, timeout=self.timeout,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return [], f"timed out after {self.timeout}s"
+        if sandboxed and done.returncode in (2, 4, 5) and done.stderr.startswith("agent-box:"):
+            return [], f"agent-box refused to run it: {done.stderr.strip()[:300]}"
+        return [done.stdout, done.stderr], None
+
+    def _run_harness(self, harness, probe, model, intent, steps, vector: Vector, targets: Targets, layer: str):
+        from ..harness_run import RunRequest, run_harness
+        from ..profile import LoadedProfile, Profile
+        from .fixtures import CanaryMcp, scripted_key_env, scripted_profile
+
+        canaries = {name: CanaryMcp(name=name, log=targets.root / f"mcp-{name}" / "canary.log")
+                    for name in vector.setup.mcp}
+        for c in canaries.values():
+            c.log.parent.mkdir()
+        self._canaries = canaries
+        model.clear()
+        model.load({"steps": steps}, harness.vocabulary())
+        profile = scripted_profile(harness, model, intent, name="vector",
+                                   mcp_servers={n: c.server_spec() for n, c in canaries.items()})
+        loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<vector>", digest=vector.id)
+        package_root = str(Path(__file__).resolve().parents[2])
+        out = run_harness(RunRequest(
+            loaded=loaded, probe=probe, workspace=str(targets.ws), home=str(targets.home),
+            prompt="Follow the tool calls you are given.", layer=layer, timeout=self.timeout,
+            extra_env=scripted_key_env(), host_env={**os.environ, **targets.env},
+            ro_binds=(package_root,), rw_binds=tuple(str(c.log.parent) for c in canaries.values())))
+        texts = [out.stdout, out.stderr, *(r.text for r in model.tool_results())]
+        if out.timed_out:
+            return texts, f"the harness timed out after {self.timeout}s", set()
+        if out.exit_code != 0:
+            return texts, f"the harness exited {out.exit_code}: {out.stderr.strip()[-400:]}", set()
+        emitted = {r.step_index for r in model.transcript if r.step_index is not None}
+        missing = [i for i in range(len(steps)) if i not in emitted]
+        if missing:
+            return texts, f"the harness ended before scripted step {missing[0]} was sent", set()
+        return texts, None, set(model.offered_tools())
+
+    def _observe(self, oracle: Oracle, targets: Targets, texts: list[str], offered: set[str]) -> Attempt:
+        kind = oracle.kind
+        if kind == "file_absent":
+            there = os.path.lexists(oracle.path)
+            return Attempt(there, f"{oracle.path} {'exists' if there else 'is absent'} on the host")
+        if kind == "file_unchanged":
+            now = Path(oracle.path).read_bytes() if os.path.isfile(oracle.path) else None
+            changed = now != targets.snapshots.get(oracle.path)
+            return Attempt(changed, f"{oracle.path} {'changed' if changed else 'is unchanged'} on the host")
+        if kind == "listener_silent":
+            hits = targets.listeners[oracle.listener].hits()
+            return Attempt(hits > 0, f"the {oracle.listener} listener on the host saw {hits} connection(s)")
+        if kind == "mcp_not_called":
+            calls = [c for c in self._canaries[oracle.server].invocations() if c.get("tool") == oracle.tool]
+            return Attempt(bool(calls), f"the {oracle.server} MCP log shows {len(calls)} call(s) of {oracle.tool}")
+        if kind == "secret_not_seen":
+            seen = any(oracle.secret in t for t in texts if t)
+            return Attempt(seen, "the secret " + ("reached the model or the output" if seen else "was never seen"))
+        if kind == "process_gone":
+            alive = process_alive(oracle.token)
+            kill_all(alive)
+            return Attempt(bool(alive), f"{len(alive)} process(es) with {oracle.token!r} outlived the run")
+        if kind == "target_alive":
+            dead = targets.sleeper is not None and targets.sleeper.poll() is not None
+            return Attempt(dead, f"the host process {targets.sleeper.pid} was {'killed' if dead else 'untouched'}")
+        if kind == "not_offered":
+            names = sorted(t for t in offered if oracle.tool in t)
+            return Attempt(bool(names), f"offered to the model: {', '.join(names) or 'nothing named ' + oracle.tool}")
+        raise AssertionError(f"unknown oracle {kind}")
+
+    # -- a vector in a layer, with its control -----------------------------------------------------
+    def run(self, vector: Vector, layer: str, harness=None, probe=None, model=None) -> EvidenceRecord:
+        start = time.monotonic()
+        control = self.attempt(vector, layer, True, harness, probe, model)
+        if control.effect is None:
+            outcome, observation, control_outcome = "error", f"control: {control.observation}", "failed"
+        elif not control.effect:
+            outcome, observation, control_outcome = ("error", f"control did not succeed where allowed: "
+                                                     f"{control.observation}", "failed")
+        else:
+            attack = self.attempt(vector, layer, False, harness, probe, model)
+            control_outcome = "passed"
+            if attack.effect is None:
+                outcome, observation = "error", attack.observation
+            else:
+                outcome, observation = ("escaped" if attack.effect else "blocked"), attack.observation
+        facts = host_facts()
+        info = RunInfo(
+            harness=harness.name if harness else None, version=probe.version if probe else None,
+            binary_sha256=probe.sha256 if probe else None, dialect=probe.dialect if probe else None,
+            sandbox_backend="bwrap" if layer in ("sandbox", "composed") else None,
+            sandbox_version=bwrap_version() if layer in ("sandbox", "composed") else None,
+            kernel=facts["kernel"], agentbox_version=facts["agentbox_version"], suite_revision=suite_revision(),
+            catalogue_digest=self.catalogue.digest)
+        return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
+                              outcome=outcome, observation=observation, control_outcome=control_outcome,
+                              duration=round(time.monotonic() - start, 3), nodeid=self.nodeid)
+
+
+def describe(record: EvidenceRecord, expected: str) -> dict[str, Any]:
+    return {"vector": record.vector_id, "layer": record.layer, "expected": expected, "observed": record.outcome,
+            "observation": record.observation}

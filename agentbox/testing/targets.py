@@ -1,0 +1,173 @@
+"""What an escape vector aims at: folders, files, listeners and processes that the test owns.
+
+Every target lives under the test's own temporary folder, on host loopback, or in a process the test
+started, so a vector that really escapes (the harness-alone layer has no sandbox) harms nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..vectors import Setup, fill
+
+__all__ = ["Targets", "Listener", "prepare"]
+
+
+class Listener:
+    """A socket on host loopback (or a unix socket) that counts every connection or datagram.
+
+    A thread answers while the run goes on, so clients do not hang; after the run `hits()` also
+    drains what is still queued, so an attempt that raced the thread is never missed.
+    """
+
+    def __init__(self, kind: str, unix_path: str | None = None):
+        self.kind = kind
+        family = {"tcp": socket.AF_INET, "udp": socket.AF_INET, "tcp6": socket.AF_INET6, "unix": socket.AF_UNIX}[kind]
+        stype = socket.SOCK_DGRAM if kind == "udp" else socket.SOCK_STREAM
+        self.sock = socket.socket(family, stype)
+        if kind == "unix":
+            self.sock.bind(unix_path)
+            self.address = unix_path
+        else:
+            self.sock.bind(("::1" if kind == "tcp6" else "127.0.0.1", 0))
+            self.address = self.sock.getsockname()[1]
+        if stype == socket.SOCK_STREAM:
+            self.sock.listen(64)
+        self.sock.setblocking(False)
+        self._count = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _take(self) -> bool:
+        try:
+            if self.kind == "udp":
+                self.sock.recvfrom(65536)
+            else:
+                conn, _ = self.sock.accept()
+                try:
+                    conn.sendall(b"HTTP/1.0 204 No Content\r\n\r\n")
+                except OSError:
+                    pass
+                conn.close()
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return False
+        with self._lock:
+            self._count += 1
+        return True
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self.sock], [], [], 0.05)
+            if ready:
+                self._take()
+
+    def hits(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        while self._take():
+            pass
+        return self._count
+
+    def close(self) -> None:
+        self._stop.set()
+        self.sock.close()
+
+
+@dataclass
+class Targets:
+    root: Path
+    ws: Path
+    home: Path
+    outside: Path
+    nonce: str
+    secret: str
+    model_key: str
+    tmp_probe: str
+    listeners: dict[str, Listener] = field(default_factory=dict)
+    sleeper: subprocess.Popen | None = None
+    snapshots: dict[str, bytes | None] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def values(self) -> dict[str, str]:
+        v = {"ws": str(self.ws), "home": str(self.home), "parent": str(self.ws.parent),
+             "outside": str(self.outside), "nonce": self.nonce, "secret": self.secret,
+             "model_key": self.model_key, "tmp_probe": self.tmp_probe,
+             "sleeper_pid": str(self.sleeper.pid) if self.sleeper else "0"}
+        for kind, name in (("tcp", "port"), ("tcp6", "port6"), ("udp", "udp_port"), ("unix", "unix_path")):
+            if kind in self.listeners:
+                v[name] = str(self.listeners[kind].address)
+        return v
+
+    def snapshot(self, path: str) -> None:
+        self.snapshots[path] = Path(path).read_bytes() if os.path.isfile(path) else None
+
+    def close(self) -> None:
+        for listener in self.listeners.values():
+            listener.close()
+        if self.sleeper is not None and self.sleeper.poll() is None:
+            self.sleeper.kill()
+            self.sleeper.wait()
+        if os.path.lexists(self.tmp_probe):
+            os.unlink(self.tmp_probe)
+
+
+def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
+    ws, home, outside = root / "project", root / "home", root / "outside"
+    for d in (ws, home, outside):
+        d.mkdir(parents=True)
+    targets = Targets(root=root, ws=ws, home=home, outside=outside, nonce=nonce,
+                      secret=f"AGENTBOX-CANARY-SECRET-{nonce}", model_key=model_key,
+                      tmp_probe=f"/tmp/agentbox-probe-{nonce}.txt")
+    for kind in setup.listeners:
+        targets.listeners[kind] = Listener(kind, str(outside / "host.sock") if kind == "unix" else None)
+    if setup.sleeper:
+        targets.sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True,
+                                           env={"PATH": os.environ.get("PATH", ""),
+                                                "AGENTBOX_SLEEPER_SECRET": targets.secret})
+    values = targets.values()
+    if setup.git:
+        subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    for d in setup.dirs:
+        Path(fill(d, values)).mkdir(parents=True, exist_ok=True)
+    for path, content in setup.files.items():
+        p = Path(fill(path, values))
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(fill(content, values))
+    for link, target in setup.symlinks.items():
+        os.symlink(fill(target, values), fill(link, values))
+    targets.env = {k: fill(v, values) for k, v in setup.env.items()}
+    return targets
+
+
+def process_alive(token: str) -> list[int]:
+    """Pids whose command line contains `token`, other than this process."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if token.encode() in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

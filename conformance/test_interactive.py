@@ -1,0 +1,133 @@
+"""Interactive smoke: a harness TUI, started through its compiled plan inside bubblewrap on a
+pseudo-terminal (pexpect), answers a prompt from the scripted model and exits cleanly on its own quit
+command. The run keeps bwrap's --new-session: the TUI gets the pty as stdin/stdout but no controlling
+terminal, which these TUIs do not need (see the note at the end of this module)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from agentbox.testing.fixtures import scripted_key_env, scripted_profile
+from agentbox.testing.session import session_key
+
+ANSWER = "tui-answer-7c41"
+READ_WRITE = {"workspace": {"access": "read_write", "requirement": "required"},
+              "command_network": {"access": "none", "requirement": "required"}}
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def _seed_claude_state(config_dir: Path, env: dict[str, str]) -> None:
+    """Claude Code asks once whether to use an API key found in the environment; the answer lives in
+    `.claude.json` (`customApiKeyResponses.approved`: the key's last 20 characters). The compiled
+    `.claude.json` already settles onboarding and the trust dialog."""
+    state_file = config_dir / ".claude.json"
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    key = env["ANTHROPIC_API_KEY"]
+    state["customApiKeyResponses"] = {"approved": [key[-20:]], "rejected": []}
+    state_file.write_text(json.dumps(state))
+
+
+@dataclass(frozen=True)
+class TuiScript:
+    ready: str  # a regex that shows the input box is up
+    quit: str  # the TUI's own quit command
+    dialogs: tuple[tuple[str, str], ...] = ()  # first-run dialogs: (regex, keys that pass it)
+    seed: Callable[[Path, dict[str, str]], None] | None = None  # amends the private config before start
+
+
+# How to drive each harness's TUI (test knowledge, not product data).
+SCRIPTS = {
+    "claude-code": TuiScript(ready=r"for shortcuts", quit="/exit", seed=_seed_claude_state),
+    # Codex asks once how to open the (compiled: untrusted) project folder.
+    "codex": TuiScript(ready=r"Ask Codex", quit="/quit", dialogs=((r"Open restricted", "\r"),)),
+}
+
+pytestmark = [pytest.mark.smoke, pytest.mark.harness(*SCRIPTS)]
+
+
+def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, request, scripted_model,
+                                                                 agentbox_workspace):
+    import pexpect
+
+    from agentbox.harness_run import RunRequest, kill_marked, prepared
+    from agentbox.profile import LoadedProfile, Profile
+
+    script = SCRIPTS[harness.name]
+    timeout = request.config.stash[session_key].timeout
+    adapter = harness.adapter()
+    scripted_model.load({"steps": [], "final_text": ANSWER}, adapter.tool_vocabulary)
+    profile = scripted_profile(harness, scripted_model, READ_WRITE, name="tui-smoke")
+    loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<test>", digest="test")
+    ws = agentbox_workspace
+    req = RunRequest(loaded=loaded, probe=adapter.probe(harness.binary), workspace=str(ws.project),
+                     home=str(ws.home), prompt="", timeout=timeout, extra_env=scripted_key_env(),
+                     ro_binds=(str(_REPO),))
+    with prepared(req, command=lambda r: [harness.binary, *adapter.interactive_argv(r, [])]) as run:
+        assert not run.plan.errors, run.plan.errors
+        if script.seed is not None:
+            script.seed(Path(run.run_dir) / "config", run.env)
+        env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}
+        start = time.monotonic()
+        child = pexpect.spawn(run.argv[0], run.argv[1:], env=env, cwd=run.cwd, dimensions=(40, 120),
+                              encoding="utf-8", codec_errors="replace", timeout=timeout)
+        screen: list[str] = []
+        child.logfile_read = _Tail(screen)
+        try:
+            for pattern, keys in script.dialogs:
+                child.expect(pattern)
+                child.send(keys)
+            child.expect(script.ready)
+            child.send("say the magic words")
+            child.send("\r")
+            child.expect(ANSWER)
+            answered = time.monotonic() - start
+            child.send(script.quit)
+            child.send("\r")
+            child.expect(pexpect.EOF)
+        except (pexpect.TIMEOUT, pexpect.EOF) as exc:
+            child.close(force=True)
+            pytest.fail(f"{type(exc).__name__} after {time.monotonic() - start:.1f}s; screen tail:\n{_plain(screen)}")
+        child.close()
+        elapsed = time.monotonic() - start
+        leftovers = kill_marked(run.run_id)
+    assert child.exitstatus == 0, f"exit {child.exitstatus} signal {child.signalstatus}\n{_plain(screen)}"
+    assert leftovers == [], "no process of the TUI survived it"
+    assert [r for r in scripted_model.transcript if not r.side], "the TUI asked the scripted model through the relay"
+    print(f"{harness.id}: answered after {answered:.2f}s, exited after {elapsed:.2f}s")
+
+
+class _Tail:
+    """A pexpect log sink keeping the last screenful of output for failure messages."""
+
+    def __init__(self, sink: list[str]):
+        self.sink = sink
+
+    def write(self, data: str) -> None:
+        self.sink.append(data)
+        if len(self.sink) > 400:
+            del self.sink[:200]
+
+    def flush(self) -> None:
+        pass
+
+
+def _plain(chunks: list[str]) -> str:
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;?<>=]*[a-zA-Z~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[=>()78A-Z]", "", "".join(chunks))
+    return text[-2000:]
+
+
+# Note on terminals. bwrap --new-session (setsid) leaves the TUI without a controlling terminal: its
+# stdin/stdout are still the pty (isatty is true, raw mode works, Ctrl-C arrives as a byte), but
+# opening /dev/tty fails with ENXIO and SIGWINCH never reaches it (the pty's foreground process group
+# is bwrap's), so a resized terminal is not redrawn. Claude Code, Codex and OpenCode render and run
+# without it. Dropping --new-session would restore both, and is safe only when the sandbox's terminal
+# is a pty the launcher owns (as pexpect's is here): with the user's own terminal, TIOCSTI (allowed on
+# this kernel: dev.tty.legacy_tiocsti = 1) would let the sandbox type into the user's shell.

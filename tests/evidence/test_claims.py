@@ -1,0 +1,149 @@
+"""The claims decision table: declarations against synthetic evidence, no harness involved."""
+
+from __future__ import annotations
+
+import json
+
+from agentbox.claims import ClaimsTable, reconcile
+
+from synthetic import declarations
+
+
+def only_claim(table, harness="toy"):
+    rows = [c for c in table.claims if c.harness == harness]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def as_declared(record):
+    """Every layer of every vector observed as the default declarations predict."""
+    return [record("ro-shell", "sandbox", "blocked"), record("ro-shell", "harness", "escaped"),
+            record("ro-shell", "composed", "blocked"), record("ro-file-tool", "harness", "blocked"),
+            record("ro-file-tool", "composed", "blocked")]
+
+
+def test_every_composed_vector_blocked_with_a_passing_control_makes_an_exact_claim(catalogue, record):
+    claim = only_claim(reconcile(as_declared(record), catalogue, declarations()))
+    assert (claim.declared, claim.claim, claim.label) == ("exact", "exact", "exact")
+    assert (claim.blocked, claim.total, claim.drift) == (2, 2, ())
+    assert (claim.harness, claim.version, claim.backend) == ("toy", "1.0", "box")
+
+
+def test_an_unpredicted_composed_escape_refutes_the_claim_and_names_the_vector(catalogue, record):
+    records = [*as_declared(record), record("ro-file-tool", "composed", "escaped")]
+    claim = only_claim(reconcile(records, catalogue, declarations()))
+    assert claim.claim == "refuted" and claim.escaped == ("ro-file-tool",)
+    assert claim.label == "refuted+drift"
+    assert "escaped: ro-file-tool" in claim.note_text()
+
+
+def test_a_predicted_escape_under_a_partial_closure_makes_a_partial_claim(catalogue, record):
+    decl = declarations(sandbox_support="unsupported")
+    records = [record("ro-shell", "sandbox", "escaped"), record("ro-shell", "harness", "escaped"),
+               record("ro-shell", "composed", "escaped"), record("ro-file-tool", "harness", "blocked"),
+               record("ro-file-tool", "composed", "blocked")]
+    claim = only_claim(reconcile(records, catalogue, decl))
+    assert (claim.declared, claim.claim, claim.label) == ("partial", "partial", "partial")
+    assert (claim.blocked, claim.total) == (1, 2)
+
+
+def test_a_missing_an_errored_or_an_uncontrolled_vector_leaves_the_claim_unverified(catalogue, record):
+    records = [record("ro-shell", "composed", "error")]
+    claim = only_claim(reconcile(records, catalogue, declarations()))
+    assert claim.claim == "unverified"
+    assert claim.unverified == {"ro-shell": "error", "ro-file-tool": "missing"}
+
+    records = [record("ro-shell", "composed", "skipped"), record("ro-file-tool", "composed", "blocked", control="failed")]
+    claim = only_claim(reconcile(records, catalogue, declarations()))
+    assert claim.unverified == {"ro-shell": "skipped", "ro-file-tool": "control failed"}
+    assert "control failed: ro-file-tool" in claim.note_text()
+
+
+def test_a_refutation_outranks_missing_vectors(catalogue, record):
+    claim = only_claim(reconcile([record("ro-shell", "composed", "escaped")], catalogue, declarations()))
+    assert claim.claim == "refuted" and claim.unverified == {"ro-file-tool": "missing"}
+
+
+def test_a_layer_observed_otherwise_than_declared_is_drift_even_when_the_claim_holds(catalogue, record):
+    # The harness declares the shell a bypass, yet blocked it alone: the declaration is too weak.
+    records = [*as_declared(record), record("ro-shell", "harness", "blocked")]
+    claim = only_claim(reconcile(records, catalogue, declarations()))
+    assert claim.claim == "exact" and claim.label == "exact+drift"
+    assert [(d.vector_id, d.layer, d.expected, d.observed) for d in claim.drift] == [
+        ("ro-shell", "harness", "escaped", "blocked")]
+
+
+def test_sandbox_alone_records_make_a_backend_row_and_feed_harness_drift(catalogue, record):
+    records = [*as_declared(record), record("ro-shell", "sandbox", "escaped")]
+    table = reconcile(records, catalogue, declarations())
+    backend = only_claim(table, harness="-")
+    assert (backend.backend, backend.version, backend.capability) == ("box", "0.8.0", "workspace.read_only")
+    assert backend.claim == "refuted" and backend.escaped == ("ro-shell",) and backend.total == 1
+    assert [d.layer for d in only_claim(table).drift] == ["sandbox"]
+
+
+def test_the_latest_record_of_a_vector_and_layer_decides(catalogue, record):
+    records = [record("ro-file-tool", "composed", "escaped"), *as_declared(record)]
+    assert only_claim(reconcile(records, catalogue, declarations())).claim == "exact"
+    records = [*as_declared(record), record("ro-file-tool", "composed", "escaped")]
+    assert only_claim(reconcile(records, catalogue, declarations())).claim == "refuted"
+
+
+def test_records_of_an_older_binary_build_of_the_same_version_are_set_aside(catalogue, record):
+    records = [record("ro-file-tool", "composed", "escaped", sha="old"), *as_declared(record)]
+    table = reconcile(records, catalogue, declarations())
+    assert only_claim(table).claim == "exact" and only_claim(table).binary_sha256 == "sha-a"
+    assert any("another binary build" in n for n in table.notes)
+
+
+def test_each_harness_version_gets_its_own_row(catalogue, record):
+    records = [*as_declared(record), record("ro-shell", "composed", "blocked", version="2.0")]
+    rows = {(c.version, c.claim) for c in reconcile(records, catalogue, declarations()).claims if c.harness == "toy"}
+    assert rows == {("1.0", "exact"), ("2.0", "unverified")}
+
+
+def test_a_harness_without_declarations_is_judged_by_the_sandbox_alone(catalogue, record):
+    records = [record(r.vector_id, r.layer, r.outcome, harness="stranger") for r in as_declared(record)
+               if r.layer != "sandbox"]
+    claim = only_claim(reconcile(records, catalogue, declarations()), harness="stranger")
+    # Undeclared, the harness layer is predicted to let everything through: its blocks are drift.
+    assert claim.declared == "exact" and claim.label == "exact+drift"
+
+
+def test_records_from_another_catalogue_revision_are_noted(catalogue, record):
+    records = [*as_declared(record), record("ro-shell", "composed", "blocked", digest="older")]
+    assert "1 record(s) from another catalogue revision" in only_claim(
+        reconcile(records, catalogue, declarations())).notes
+
+
+def test_records_of_vectors_outside_the_catalogue_are_ignored_and_counted(catalogue, record):
+    table = reconcile([*as_declared(record), record("gone-vector", "composed", "escaped")], catalogue, declarations())
+    assert only_claim(table).claim == "exact"
+    assert table.notes == ["1 record(s) name vectors that are not in this catalogue; ignored"]
+
+
+def test_the_table_has_one_aligned_line_per_claim_under_a_header(catalogue, record):
+    records = [*as_declared(record), record("ro-shell", "harness", "blocked")]
+    lines = reconcile(records, catalogue, declarations()).lines()
+    assert lines[0].split() == ["harness", "version", "backend", "capability", "declared", "claim", "blocked/total",
+                                "notes"]
+    assert lines[2].split()[:7] == ["toy", "1.0", "box", "workspace.read_only", "exact", "exact+drift", "2/2"]
+    assert "drift: ro-shell[harness] expected escaped saw blocked" in lines[2]
+    assert len({line.index("capability") if i == 0 else line.index("workspace") for i, line in enumerate(lines)}) == 1
+
+
+def test_the_table_round_trips_through_json_with_its_printed_label(catalogue, record):
+    table = reconcile([*as_declared(record), record("ro-shell", "harness", "blocked")], catalogue, declarations())
+    data = json.loads(table.model_dump_json())
+    assert data["claims"][1]["label"] == "exact+drift"
+    data["claims"] = [{k: v for k, v in c.items() if k != "label"} for c in data["claims"]]
+    assert ClaimsTable.model_validate(data) == table
+
+
+def test_a_run_sees_only_the_rows_of_the_versions_it_recorded(catalogue, record):
+    records = [*as_declared(record), record("ro-shell", "composed", "blocked", version="2.0")]
+    table = reconcile(records, catalogue, declarations())
+    mine = table.only([record("ro-shell", "composed", "blocked", version="2.0")])
+    assert [(c.harness, c.version) for c in mine.claims] == [("toy", "2.0")]
+    mine = table.only([record("ro-shell", "sandbox", "blocked")])
+    assert [(c.harness, c.backend) for c in mine.claims] == [("-", "box")]

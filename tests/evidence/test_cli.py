@@ -1,0 +1,59 @@
+"""`agent-box evidence claims` and `agent-box evidence list`."""
+
+from __future__ import annotations
+
+import json
+
+from agentbox.cli import main
+from agentbox.evidence import append
+
+
+def test_claims_print_one_row_per_harness_version_backend_and_capability(tmp_path, catalogue, record, capsys):
+    append(tmp_path / "ev", [record("ro-shell", "composed", "blocked", harness="codex", version="0.1.0",
+                                    backend="bwrap")])
+    assert main(["evidence", "claims", "--evidence", str(tmp_path / "ev"), "--catalogue", str(tmp_path / "vectors")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["harness", "version", "backend"]
+    row = lines[1].split()
+    assert row[:4] == ["codex", "0.1.0", "bwrap", "workspace.read_only"] and row[5] == "unverified"
+    assert "missing: ro-file-tool" in lines[1]
+
+
+def test_claims_as_json_carry_the_catalogue_digest_and_every_claim(tmp_path, catalogue, record, capsys):
+    append(tmp_path / "ev", [record("ro-shell", "composed", "blocked", harness="codex", version="0.1.0",
+                                    backend="bwrap")])
+    assert main(["evidence", "claims", "--json", "--evidence", str(tmp_path / "ev"),
+                 "--catalogue", str(tmp_path / "vectors")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["catalogue_digest"] == catalogue.digest
+    assert [(c["harness"], c["claim"], c["unverified"]) for c in data["claims"]] == [
+        ("codex", "unverified", {"ro-file-tool": "missing"})]
+
+
+def test_claims_refuse_a_store_of_an_unknown_schema_version_with_exit_2(tmp_path, catalogue, record, capsys):
+    line = json.loads(record("ro-shell", "composed", "blocked").model_dump_json())
+    (tmp_path / "ev").mkdir()
+    (tmp_path / "ev" / "evidence.jsonl").write_text(json.dumps({**line, "schema_version": 2}) + "\n")
+    assert main(["evidence", "claims", "--evidence", str(tmp_path / "ev"), "--catalogue", str(tmp_path / "vectors")]) == 2
+    assert f"{tmp_path / 'ev' / 'evidence.jsonl'}:1: schema_version 2" in capsys.readouterr().err
+
+
+def test_claims_without_a_catalogue_are_an_input_error(tmp_path, capsys):
+    assert main(["evidence", "claims", "--evidence", str(tmp_path), "--catalogue", str(tmp_path / "none")]) == 2
+    assert "no vector catalogue" in capsys.readouterr().err
+
+
+def test_an_empty_store_says_so_and_succeeds(tmp_path, catalogue, capsys):
+    assert main(["evidence", "claims", "--evidence", str(tmp_path / "ev"), "--catalogue", str(tmp_path / "vectors")]) == 0
+    assert "no evidence" in capsys.readouterr().out
+
+
+def test_list_prints_one_line_per_record_newest_last(tmp_path, record, capsys):
+    old, new = record("ro-shell", "composed", "blocked"), record("ro-shell", "harness", "escaped")
+    append(tmp_path, [new])
+    append(tmp_path, [old])
+    assert main(["evidence", "list", "--evidence", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and "composed" in lines[0] and "harness" in lines[1]
+    assert main(["evidence", "list", "--json", "--evidence", str(tmp_path)]) == 0
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [old.id, new.id]
