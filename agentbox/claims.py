@@ -69,8 +69,15 @@ class Claim(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def label(self) -> str:
-        """The verdict as printed: drift is appended so it cannot be missed."""
-        return f"{self.claim}+drift" if self.drift else self.claim
+        """The verdict as printed: drift is appended so it cannot be missed.
+
+        The escapes that refute a claim are drift too, but saying so twice tells nothing, so
+        `refuted+drift` means drift beyond the refuting escapes.
+        """
+        return f"{self.claim}+drift" if self._other_drift() else self.claim
+
+    def _other_drift(self) -> list[Drift]:
+        return [d for d in self.drift if not (d.layer == "composed" and d.vector_id in self.escaped)]
 
     def note_text(self) -> str:
         parts = []
@@ -80,9 +87,9 @@ class Claim(BaseModel):
         for vid, why in self.unverified.items():
             by_reason.setdefault(why, []).append(vid)
         parts += [f"{why}: {', '.join(vids)}" for why, vids in by_reason.items()]
-        if self.drift:
+        if self._other_drift():
             parts.append("drift: " + ", ".join(f"{d.vector_id}[{d.layer}] expected {d.expected} saw {d.observed}"
-                                               for d in self.drift))
+                                               for d in self._other_drift()))
         return "; ".join([*parts, *self.notes])
 
 
@@ -96,7 +103,7 @@ class ClaimsTable(BaseModel):
         """The rows these records belong to: their harness versions and their sandbox-alone backend versions."""
         keys = {_row_key(r) for r in records}
         keep = [c for c in self.claims
-                if (c.harness, c.version if c.harness != NO_HARNESS else f"{c.backend} {c.version}") in keys]
+                if (c.harness, c.backend if c.harness == NO_HARNESS else "", c.version) in keys]
         return self.model_copy(update={"claims": keep})
 
     def lines(self) -> list[str]:
@@ -138,12 +145,12 @@ def _backend(r: EvidenceRecord) -> str:
     return r.run_info.sandbox_backend or DEFAULT_BACKEND
 
 
-def _row_key(r: EvidenceRecord) -> tuple[str, str]:
-    """Which rows a record feeds: (harness, version), or (NO_HARNESS, "backend version") when sandbox-alone."""
+def _row_key(r: EvidenceRecord) -> tuple[str, str, str]:
+    """Which rows a record feeds: a harness version's (any backend), or a sandbox-alone backend version's."""
     ri = r.run_info
     if ri.harness is None:
-        return NO_HARNESS, f"{_backend(r)} {ri.sandbox_version or UNKNOWN}"
-    return ri.harness, ri.version or UNKNOWN
+        return NO_HARNESS, _backend(r), ri.sandbox_version or UNKNOWN
+    return ri.harness, "", ri.version or UNKNOWN
 
 
 def _latest(records: Iterable[tuple[int, EvidenceRecord]]) -> dict[tuple[str, str], EvidenceRecord]:

@@ -1,7 +1,8 @@
 """Evidence records: what a conformance or negative test observed, append-only JSON Lines.
 
 The pydantic model is the single source of truth; `agentbox/schemas/evidence.schema.json` is
-exported from it (a test pins the two together). Records are written whole with one `write` per
+exported from it (a test pins the two together); after changing the model, regenerate it with
+`python -m agentbox.evidence --schema > agentbox/schemas/evidence.schema.json`. Records are written whole with one `write` per
 line under an exclusive lock, so concurrent writers never interleave and a crash loses at most the
 line being written.
 """

@@ -21,8 +21,13 @@ def _locked_down(command: str, args: tuple[str, ...]) -> tuple[str, list[str]]:
         return command, list(args)
     # Folders a server expects under /tmp exist again, empty, on the private /tmp: what it writes
     # there at start-up (a log, a marker) never reaches the host.
+    # Elsewhere, a file the server would create (an absolute argument that does not exist yet) gets
+    # an empty private folder in place of its parent.
     dirs = sorted({os.path.dirname(a) for a in args if a.startswith("/tmp/") and os.path.dirname(a) != "/tmp"})
     made = [x for d in dirs for x in ("--dir", d)]
+    fresh = sorted({os.path.dirname(a) for a in args if os.path.isabs(a) and not a.startswith("/tmp/")
+                    and not os.path.exists(a) and os.path.isdir(os.path.dirname(a)) and os.path.dirname(a) != "/"})
+    made += [x for d in fresh for x in ("--tmpfs", d)]
     return bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *made,
                    "--unshare-net", "--unshare-pid", "--die-with-parent", "--", command, *args]
 

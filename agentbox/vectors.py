@@ -28,9 +28,11 @@ Layer = Literal["sandbox", "harness", "composed"]
 
 # The ways an attempt can reach the host. A declaration's bypass_surfaces name these, so each
 # vector's expected outcome follows from the declarations alone.
-SURFACES = ("shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process", "unix_socket")
+SURFACES = ("shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process", "unix_socket",
+            "harness_env")
+# harness_env: what the harness itself is given (its model key) and its children inherit or read
 Surface = Literal["shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process",
-                  "unix_socket"]
+                  "unix_socket", "harness_env"]
 
 
 class _Strict(BaseModel):
@@ -90,6 +92,8 @@ class Vector(_Strict):
     surface: Surface
     description: str
     harnesses: tuple[str, ...] = ()  # empty: every harness
+    # harness -> why the vector cannot be run there (e.g. no intent lets its control succeed)
+    skip_harnesses: dict[str, str] = Field(default_factory=dict)
     layers: tuple[Layer, ...] | None = None  # default: sandbox when it has a command, then harness and composed
     intent: dict[str, Any]
     control: Control
@@ -132,7 +136,12 @@ class Vector(_Strict):
         return None
 
     def applies_to(self, harness: str) -> bool:
-        return not self.harnesses or harness in self.harnesses
+        return (not self.harnesses or harness in self.harnesses) and harness not in self.skip_harnesses
+
+    def skip_reason(self, harness: str) -> str:
+        if harness in self.skip_harnesses:
+            return f"{self.id} cannot run on {harness}: {self.skip_harnesses[harness]}"
+        return f"{self.id} is specific to {', '.join(self.harnesses)}"
 
 
 class Catalogue:

@@ -97,8 +97,8 @@ def test_file_and_network_rules_are_partial_with_their_bypass_named():
     for cap in ("workspace.read_only", "command_network.none", "host_home.hidden"):
         for version in ("2.1.197", "2.1.332"):
             report = ADAPTER.declarations.report(cap, version)
-            assert report.support == "partial" and "mcp servers" in report.bypass_surfaces
-    assert "Bash" in ADAPTER.declarations.report("workspace.read_only", "2.1.197").bypass_surfaces
+            assert report.support == "partial" and "mcp_server" in report.bypass_surfaces
+    assert "shell" in ADAPTER.declarations.report("workspace.read_only", "2.1.197").bypass_surfaces
 
 
 # -- determinism -------------------------------------------------------------------------------
@@ -153,7 +153,7 @@ def test_the_older_dialect_keeps_its_sandbox_off_a_read_only_workspace():
     assert settings(result)["sandbox"] == {"enabled": False}
     assert "Edit" in settings(result)["permissions"]["deny"]
     assert result.coverage["workspace"].support == "partial"
-    assert "Bash" in result.coverage["command_network"].bypass_surfaces
+    assert "shell" in result.coverage["command_network"].bypass_surfaces
 
 
 def test_the_older_dialect_uses_its_sandbox_for_a_read_write_workspace_without_v2_keys():

@@ -291,7 +291,7 @@ def test_in_range_declarations_keep_exact_where_codex_enforces_for_every_tool():
     assert result.coverage["shell"].support == "exact"
     assert result.coverage["mcp"].support == "exact"
     assert result.coverage["workspace"].support == "partial"
-    assert "mcp_servers" in result.coverage["workspace"].bypass_surfaces
+    assert "mcp_server" in result.coverage["workspace"].bypass_surfaces
 
 
 def test_an_out_of_range_version_downgrades_exact_to_partial_with_the_reason():

@@ -135,7 +135,7 @@ def test_file_and_network_rules_are_partial_with_the_shell_named_as_bypass():
     result = compile_({"workspace": {"access": "read_only"}, "command_network": {"access": "none"}})
     for item in ("workspace", "command_network"):
         assert result.coverage[item].support == "partial"
-        assert "terminal" in result.coverage[item].bypass_surfaces
+        assert "shell" in result.coverage[item].bypass_surfaces
 
 
 # -- MCP ---------------------------------------------------------------------------------------

@@ -33,8 +33,17 @@ def test_an_unpredicted_composed_escape_refutes_the_claim_and_names_the_vector(c
     records = [*as_declared(record), record("ro-file-tool", "composed", "escaped")]
     claim = only_claim(reconcile(records, catalogue, declarations()))
     assert claim.claim == "refuted" and claim.escaped == ("ro-file-tool",)
+    assert [(d.vector_id, d.layer) for d in claim.drift] == [("ro-file-tool", "composed")]
+    # The refuting escape is named once; "+drift" is kept for disagreements beyond it.
+    assert claim.label == "refuted" and claim.note_text() == "escaped: ro-file-tool"
+
+
+def test_a_refuted_claim_shows_drift_in_other_layers_too(catalogue, record):
+    records = [*as_declared(record), record("ro-file-tool", "composed", "escaped"),
+               record("ro-shell", "harness", "blocked")]
+    claim = only_claim(reconcile(records, catalogue, declarations()))
     assert claim.label == "refuted+drift"
-    assert "escaped: ro-file-tool" in claim.note_text()
+    assert claim.note_text() == "escaped: ro-file-tool; drift: ro-shell[harness] expected escaped saw blocked"
 
 
 def test_a_predicted_escape_under_a_partial_closure_makes_a_partial_claim(catalogue, record):

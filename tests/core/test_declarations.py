@@ -1,0 +1,26 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentbox.capability import Declarations
+from agentbox.vectors import SURFACES, load_catalogue
+
+DATA = Path(__file__).resolve().parents[2] / "agentbox" / "data"
+LAYERS = sorted(p.stem for p in (DATA / "capabilities").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_every_declaration_file_is_valid_and_names_only_known_bypass_surfaces(layer):
+    decl = Declarations.model_validate(yaml.safe_load((DATA / "capabilities" / f"{layer}.yaml").read_text()))
+    for cap, entries in decl.capabilities.items():
+        for entry in entries:
+            unknown = set(entry.bypass_surfaces) - set(SURFACES)
+            assert not unknown, f"{layer} {cap}: unknown bypass surfaces {unknown}; known: {SURFACES}"
+
+
+def test_the_vector_catalogue_loads_and_covers_at_least_forty_vectors():
+    catalogue = load_catalogue(DATA / "vectors")
+    assert len(catalogue.vectors) >= 40
+    assert {"workspace.read_only", "workspace.read_write", "command_network.none", "mcp.allowlist",
+            "host_home.hidden", "environment.allowlist", "process.isolation"} <= set(catalogue.capabilities)
