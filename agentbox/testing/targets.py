@@ -17,7 +17,11 @@ from pathlib import Path
 
 from ..vectors import Setup, fill
 
-__all__ = ["Targets", "Listener", "prepare"]
+__all__ = ["Targets", "Listener", "prepare", "LOOPBACK"]
+
+# A loopback address that no harness's proxy exempts (NO_PROXY names 127.0.0.1 and localhost), so a
+# proxy-aware client really goes through the harness's proxy, as it would for any outside host.
+LOOPBACK = "127.0.0.2"
 
 
 class Listener:
@@ -36,7 +40,7 @@ class Listener:
             self.sock.bind(unix_path)
             self.address = unix_path
         else:
-            self.sock.bind(("::1" if kind == "tcp6" else "127.0.0.1", 0))
+            self.sock.bind(("::1" if kind == "tcp6" else LOOPBACK, 0))
             self.address = self.sock.getsockname()[1]
         if stype == socket.SOCK_STREAM:
             self.sock.listen(64)
@@ -100,7 +104,7 @@ class Targets:
     env: dict[str, str] = field(default_factory=dict)
 
     def values(self) -> dict[str, str]:
-        v = {"ws": str(self.ws), "home": str(self.home), "parent": str(self.ws.parent),
+        v = {"loopback": LOOPBACK, "ws": str(self.ws), "home": str(self.home), "parent": str(self.ws.parent),
              "outside": str(self.outside), "nonce": self.nonce, "secret": self.secret,
              "model_key": self.model_key, "tmp_probe": self.tmp_probe,
              "sleeper_pid": str(self.sleeper.pid) if self.sleeper else "0"}

@@ -1,0 +1,68 @@
+import pytest
+from pydantic import ValidationError
+
+from agentbox.acp import AcpEntry, AcpUnavailable, acp_command, acp_entry, acp_harnesses
+from agentbox.installs import PACKAGES
+from agentbox.plan import CompileResult, RuntimeRequirements
+from agentbox.profile import HARNESSES
+
+
+def _result(harness: str, argv: tuple[str, ...] = ()) -> CompileResult:
+    return CompileResult(harness=harness, version=None, dialect="x", argv=argv,
+                         requirements=RuntimeRequirements(workspace="read_write", network="none", host_home="hidden"))
+
+
+def test_every_acp_entry_names_a_known_harness_and_an_installable_adapter():
+    assert acp_harnesses()
+    for name in acp_harnesses():
+        assert name in HARNESSES
+        entry = acp_entry(name)
+        assert entry.adapter is None or entry.adapter in PACKAGES()
+
+
+@pytest.mark.parametrize("spec", [
+    {},
+    {"adapter": "codex-acp", "native": ["acp"]},
+    {"native": ["acp"], "args": ["-x"]},
+    {"adapter": "codex-acp", "global_args": True},
+    {"native": ["acp"], "surprise": 1},
+])
+def test_an_entry_must_be_exactly_one_launch_form(spec):
+    with pytest.raises(ValidationError):
+        AcpEntry.model_validate(spec)
+
+
+def test_a_native_entry_is_the_harness_binary_with_its_global_flags_then_the_subcommand():
+    native = next(n for n in acp_harnesses() if acp_entry(n).native is not None)
+    entry = acp_entry(native)
+    argv, env, binds = acp_command(native, _result(native, ("--flag",)), "/opt/h/bin/h")
+    assert argv == ["/opt/h/bin/h", *(["--flag"] if entry.global_args else []), *entry.native]
+    assert binds == ()
+
+
+def test_an_adapter_entry_points_the_adapter_at_the_pinned_harness(tmp_path):
+    name = next(n for n in acp_harnesses() if acp_entry(n).adapter is not None)
+    entry = acp_entry(name)
+    adapter_bin = tmp_path / "prefix" / "node_modules" / ".bin" / "x-acp"
+    adapter_bin.parent.mkdir(parents=True)
+    adapter_bin.write_text("")
+    argv, env, binds = acp_command(name, _result(name, ("--never-passed",)), "/pinned/harness", str(adapter_bin))
+    assert argv[0] == str(adapter_bin) and "--never-passed" not in argv
+    assert all("{" not in v for v in env.values())
+    assert set(entry.env) == set(env)
+    assert any(v == "/pinned/harness" for v in env.values()) or not entry.env
+    assert str(tmp_path / "prefix") in binds
+
+
+def test_a_missing_adapter_is_reported_with_the_install_command(monkeypatch):
+    import agentbox.installs as installs
+
+    name = next(n for n in acp_harnesses() if acp_entry(n).adapter is not None)
+    monkeypatch.setattr(installs, "find_binary", lambda *a, **k: None)
+    with pytest.raises(AcpUnavailable, match="agent-box harness install"):
+        acp_command(name, _result(name), "/pinned/harness")
+
+
+def test_a_harness_without_an_entry_is_unavailable():
+    with pytest.raises(AcpUnavailable):
+        acp_command("no-such-harness", _result("codex"), "/x")
