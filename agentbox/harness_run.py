@@ -62,7 +62,7 @@ class RunOutcome:
     argv: list[str]
     artifacts: list[str]
     run_dir: str
-    leftovers: list[int]
+    leftovers: list[tuple[int, str]]  # (pid, command line) of processes that outlived the harness
 
     @property
     def ok(self) -> bool:
@@ -73,25 +73,28 @@ def _python_for_sandbox() -> str:
     return "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3") or "python3"
 
 
-def _marked_pids(run_id: str) -> list[int]:
+def _marked(run_id: str) -> list[tuple[int, str]]:
     needle = f"{MARKER}={run_id}".encode()
-    pids = []
+    found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle in f.read().split(b"\0"):
-                    pids.append(int(entry))
+                if needle not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:
             continue
-    return pids
+        found.append((int(entry), cmdline))
+    return found
 
 
-def kill_marked(run_id: str) -> list[int]:
-    """Kill every process still carrying the run's marker; return the pids that were found."""
-    found = _marked_pids(run_id)
-    for pid in found:
+def kill_marked(run_id: str) -> list[tuple[int, str]]:
+    """Kill every process still carrying the run's marker; return (pid, command line) of each."""
+    found = _marked(run_id)
+    for pid, _ in found:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -189,7 +192,8 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
                 prefix = inner_relay_argv(run_dir, int(port), _python_for_sandbox())
             full = [*argv, "--", *prefix, *harness_argv]
         else:
-            env.update({"HOME": req.home, "TMPDIR": os.path.join(run_dir, "tmp")})
+            # PWD too: a harness that trusts $PWD over getcwd() would otherwise work in the caller's folder
+            env.update({"HOME": req.home, "TMPDIR": os.path.join(run_dir, "tmp"), "PWD": plan.cwd})
             env.update(plan.native.env)
             full = harness_argv
         yield Prepared(argv=full, env=env, cwd=plan.cwd, plan=plan, run_dir=run_dir, run_id=run_id,
