@@ -29,10 +29,10 @@ Layer = Literal["sandbox", "harness", "composed"]
 # The ways an attempt can reach the host. A declaration's bypass_surfaces name these, so each
 # vector's expected outcome follows from the declarations alone.
 SURFACES = ("shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process", "unix_socket",
-            "harness_env", "background_process")
+            "harness_env", "background_process", "dangerous_command")
 # harness_env: what the harness itself is given (its model key) and its children inherit or read
 Surface = Literal["shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process",
-                  "unix_socket", "harness_env", "background_process"]
+                  "unix_socket", "harness_env", "background_process", "dangerous_command"]
 
 
 class _Strict(BaseModel):

@@ -139,4 +139,6 @@ def scripted_profile(harness: HarnessTarget, model, intent: dict, *, name: str =
 
 
 def scripted_key_env() -> dict[str, str]:
-    return {v: "sk-agentbox-scripted" for v in set(_KEY_VARS.values())}
+    from .negative import MODEL_KEY
+
+    return {v: MODEL_KEY for v in set(_KEY_VARS.values())}

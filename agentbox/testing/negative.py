@@ -28,7 +28,9 @@ from .targets import Targets, kill_all, prepare, process_alive
 
 __all__ = ["Attempt", "VectorRunner", "expected_for"]
 
-MODEL_KEY = "sk-agentbox-scripted"
+# Not shaped like a real key: some harnesses redact key-shaped strings from tool output, which would
+# hide whether the variable was visible at all.
+MODEL_KEY = "agentbox-scripted-credential"
 
 
 @dataclass
