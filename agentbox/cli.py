@@ -1,12 +1,10 @@
 """The `agent-box` command line. Parsing only: each subcommand hands off to its module, imported lazily
-so that the hot path (`sandbox run`) pays for nothing it does not use."""
+so that the hot paths (`sandbox run`, `launch`) pay for nothing they do not use."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from pathlib import Path
 
 __all__ = ["main"]
 
@@ -136,6 +134,8 @@ def cmd_harness_list(args) -> int:
 
 
 def cmd_evidence_claims(args) -> int:
+    from pathlib import Path
+
     from .claims import default_catalogue_dir, reconcile
     from .errors import InputError
     from .evidence import read_records
@@ -158,6 +158,8 @@ def cmd_evidence_claims(args) -> int:
 
 
 def cmd_evidence_list(args) -> int:
+    from pathlib import Path
+
     from .evidence import read_records
     from .home import evidence_dir
 
@@ -175,7 +177,58 @@ def cmd_evidence_list(args) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
+def cmd_launch(args) -> int:
+    from .launch_plan import launch
+
+    return launch(args.profile, args.cwd, args.harness_args, evidence=args.evidence,
+                  accept_unverified=args.accept_unverified, binary=args.binary)
+
+
+def cmd_runs_list(args) -> int:
+    from .home import db_path
+    from .runs import RunStore
+
+    store = RunStore(db_path())
+    rows = store.list(limit=args.limit)
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+        return 0
+    if not rows:
+        print("no runs yet; start one with: agent-box launch PROFILE --cwd DIR")
+    for r in rows:
+        exit_status = "-" if r["exit_status"] is None else str(r["exit_status"])
+        print(f"{r['id']}  {r['started_at'][:19]}  {r['status']:<11} exit {exit_status:<4} "
+              f"{r['harness']} {r['version'] or '?'}  {r['profile']}  {r['project_root']}")
+    return 0
+
+
+def cmd_runs_show(args) -> int:
+    from .home import db_path
+    from .runs import RunStore
+
+    run = RunStore(db_path()).get(args.id)
+    if args.json:
+        print(json.dumps(run, indent=2, sort_keys=True))
+        return 0
+    for key in ("id", "status", "profile", "profile_digest", "profile_source", "project_root", "harness", "version",
+                "binary", "binary_sha256", "backend", "intent_hash", "plan_hash", "accept_unverified",
+                "harness_args", "started_at", "ended_at", "exit_status", "cleanup"):
+        print(f"{key:<18} {run[key]}")
+    print("claims:")
+    for item, c in run["claims"].items():
+        print(f"  {item:<16} {c['capability']:<28} {c['requirement']:<9} coverage {c['coverage']:<11} "
+              f"claim {c['claim']:<10} {c['verdict']}")
+    print(f"evidence records   {len(run['evidence_ids'])}")
+    if run["overrides"]:
+        print(f"overrides          {json.dumps(run['overrides'])}")
+    if run["refusal"]:
+        print(run["refusal"])
+    return 0
+
+
+def _parser() -> "argparse.ArgumentParser":
+    import argparse  # lazy: a cached launch never parses with it
+
     p = argparse.ArgumentParser(prog="agent-box", description="Compile and prove coding-agent permissions.")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -211,6 +264,27 @@ def _parser() -> argparse.ArgumentParser:
     lst.add_argument("--no-probe", action="store_true", help="skip running each binary's version command")
     lst.set_defaults(fn=cmd_harness_list)
 
+    lch = sub.add_parser("launch", help="start a harness under a profile, if the evidence proves every required item",
+                         usage="agent-box launch PROFILE [--cwd DIR] [--evidence DIR] [--accept-unverified] "
+                               "[--binary PATH] [-- HARNESS ARGS...]")
+    lch.add_argument("profile", help="a profile path or a name under $AGENTBOX_HOME/profiles")
+    lch.add_argument("--cwd", default=".", help="the project directory (default: the current one)")
+    lch.add_argument("--evidence", metavar="DIR", help="the evidence store (default $AGENTBOX_HOME/evidence)")
+    lch.add_argument("--accept-unverified", action="store_true",
+                     help="run past required items whose claims are unverified (never refuted or partial)")
+    lch.add_argument("--binary", help="launch this harness binary instead of the installed one")
+    lch.set_defaults(fn=cmd_launch, harness_args=[])
+
+    rns = sub.add_parser("runs", help="recorded launches").add_subparsers(dest="sub", required=True)
+    rl = rns.add_parser("list", help="every Run, newest first")
+    rl.add_argument("--json", action="store_true")
+    rl.add_argument("--limit", type=int, default=None)
+    rl.set_defaults(fn=cmd_runs_list)
+    rs = rns.add_parser("show", help="one Run: its plan, claims, evidence and outcome")
+    rs.add_argument("id", help="a run id (or a unique prefix)")
+    rs.add_argument("--json", action="store_true")
+    rs.set_defaults(fn=cmd_runs_show)
+
     evd = sub.add_parser("evidence", help="what the negative suite recorded").add_subparsers(dest="sub", required=True)
     clm = evd.add_parser("claims", help="reconcile declared capabilities with the evidence")
     clm.add_argument("--evidence", metavar="DIR", help="the evidence store (default $AGENTBOX_HOME/evidence)")
@@ -226,16 +300,28 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:2] == ["sandbox", "run"]:
-        from .sandbox.runner import fast_main
-
-        rc = fast_main(argv[2:])
-        if rc is not None:
-            return rc
     from .errors import AgentBoxError
 
-    args = _parser().parse_args(argv)
     try:
+        if argv[:2] == ["sandbox", "run"]:
+            from .sandbox.runner import fast_main
+
+            rc = fast_main(argv[2:])
+            if rc is not None:
+                return rc
+        harness_args: list[str] = []
+        if argv[:1] == ["launch"]:
+            from .launch import fast_main as launch_fast
+
+            rc = launch_fast(argv[1:])
+            if rc is not None:
+                return rc
+            if "--" in argv:  # split here: argparse would read the harness's own options as ours
+                cut = argv.index("--")
+                argv, harness_args = argv[:cut], argv[cut + 1:]
+        args = _parser().parse_args(argv)
+        if args.fn is cmd_launch:
+            args.harness_args = harness_args
         return args.fn(args)
     except AgentBoxError as exc:
         print(f"agent-box: {exc}", file=sys.stderr)

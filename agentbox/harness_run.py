@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Iterator, Literal
 
 from .adapters import get_adapter
@@ -26,12 +24,12 @@ from .mcp_inventory import inventory
 from .plan import CompileResult, EffectiveRunPlan
 from .profile import LoadedProfile
 from .sandbox import bwrap
-from .sandbox.relay import HostRelay, inner_relay_argv
-from .sandbox.surfaces import discover, materialize
+from .sandbox.session import MARKER, cleanup, entry_from_plan, environment, kill_marked, materialize, \
+    sandbox_argv, start_relay, write_config
+from .sandbox.surfaces import discover
 
 __all__ = ["RunRequest", "RunOutcome", "Prepared", "HarnessCommand", "prepared", "run_harness", "kill_marked", "MARKER"]
 
-MARKER = "AGENTBOX_RUN_ID"
 Layer = Literal["composed", "harness"]
 
 
@@ -69,47 +67,8 @@ class RunOutcome:
         return self.exit_code == 0 and not self.timed_out
 
 
-def _python_for_sandbox() -> str:
-    return "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3") or "python3"
-
-
-def _marked(run_id: str) -> list[tuple[int, str]]:
-    needle = f"{MARKER}={run_id}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle not in f.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
-            continue
-        found.append((int(entry), cmdline))
-    return found
-
-
-def kill_marked(run_id: str) -> list[tuple[int, str]]:
-    """Kill every process still carrying the run's marker; return (pid, command line) of each."""
-    found = _marked(run_id)
-    for pid, _ in found:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return found
-
-
 def _write_artifacts(plan: EffectiveRunPlan, config_dir: str) -> list[str]:
-    written = []
-    for art in plan.native.artifacts:
-        dest = Path(config_dir) / art.path
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(art.content)
-        written.append(str(dest))
-    return written
+    return write_config({a.path: a.content for a in plan.native.artifacts}, config_dir)
 
 
 @dataclass
@@ -172,26 +131,18 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
         harness_argv = launch.argv
         req_env = plan.native.requirements
         source = os.environ if req.host_env is None else req.host_env
-        if req.layer == "composed":
-            env = {k: source[k] for k in (*bwrap.BASE_ENV, *req_env.env_allow) if k in source}
-        else:
-            env = dict(source)  # the harness alone inherits everything, as it would when started by hand
-        env.update(req.extra_env)
-        env.update(launch.env)
-        env[MARKER] = run_id
+        extra = {**req.extra_env, **launch.env}
         if req.layer == "composed":
             masks = discover(plan.cwd, plan.profile, req_env.surfaces, bwrap.hidden_roots(req_env, req.home))
-            materialize(masks)
-            env.update(plan.sandbox.env)
-            argv = [a.replace("{run_dir}", run_dir) for a in plan.sandbox.argv]
-            argv[0] = bwrap.bwrap_binary()
-            prefix: list[str] = []
-            if bwrap.unshares_net(req_env) and req_env.model_endpoint:
-                host, port = req_env.model_endpoint.rsplit(":", 1)
-                relay = HostRelay(os.path.join(run_dir, "relay", "model.sock"), host, int(port)).start()
-                prefix = inner_relay_argv(run_dir, int(port), _python_for_sandbox())
-            full = [*argv, "--", *prefix, *harness_argv]
+            entry = entry_from_plan(plan, masks)
+            materialize({**entry, "config": {}}, run_dir)  # the config is written above, once
+            env = environment(entry, run_id, source, extra)
+            relay, prefix = start_relay(entry, run_dir)
+            full = [*sandbox_argv(entry, run_dir), "--", *prefix, *harness_argv]
         else:
+            env = dict(source)  # the harness alone inherits everything, as it would when started by hand
+            env.update(extra)
+            env[MARKER] = run_id
             # PWD too: a harness that trusts $PWD over getcwd() would otherwise work in the caller's folder
             env.update({"HOME": req.home, "TMPDIR": os.path.join(run_dir, "tmp"), "PWD": plan.cwd})
             env.update(plan.native.env)
@@ -199,11 +150,7 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
         yield Prepared(argv=full, env=env, cwd=plan.cwd, plan=plan, run_dir=run_dir, run_id=run_id,
                        artifacts=artifacts)
     finally:
-        if relay is not None:
-            relay.stop()
-        kill_marked(run_id)
-        if not req.keep_run_dir:
-            shutil.rmtree(run_dir, ignore_errors=True)
+        cleanup(run_id, run_dir, relay, keep_run_dir=req.keep_run_dir)
 
 
 def run_harness(req: RunRequest) -> RunOutcome:

@@ -18,7 +18,7 @@ from .errors import HarnessError, InputError
 from .home import harnesses_dir
 from .versions import Version
 
-__all__ = ["Matrix", "Installed", "installed", "install", "find_binary", "load_matrix", "PACKAGES"]
+__all__ = ["Matrix", "Installed", "installed", "install", "find_binary", "load_matrix", "PACKAGES", "layout"]
 
 _DATA = Path(__file__).parent / "data" / "packages.yaml"
 
@@ -111,6 +111,15 @@ def _harness_names() -> tuple[str, ...]:
     from .profile import HARNESSES
 
     return HARNESSES
+
+
+def layout(name: str) -> tuple[str, str, str]:
+    """What `find_binary(name)` reads: (install folder, binary path inside a version folder, PATH name).
+
+    The launch cache records the state of these, so a cached launch knows its binary choice is current
+    without importing this module."""
+    pkg = _packages()[name]
+    return str(harnesses_dir() / name), str(_binary_in(Path(""), pkg)), pkg.binary
 
 
 def find_binary(name: str, version: str | None = None) -> Installed | None:

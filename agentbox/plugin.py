@@ -18,6 +18,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbox", "Agent-Box conformance")
     group.addoption("--agentbox-harness", action="append", default=[], metavar="NAME[@VERSION]",
                     help="harness (and version) to test; repeatable; default: every installed harness")
+    group.addoption("--agentbox-matrix", default=None, metavar="FILE",
+                    help="test exactly the harness versions a matrices/*.yaml file names")
     group.addoption("--agentbox-require-harnesses", action="store_true",
                     help="a selected harness that is not installed is an error, not a skip")
     group.addoption("--agentbox-timeout", type=float, default=120.0, metavar="SECONDS",

@@ -8,7 +8,6 @@ new `.claude` in the workspace invalidates it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -17,52 +16,17 @@ import subprocess
 import sys
 import tempfile
 
+from ..hot import agentbox_home, home_dir, package_fingerprint, resolve_profile_path, sha256, write_json_atomic
+
 __all__ = ["fast_main", "sandbox_run", "execute"]
-
-_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CACHE_FORMAT = "1"
-
-
-def _home() -> str:
-    return os.environ.get("HOME") or "/root"
-
-
-def _agentbox_home() -> str:
-    env = os.environ.get("AGENTBOX_HOME")
-    if env:
-        return os.path.abspath(os.path.expanduser(env))
-    from ..home import agentbox_home
-
-    return str(agentbox_home())
-
-
-def _package_fingerprint() -> str:
-    h = hashlib.sha256(CACHE_FORMAT.encode())
-    for root, dirs, files in os.walk(_PKG):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith((".py", ".yaml", ".json")):
-                st = os.stat(os.path.join(root, name))
-                h.update(f"{name}:{st.st_mtime_ns}:{st.st_size};".encode())
-    return h.hexdigest()
 
 
 def _cache_path(profile_bytes: bytes, profile_path: str, workspace: str) -> str:
-    key = hashlib.sha256(b"\0".join([
-        profile_bytes, os.path.realpath(profile_path).encode(), workspace.encode(), _home().encode(),
-        _package_fingerprint().encode(),
+    key = sha256(b"\0".join([
+        profile_bytes, os.path.realpath(profile_path).encode(), workspace.encode(), home_dir().encode(),
+        package_fingerprint().encode(),
     ])).hexdigest()
-    return os.path.join(_agentbox_home(), "cache", "sandbox", f"{key}.json")
-
-
-def _resolve_profile_path(arg: str) -> str | None:
-    if "/" in arg or arg.endswith((".yaml", ".yml")) or os.path.exists(arg):
-        return arg
-    for suffix in (".yaml", ".yml"):
-        candidate = os.path.join(_agentbox_home(), "profiles", arg + suffix)
-        if os.path.exists(candidate):
-            return candidate
-    return None
+    return os.path.join(agentbox_home(), "cache", "sandbox", f"{key}.json")
 
 
 def _parse(argv: list[str]) -> tuple[str, str, list[str]] | None:
@@ -93,7 +57,7 @@ def fast_main(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     profile_arg, workspace, cmd = parsed
-    path = _resolve_profile_path(profile_arg)
+    path = resolve_profile_path(profile_arg)
     if path is None or not os.path.isdir(workspace):
         return None
     try:
@@ -131,37 +95,18 @@ def _hidden_command(entry: dict, cmd: list[str]) -> str | None:
     return None
 
 
-def _materialize(entry: dict, run_dir: str) -> None:
-    os.makedirs(os.path.join(run_dir, "config"), exist_ok=True)
-    for rel, content in entry.get("config", {}).items():
-        path = os.path.join(run_dir, "config", rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(content)
-    for backing, kind, default_text in entry["masks"]:
-        parent = os.path.dirname(backing)
-        os.makedirs(parent, exist_ok=True)
-        if os.path.islink(backing):
-            raise OSError(f"private backing {backing} is a symlink")
-        if kind == "directory":
-            os.makedirs(backing, exist_ok=True)
-        elif not os.path.exists(backing):
-            with open(backing, "w") as f:
-                f.write(default_text)
-
-
 def execute(entry: dict, cmd: list[str], run_dir: str | None = None, extra_env: dict | None = None,
             stdin=None, stdout=None, stderr=None) -> int:
+    from .session import environment, materialize, sandbox_argv
+
     own = run_dir is None
     run_dir = run_dir or tempfile.mkdtemp(prefix="agentbox-run-")
     try:
-        _materialize(entry, run_dir)
-        env = {k: os.environ[k] for k in entry["env_allow"] if k in os.environ}
-        env.update(entry["env"])
+        materialize(entry, run_dir)
+        env = environment(entry, extra=None)
         env.update(extra_env or {})
-        argv = [a.replace("{run_dir}", run_dir) for a in entry["argv"]]
-        argv[0] = shutil.which("bwrap") or argv[0]
-        proc = subprocess.Popen([*argv, "--", *cmd], env=env, stdin=stdin, stdout=stdout, stderr=stderr)
+        proc = subprocess.Popen([*sandbox_argv(entry, run_dir), "--", *cmd], env=env, stdin=stdin, stdout=stdout,
+                                stderr=stderr)
         forward = lambda signum, frame: proc.send_signal(signum)
         previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
@@ -175,18 +120,12 @@ def execute(entry: dict, cmd: list[str], run_dir: str | None = None, extra_env: 
 
 
 def build_entry(plan, masks, hidden: tuple[str, ...], visible: tuple[str, ...], probe_paths: list[str]) -> dict:
-    from .bwrap import BASE_ENV
+    from .session import entry_from_plan
 
-    return {
-        "argv": list(plan.sandbox.argv),
-        "env": dict(plan.sandbox.env),
-        "env_allow": sorted({*BASE_ENV, *plan.native.requirements.env_allow}),
-        "masks": [[m.backing, m.surface.kind, m.surface.default_text] for m in masks],
-        "config": {a.path: a.content for a in plan.native.artifacts},
-        "probe": {p: os.path.lexists(p) for p in probe_paths},
-        "hidden": list(hidden),
-        "visible": list(visible),
-    }
+    entry = entry_from_plan(plan, masks)
+    entry.update({"probe": {p: os.path.lexists(p) for p in probe_paths}, "hidden": list(hidden),
+                  "visible": list(visible)})
+    return entry
 
 
 def sandbox_run(profile_arg: str, workspace: str, cmd: list[str]) -> int:
@@ -204,8 +143,8 @@ def sandbox_run(profile_arg: str, workspace: str, cmd: list[str]) -> int:
     ws = os.path.realpath(workspace)
     plan = compile_plan(loaded, ws)
     req = plan.native.requirements
-    masks = discover(ws, loaded.profile.name, req.surfaces, hidden_roots(req, _home()))
-    request = SandboxRequest(requirements=req, workspace=ws, home=_home(), masks=masks)
+    masks = discover(ws, loaded.profile.name, req.surfaces, hidden_roots(req, home_dir()))
+    request = SandboxRequest(requirements=req, workspace=ws, home=home_dir(), masks=masks)
     hidden = hidden_paths(request)
     visible = (ws, *(dst for _, _, dst in plan.sandbox.binds if not dst.startswith("/tmp/agentbox")))
     probe_paths = sorted({os.path.join(layer, s.path) for s in req.surfaces for layer in _layers(ws, s.discovery)}
@@ -214,10 +153,5 @@ def sandbox_run(profile_arg: str, workspace: str, cmd: list[str]) -> int:
     problem = _hidden_command(entry, cmd)
     if problem:
         raise SandboxError(problem)
-    cache = _cache_path(open(loaded.source, "rb").read(), loaded.source, ws)
-    os.makedirs(os.path.dirname(cache), exist_ok=True)
-    tmp = f"{cache}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(entry, f)
-    os.replace(tmp, cache)
+    write_json_atomic(_cache_path(open(loaded.source, "rb").read(), loaded.source, ws), entry)
     return execute(entry, cmd)

@@ -100,20 +100,7 @@ def discover(cwd: str, profile: str, surfaces: tuple[Surface, ...], hidden: tupl
 
 def materialize(masks: tuple[Mask, ...]) -> None:
     """Create each blank backing if missing. Never copies anything from the host entry."""
+    from .session import make_backing
+
     for mask in masks:
-        path = Path(mask.backing)
-        for parent in reversed(path.parents):
-            if parent.is_symlink():
-                raise SandboxError(f"private backing path {parent} is a symlink; refusing")
-        if path.is_symlink():
-            raise SandboxError(f"private backing {path} is a symlink; refusing")
-        if mask.surface.kind == "directory":
-            if path.exists() and not path.is_dir():
-                raise SandboxError(f"private backing {path} should be a directory")
-            path.mkdir(parents=True, exist_ok=True)
-        else:
-            if path.exists() and not path.is_file():
-                raise SandboxError(f"private backing {path} should be a file")
-            if not path.exists():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(mask.surface.default_text)
+        make_backing(mask.backing, mask.surface.kind, mask.surface.default_text)

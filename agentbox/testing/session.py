@@ -67,12 +67,26 @@ class AgentBoxSession:
         from ..installs import find_binary, installed
         from ..profile import HARNESSES
 
-        specs = self.config.getoption("--agentbox-harness")
+        specs = list(self.config.getoption("--agentbox-harness"))
+        matrix = self.config.getoption("--agentbox-matrix")
+        if matrix:
+            from ..errors import InputError
+            from ..installs import load_matrix
+
+            try:
+                loaded = load_matrix(matrix)
+            except InputError as exc:
+                raise pytest.UsageError(f"--agentbox-matrix: {exc}") from None
+            specs += [f"{name}@{v}" for name, versions in loaded.harnesses.items()
+                      if name in HARNESSES for v in versions]
         out: list[HarnessTarget] = []
         if not specs:
             for inst in installed(probe=False):
                 if inst.name in HARNESSES and inst.source == "agentbox":
                     out.append(HarnessTarget(inst.name, inst.version, inst.binary))
+            if not out and self.require_harnesses:
+                raise pytest.UsageError("--agentbox-require-harnesses: no harness is installed "
+                                        "(agent-box harness install --matrix matrices/default.yaml)")
             return sorted(out, key=lambda t: (t.name, t.version))
         for spec in specs:
             name, _, version = spec.partition("@")

@@ -1,0 +1,211 @@
+"""An index over an evidence store: the latest record per build and (vector, layer), in SQLite.
+
+A launch needs the claims of one exact build (harness, version, binary sha256, backend); reading
+every record of a store that has grown to 100,000 lines would cost it seconds. The index keeps, per
+build key and (vector, layer), only the record `claims.reconcile` would pick as latest (newest
+timestamp; a tie goes to the later line), so a lookup reads a few dozen rows.
+
+It lives next to the store (`.index.sqlite`, which `read_records` never reads) and is caught up on
+every lookup, whoever wrote the store: the stores are append-only JSON Lines, so each file is indexed
+up to a byte offset and only its new tail is parsed; a file that shrank or was replaced makes the index
+rebuild from scratch. `read_records` stays the full-scan reader.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+__all__ = ["INDEX_NAME", "lookup", "sync", "signature", "index_path"]
+
+INDEX_NAME = ".index.sqlite"
+_FORMAT = "1"  # bump when the tables change: an old index is then rebuilt
+_DEFAULT_BACKEND = "bwrap"  # as claims.DEFAULT_BACKEND: a composed record that names none ran under it
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, ino INTEGER NOT NULL, size INTEGER NOT NULL, "
+    "mtime_ns INTEGER NOT NULL, offset INTEGER NOT NULL, lines INTEGER NOT NULL)",
+    # harness-layer rows have backend '' (they join every backend); sandbox-alone rows have harness ''
+    "CREATE TABLE IF NOT EXISTS latest (harness TEXT NOT NULL, version TEXT NOT NULL, sha TEXT NOT NULL, "
+    "backend TEXT NOT NULL, vector TEXT NOT NULL, layer TEXT NOT NULL, t INTEGER NOT NULL, ord TEXT NOT NULL, "
+    "line TEXT NOT NULL, PRIMARY KEY (harness, version, sha, backend, vector, layer)) WITHOUT ROWID",
+)
+_UPSERT = (
+    "INSERT INTO latest VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (harness, version, sha, backend, vector, layer) "
+    "DO UPDATE SET t=excluded.t, ord=excluded.ord, line=excluded.line "
+    "WHERE excluded.t > latest.t OR (excluded.t = latest.t AND excluded.ord > latest.ord)"
+)
+
+
+def _files(store: Path) -> list[Path]:
+    if store.is_file():
+        return [store]
+    return sorted(store.rglob("*.jsonl")) if store.is_dir() else []
+
+
+def index_path(store: str | os.PathLike) -> Path:
+    store = Path(store)
+    return store.parent / f".{store.name}.index.sqlite" if store.is_file() else store / INDEX_NAME
+
+
+def signature(store: str | os.PathLike) -> list[list]:
+    """What the store's content depends on, cheaply: [path, inode, size, mtime] per file (a cache key)."""
+    out = []
+    for path in _files(Path(store)):
+        st = path.stat()
+        out.append([str(path), st.st_ino, st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _connect(path) -> sqlite3.Connection:
+    con = sqlite3.connect(path, timeout=30, isolation_level=None)
+    con.execute("PRAGMA busy_timeout=30000")
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")
+    for statement in _SCHEMA:
+        con.execute(statement)
+    return con
+
+
+def _micros(stamp: str) -> int:
+    """Timestamps of any precision and offset compare as instants (EvidenceRecord.when does the same)."""
+    # imported here: a cached launch only asks for `signature`, and datetime is one more module to load
+    from datetime import datetime, timedelta, timezone
+
+    when = datetime.fromisoformat(stamp)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return (when - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
+
+
+def _key(data: dict) -> tuple[str, str, str, str]:
+    info = data["run_info"]
+    if info.get("harness") is None:  # the sandbox alone: every version of the backend feeds a harness row
+        return "", "", "", info.get("sandbox_backend") or _DEFAULT_BACKEND
+    backend = "" if data["layer"] == "harness" else info.get("sandbox_backend") or _DEFAULT_BACKEND
+    return info["harness"], info.get("version") or "?", info.get("binary_sha256") or "", backend
+
+
+def _rows(path: Path, start: int, first_line: int):
+    """Parse the complete lines after byte `start`; yield upsert rows, then (end offset, lines read)."""
+    from .evidence import SCHEMA_VERSION, EvidenceError
+
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read()
+        st = os.fstat(f.fileno())
+    end = data.rfind(b"\n") + 1  # a line still being written is left for the next catch-up
+    n = first_line
+    rows = []
+    for raw in data[:end].splitlines():
+        n += 1
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+            if record.get("schema_version") != SCHEMA_VERSION:
+                raise EvidenceError(f"schema_version {record.get('schema_version')!r} is not {SCHEMA_VERSION}; "
+                                    "this agent-box cannot read it", file=f"{path}:{n}")
+            rows.append((*_key(record), record["vector_id"], record["layer"], _micros(record["timestamp"]),
+                         f"{path}\0{n:012d}", raw.decode()))
+        except EvidenceError:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise EvidenceError("not a readable evidence record (a truncated write?)", file=f"{path}:{n}") from None
+    # the size recorded is what was read up to; its mtime only when that was the whole file, so a torn
+    # tail (or a line appended meanwhile) makes the next call read on, not rebuild
+    return rows, (st.st_ino, start + end, st.st_mtime_ns if start + end == st.st_size else -1), n
+
+
+def _open(store: Path) -> sqlite3.Connection:
+    try:
+        return _connect(index_path(store))
+    except sqlite3.OperationalError:  # a read-only store (a CI artifact): index it in memory, once
+        return _connect(":memory:")
+
+
+def sync(store: str | os.PathLike) -> int:
+    """Catch the index up with the store; return how many lines were parsed (0 when it was current)."""
+    store = Path(store)
+    files = _files(store)
+    if not files:
+        return 0
+    con = _open(store)
+    try:
+        return _catch_up(con, files)
+    finally:
+        con.close()
+
+
+def _stale(con: sqlite3.Connection, files: list[Path]) -> tuple[bool, bool]:
+    """(anything to do, must rebuild)."""
+    meta = dict(con.execute("SELECT key, value FROM meta"))
+    if meta.get("format") != _FORMAT:
+        return True, True
+    known = {p: (ino, size, mtime) for p, ino, size, mtime in con.execute("SELECT path, ino, size, mtime_ns FROM files")}
+    todo = rebuild = False
+    for path in files:
+        st = path.stat()
+        seen = known.pop(str(path), None)
+        if seen is None:
+            todo = True
+        elif seen[0] != st.st_ino or st.st_size < seen[1] or (
+                st.st_size == seen[1] and seen[2] != -1 and st.st_mtime_ns != seen[2]):
+            return True, True  # replaced, truncated or rewritten in place: not an append
+        elif st.st_size != seen[1]:
+            todo = True
+    if known:
+        return True, True  # a file went away: its records must leave the index too
+    return todo, rebuild
+
+
+def _catch_up(con: sqlite3.Connection, files: list[Path]) -> int:
+    if not _stale(con, files)[0]:
+        return 0
+    con.execute("BEGIN IMMEDIATE")  # one catcher-up at a time; the others wait, then find it current
+    try:
+        todo, rebuild = _stale(con, files)
+        if rebuild:
+            con.execute("DELETE FROM latest")
+            con.execute("DELETE FROM files")
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (_FORMAT,))
+        parsed = 0
+        if todo or rebuild:
+            state = {p: (off, lines) for p, off, lines in con.execute("SELECT path, offset, lines FROM files")}
+            for path in files:
+                offset, lines = state.get(str(path), (0, 0))
+                rows, (ino, end, mtime), lines_after = _rows(path, offset, lines)
+                con.executemany(_UPSERT, rows)
+                parsed += lines_after - lines
+                con.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)",
+                            (str(path), ino, end, mtime, end, lines_after))
+        con.execute("COMMIT")
+        return parsed
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def lookup(store: str | os.PathLike, harness: str, version: str | None, sha: str | None,
+           backend: str = _DEFAULT_BACKEND) -> list[dict]:
+    """The records that decide one build's claims: its composed records on `backend`, its harness-layer
+    records, and the sandbox-alone records of `backend`, each the latest of its (vector, layer).
+
+    An absent or empty store writes nothing and gives nothing.
+    """
+    store = Path(store)
+    files = _files(store)
+    if not files:
+        return []
+    con = _open(store)
+    try:
+        _catch_up(con, files)
+        rows = con.execute(
+            "SELECT line FROM latest WHERE (harness=? AND version=? AND sha=? AND (backend=? OR layer='harness')) "
+            "OR (harness='' AND backend=? AND layer='sandbox')",
+            (harness, version or "?", sha or "", backend, backend)).fetchall()
+    finally:
+        con.close()
+    return [json.loads(line) for (line,) in rows]

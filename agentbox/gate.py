@@ -1,0 +1,163 @@
+"""The launch gate: may this compiled plan run on this exact harness build, given the evidence?
+
+A pure function of its inputs: the plan's items, the claims reconciled from evidence recorded for
+this harness version, binary sha256 and sandbox backend, and whether the user accepts unverified
+claims. It reads nothing and writes nothing, so the whole decision table is unit-tested.
+
+Rules, per item:
+- advisory: never refuses; its state is recorded (and shown when it is not proven);
+- required with a trivial value (shell allow, network unrestricted, home visible): nothing to prove;
+- required whose plan coverage is not exact: refused, whatever the evidence (no evidence can make a
+  missing mechanism exist, and `--accept-unverified` does not weaken a plan);
+- required, covered exactly: the claim must be `exact`; `refuted` and `partial` refuse always;
+  `unverified` (or no evidence at all) refuses unless `--accept-unverified`, which lets it through
+  loudly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Literal, Mapping
+
+from .capability import TRIVIAL
+
+__all__ = ["Target", "ItemVerdict", "Decision", "decide", "evidence_command"]
+
+Verdict = Literal["proven", "trivial", "accepted", "refused", "advisory"]
+_SHOWN = 8  # vector ids named per item; the rest are counted
+
+
+@dataclass(frozen=True)
+class Target:
+    """The exact build the evidence must be about."""
+
+    harness: str
+    version: str | None
+    binary_sha256: str | None
+    backend: str
+    evidence_dir: str
+
+    @property
+    def label(self) -> str:
+        sha = (self.binary_sha256 or "unknown")[:12]
+        return f"{self.harness} {self.version or '(unknown version)'} (sha256 {sha}) on {self.backend}"
+
+
+@dataclass(frozen=True)
+class ItemVerdict:
+    item: str
+    capability: str
+    requirement: str
+    coverage: str  # the plan's effective support
+    claim: str  # exact | partial | refuted | unverified | trivial
+    verdict: Verdict
+    layer: str  # where it fails or holds: "plan" (the compiled layers) or "composed" (the evidence)
+    vectors: tuple[str, ...] = ()  # the missing, failing or escaped vectors
+    reason: str = ""
+
+    def line(self) -> str:
+        shown = ", ".join(self.vectors[:_SHOWN]) + (f", +{len(self.vectors) - _SHOWN} more"
+                                                     if len(self.vectors) > _SHOWN else "")
+        vectors = f" [{shown}]" if self.vectors else ""
+        return f"{self.item} ({self.capability}): claim {self.claim}, {self.layer} layer: {self.reason}{vectors}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    target: Target
+    items: tuple[ItemVerdict, ...]
+    errors: tuple[str, ...] = ()  # plan errors not tied to an item (a compile that cannot work)
+    accept_unverified: bool = False
+
+    @property
+    def allowed(self) -> bool:
+        return not self.errors and not self.refused
+
+    @property
+    def refused(self) -> tuple[ItemVerdict, ...]:
+        return tuple(v for v in self.items if v.verdict == "refused")
+
+    @property
+    def accepted(self) -> tuple[ItemVerdict, ...]:
+        return tuple(v for v in self.items if v.verdict == "accepted")
+
+    def claims(self) -> dict[str, dict[str, str]]:
+        """What the Run records: per item, its capability, requirement, claim and verdict."""
+        return {v.item: {"capability": v.capability, "requirement": v.requirement, "coverage": v.coverage,
+                         "claim": v.claim, "verdict": v.verdict} for v in self.items}
+
+    def message(self) -> str:
+        """The refusal, naming each failing item, its claim, layer and vectors, and how to get the evidence."""
+        n = len(self.refused) + len(self.errors)
+        lines = [f"refusing to launch: {n} required item(s) not proven for {self.target.label}:"]
+        lines += [f"  - {v.line()}" for v in self.refused]
+        lines += [f"  - {e}" for e in self.errors]
+        if any(v.layer == "composed" for v in self.refused):
+            lines.append("produce the evidence for this exact build with:")
+            lines.append(f"  {evidence_command(self.target)}")
+        if any(v.claim == "unverified" and v.layer == "composed" for v in self.refused):
+            lines.append("or relaunch with --accept-unverified to run past unverified items "
+                         "(never past refuted or partial ones)")
+        return "\n".join(lines)
+
+    def notice(self) -> str:
+        """The loud line printed on every launch that --accept-unverified let through."""
+        names = "; ".join(f"{v.item} ({v.capability}: {v.reason})" for v in self.accepted)
+        return (f"WARNING: --accept-unverified: {len(self.accepted)} required item(s) are NOT proven for "
+                f"{self.target.label} and run unverified: {names}")
+
+
+def evidence_command(target: Target) -> str:
+    spec = f"{target.harness}@{target.version}" if target.version else target.harness
+    return f"pytest negative --agentbox-harness {spec} --agentbox-evidence-dir {target.evidence_dir}"
+
+
+def _layers(item: Any) -> str:
+    return item.gap or f"coverage {item.effective}"
+
+
+def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool) -> ItemVerdict:
+    base = dict(item=item.item, capability=item.capability, requirement=item.requirement, coverage=item.effective)
+    required = item.requirement == "required"
+    if item.capability in TRIVIAL:
+        return ItemVerdict(**base, claim="trivial", verdict="trivial", layer="plan",
+                           reason="the intent asks for no restriction")
+    if item.effective != "exact":
+        state = claim.claim if claim is not None else "unverified"
+        return ItemVerdict(**base, claim=state, verdict="refused" if required else "advisory", layer="plan",
+                           reason=f"the plan covers it {item.effective}: {_layers(item)}")
+    if claim is None:
+        reason = ("no evidence recorded for this build" if vectors
+                  else "the vector catalogue has no vector for this capability, so nothing can verify it")
+        state, failing = "unverified", vectors
+    else:
+        state = claim.claim
+        failing = (*claim.escaped, *claim.unverified)
+        reason = {
+            "exact": f"blocked {claim.blocked}/{claim.total} vectors with passing controls",
+            "refuted": f"escaped where the declarations predict a block ({claim.note_text()})",
+            "partial": f"the evidence shows partial enforcement (declared {claim.declared})",
+            "unverified": f"not every vector was observed ({claim.note_text()})",
+        }[state]
+        if state == "exact":
+            failing = ()
+    if not required:
+        verdict: Verdict = "advisory"
+    elif state == "exact":
+        verdict = "proven"
+    elif state == "unverified" and accept:
+        verdict = "accepted"
+    else:
+        verdict = "refused"
+    return ItemVerdict(**base, claim=state, verdict=verdict, layer="composed", vectors=tuple(failing), reason=reason)
+
+
+def decide(items: Iterable[Any], claims: Mapping[str, Any], target: Target, *, accept_unverified: bool = False,
+           vectors: Mapping[str, tuple[str, ...]] | None = None, errors: Iterable[str] = ()) -> Decision:
+    """`items`: the plan's ItemPlans; `claims`: capability -> Claim for exactly `target`; `vectors`:
+    capability -> the catalogue's composed vectors for this harness (named when no evidence exists)."""
+    vectors = vectors or {}
+    verdicts = tuple(_judge(i, claims.get(i.capability), tuple(vectors.get(i.capability, ())), accept_unverified)
+                     for i in items)
+    return Decision(target=target, items=verdicts, errors=tuple(errors), accept_unverified=accept_unverified)
+

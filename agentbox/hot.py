@@ -1,0 +1,91 @@
+"""Helpers of the hot paths (`sandbox run` and `launch` from their caches), standard library only.
+
+Each cached start pays for every module it imports, so these avoid even some of the standard
+library: hashlib (OpenSSL's start-up), subprocess, tempfile and shutil cost milliseconds that a
+harness's own `--version` does not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+try:  # the built-in implementation: hashlib would load OpenSSL first (~2 ms per start)
+    from _sha256 import sha256
+except ImportError:  # pragma: no cover - Python 3.12+ names it _sha2
+    try:
+        from _sha2 import sha256  # type: ignore[no-redef]
+    except ImportError:
+        from hashlib import sha256  # type: ignore[no-redef]
+
+__all__ = ["sha256", "home_dir", "agentbox_home", "package_fingerprint", "resolve_profile_path",
+           "write_json_atomic", "which", "temp_root"]
+
+_PKG = os.path.dirname(os.path.abspath(__file__))
+CACHE_FORMAT = "1"
+_fingerprint: list[str] = []
+
+
+def home_dir() -> str:
+    return os.environ.get("HOME") or "/root"
+
+
+def agentbox_home() -> str:
+    env = os.environ.get("AGENTBOX_HOME")
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    from .home import agentbox_home as slow  # platformdirs: only when AGENTBOX_HOME is unset
+
+    return str(slow())
+
+
+def temp_root() -> str:
+    """The folder tempfile would use, without importing it (TMPDIR, else /tmp)."""
+    tmp = os.environ.get("TMPDIR")
+    return tmp if tmp and os.path.isdir(tmp) else "/tmp"
+
+
+def package_fingerprint() -> str:
+    """The package's own files (code, declarations, catalogue), by name, size and mtime: a cache key part."""
+    if _fingerprint:
+        return _fingerprint[0]
+    h = sha256(CACHE_FORMAT.encode())
+    for root, dirs, files in os.walk(_PKG):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".yaml", ".json")):
+                st = os.stat(os.path.join(root, name))
+                h.update(f"{name}:{st.st_mtime_ns}:{st.st_size};".encode())
+    _fingerprint.append(h.hexdigest())
+    return _fingerprint[0]
+
+
+def resolve_profile_path(arg: str) -> str | None:
+    """A path as given, or a bare name under $AGENTBOX_HOME/profiles; None sends it to the full parser."""
+    if "/" in arg or arg.endswith((".yaml", ".yml")) or os.path.exists(arg):
+        return arg
+    for suffix in (".yaml", ".yml"):
+        candidate = os.path.join(agentbox_home(), "profiles", arg + suffix)
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
+def write_json_atomic(path: str, data) -> None:
+    """Readers see the old file or the new one, never half of one (concurrent launches share caches)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
+
+
+def which(name: str, path: str | None = None) -> str | None:
+    """shutil.which for a plain command name, without importing shutil."""
+    if "/" in name:
+        return name if os.access(name, os.X_OK) and not os.path.isdir(name) else None
+    for d in (path if path is not None else os.environ.get("PATH", os.defpath)).split(os.pathsep):
+        candidate = os.path.join(d or ".", name)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None

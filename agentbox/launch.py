@@ -1,0 +1,174 @@
+"""`agent-box launch`: the hot half. Start an allowed, compiled launch and record its Run.
+
+The cold half (`launch_plan`) probes, compiles, reconciles the evidence and gates; when the gate
+allows, it writes a launch entry to `$AGENTBOX_HOME/cache/launch/`, keyed by everything the decision
+was made from: the profile's bytes, the project, HOME, the evidence store, the flags and the
+package's own files. The entry also records what it cannot key on but can re-check in a few
+syscalls: which binary `find_binary` would pick, that binary's stat (its sha256 and version are
+trusted while dev/inode/size/mtime/ctime are unchanged, as git trusts its index), the project's
+config surfaces and git roots, and the evidence store's files. A launch whose entry is current
+therefore imports neither pydantic nor YAML, never probes, and never reads an evidence record.
+A refusal is never cached: it is recomputed, so new evidence is seen at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from .hot import agentbox_home, home_dir, package_fingerprint, resolve_profile_path, sha256, temp_root, which
+
+__all__ = ["fast_main", "execute", "cache_file", "binary_state", "surface_state", "stat_key", "make_run_dir",
+           "FORMAT", "SENTINEL"]
+
+FORMAT = "1"
+SENTINEL = "\0agentbox-harness-args\0"  # finds where an adapter puts the user's harness args
+
+
+def _parse(argv: list[str]) -> dict | None:
+    """The common spelling only; anything else goes through argparse and its messages."""
+    out: dict = {"profile": None, "cwd": ".", "evidence": None, "binary": None, "accept_unverified": False}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            out["extra"] = argv[i + 1:]
+            break
+        if a in ("--cwd", "--evidence", "--binary") and i + 1 < len(argv):
+            out[a[2:]] = argv[i + 1]
+            i += 2
+            continue
+        if a == "--accept-unverified":
+            out["accept_unverified"] = True
+        elif not a.startswith("-") and out["profile"] is None:
+            out["profile"] = a
+        else:
+            return None
+        i += 1
+    else:
+        out["extra"] = []
+    return out if out["profile"] else None
+
+
+def cache_file(profile_bytes: bytes, profile_path: str, cwd: str, evidence: str, binary: str | None,
+               accept_unverified: bool) -> str:
+    key = sha256(b"\0".join([
+        FORMAT.encode(), profile_bytes, os.path.realpath(profile_path).encode(), cwd.encode(), home_dir().encode(),
+        os.path.abspath(evidence).encode(), (binary or "").encode(), b"accept" if accept_unverified else b"",
+        package_fingerprint().encode(),
+    ])).hexdigest()
+    return os.path.join(agentbox_home(), "cache", "launch", f"{key}.json")
+
+
+def stat_key(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def binary_state(base: str, rel: str, command: str) -> list:
+    """Everything `installs.find_binary(name)` decides from: the version folders and PATH."""
+    try:
+        names = sorted(n for n in os.listdir(base) if not n.startswith("."))
+    except OSError:
+        names = []
+    listing = [[n, os.path.exists(os.path.join(base, n, rel)), os.path.exists(os.path.join(base, n, ".installing"))]
+               for n in names]
+    return [listing, which(command)]
+
+
+def _kind(path: str) -> str:
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return "-"
+    return "l" if (mode & 0o170000) == 0o120000 else "d" if (mode & 0o170000) == 0o040000 else "f"
+
+
+def surface_state(paths: list[str]) -> dict[str, str]:
+    """Per path: absent, file, directory or symlink; a mask's meaning changes with any of them."""
+    return {p: _kind(p) for p in paths}
+
+
+def _current(entry: dict, binary_arg: str | None) -> bool:
+    from .evidence_index import signature
+
+    check = entry["check"]
+    if binary_arg is None and binary_state(*check["layout"]) != check["binary_state"]:
+        return False
+    invoked = binary_arg if binary_arg is not None else check["invoked"]
+    if os.path.realpath(invoked) != check["resolved"] or stat_key(check["resolved"]) != check["stat"]:
+        return False
+    if surface_state(list(check["surfaces"])) != check["surfaces"]:
+        return False
+    return signature(check["evidence"]) == check["evidence_signature"]
+
+
+def fast_main(argv: list[str]) -> int | None:
+    """Launch from the cache, or return None to let the full command line (and the gate) handle it."""
+    parsed = _parse(argv)
+    if parsed is None:
+        return None
+    path = resolve_profile_path(parsed["profile"])
+    cwd = os.path.realpath(parsed["cwd"])
+    if path is None or not os.path.isdir(cwd):
+        return None
+    evidence = parsed["evidence"] or os.path.join(agentbox_home(), "evidence")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        with open(cache_file(data, path, cwd, evidence, parsed["binary"], parsed["accept_unverified"])) as f:
+            entry = json.load(f)
+        if entry.get("format") != FORMAT or not _current(entry, parsed["binary"]):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return execute(entry, parsed["extra"])
+
+
+def make_run_dir() -> str:
+    """A private folder for the run's config home (tempfile.mkdtemp, without importing tempfile)."""
+    while True:
+        path = os.path.join(temp_root(), f"agentbox-launch-{os.urandom(6).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+
+
+def execute(entry: dict, extra: list[str]) -> int:
+    """Record the Run, materialize, start the harness with the terminal attached, clean up, record the end."""
+    from .errors import AgentBoxError
+    from .runs import RunStore
+    from .sandbox.session import cleanup, environment, materialize, run_attached, sandbox_argv, start_relay
+
+    if entry.get("notice"):
+        print(f"agent-box: {entry['notice']}", file=sys.stderr)
+    store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
+    store.reap()
+    sandbox = entry["sandbox"]
+    run_dir = make_run_dir()
+    run_id = store.start({**entry["run"], "harness_args": extra, "run_dir": run_dir})
+    relay, status, state = None, None, "failed"
+    try:
+        materialize(sandbox, run_dir)
+        env = environment(sandbox, run_id)
+        relay, prefix = start_relay(sandbox, run_dir)
+        argv = [*sandbox_argv(sandbox, run_dir), "--", *prefix, *entry["harness"], *extra]
+        status = run_attached(argv, env, run_id)
+        state = "finished"
+    except AgentBoxError as exc:
+        print(f"agent-box: {exc}", file=sys.stderr)
+        status = exc.exit_code
+    except OSError as exc:  # bwrap missing, a backing that cannot be created
+        print(f"agent-box: cannot start the sandbox: {exc}", file=sys.stderr)
+        status = 4
+    finally:
+        note = cleanup(run_id, run_dir, relay)
+        store.finish(run_id, status, note, state)
+        store.close()
+    return status

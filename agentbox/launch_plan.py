@@ -1,0 +1,193 @@
+"""`agent-box launch`: the cold half. Probe, compile, reconcile the evidence, gate; then refuse or launch.
+
+Nothing is written to the project or a private home, and no harness session or sandbox is started,
+before the gate allows the launch. What does happen first: the binary's `--version` probe (the
+version and sha256 are what the evidence is looked up by), the evidence index catching up with its
+store, and, on refusal, the refused Run in the Run store. Private config, masks and processes come
+after (`launch.execute`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .adapters import get_adapter
+from .adapters.base import Probe
+from .compiler import compile_plan
+from .errors import HarnessError
+from .gate import Decision, Target, decide
+from .launch import SENTINEL, binary_state, cache_file, execute, stat_key, surface_state
+from .plan import EffectiveRunPlan, canonical_json
+from .profile import LoadedProfile, load_profile
+from .hot import agentbox_home, package_fingerprint, write_json_atomic
+
+__all__ = ["Built", "build", "launch"]
+
+
+@dataclass
+class Built:
+    loaded: LoadedProfile
+    probe: Probe
+    plan: EffectiveRunPlan
+    decision: Decision
+    fields: dict  # the Run's columns
+    check: dict  # what a cached launch re-checks (see launch.py)
+    claims: dict  # capability -> Claim of this exact build
+    vectors: dict  # capability -> the catalogue's composed vectors for this harness
+    probe_errors: tuple[str, ...] = ()
+
+
+def _probe(harness: str, binary: str) -> Probe:
+    """The adapter's probe, remembered per binary while its stat is unchanged (a probe runs the binary)."""
+    import json
+
+    resolved = os.path.realpath(binary)
+    adapter = get_adapter(harness)
+    key = hashlib.sha256(f"{harness}\0{resolved}\0{package_fingerprint()}".encode()).hexdigest()
+    memo = os.path.join(agentbox_home(), "cache", "probe", f"{key}.json")
+    stat = stat_key(resolved)
+    try:
+        with open(memo) as f:
+            saved = json.load(f)
+        if stat is not None and saved["stat"] == stat:
+            return Probe.model_validate(saved["probe"])
+    except (OSError, ValueError, KeyError):
+        pass
+    probe = adapter.probe(binary)
+    if stat is not None and stat_key(resolved) == stat:
+        write_json_atomic(memo, {"stat": stat, "probe": probe.model_dump()})
+    return probe
+
+
+def _binary(harness: str, binary: str | None) -> tuple[str, dict]:
+    if binary is not None:
+        return binary, {}
+    from .installs import find_binary, layout
+
+    where = layout(harness)
+    state = binary_state(*where)  # before the choice: a change meanwhile makes the cache stale, never wrong
+    found = find_binary(harness)
+    if found is None:
+        raise HarnessError(f"{harness} is not installed: agent-box harness install {harness}@VERSION "
+                           "(or give --binary PATH)")
+    return found.binary, {"layout": list(where), "binary_state": state}
+
+
+def _surface_paths(plan: EffectiveRunPlan) -> list[str]:
+    from .sandbox.surfaces import _layers
+
+    ws = plan.cwd
+    paths = {os.path.join(layer, s.path) for s in plan.native.requirements.surfaces
+             for layer in _layers(ws, s.discovery)}
+    paths.add(os.path.join(ws, ".agentbox"))
+    paths |= {os.path.join(str(d), ".git") for d in (Path(ws), *Path(ws).parents)}  # git roots pick the layers
+    return sorted(paths)
+
+
+def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unverified: bool = False,
+          binary: str | None = None) -> Built:
+    """Everything the gate decides from, and its decision. Writes nothing but caches."""
+    from .claims import default_catalogue_dir, reconcile
+    from .evidence import EvidenceRecord
+    from .evidence_index import lookup, signature
+    from .home import evidence_dir
+    from .vectors import load_catalogue
+
+    loaded = load_profile(profile_arg)
+    harness = loaded.profile.harness
+    invoked, check = _binary(harness, binary)
+    resolved = os.path.realpath(invoked)
+    stat = stat_key(resolved)
+    probe = _probe(harness, invoked)
+    plan = compile_plan(loaded, cwd, probe=probe)
+    store = Path(evidence).absolute() if evidence else evidence_dir()
+    backend = plan.sandbox.backend
+    check.update(invoked=invoked, resolved=resolved, stat=stat, surfaces=surface_state(_surface_paths(plan)),
+                 evidence=str(store), evidence_signature=signature(store))
+
+    rows = lookup(store, harness, probe.version, probe.sha256, backend)
+    catalogue = load_catalogue(default_catalogue_dir())
+    table = reconcile([EvidenceRecord.model_validate(r) for r in rows], catalogue)
+    claims = {c.capability: c for c in table.claims if c.harness == harness and c.backend == backend}
+    vectors = {i.capability: tuple(v.id for v in catalogue.for_capability(i.capability, harness)
+                                   if "composed" in v.run_layers()) for i in plan.items}
+    probe_errors = (f"{harness} binary {probe.binary}: {probe.problem}",) if probe.version is None else ()
+    target = Target(harness, probe.version, probe.sha256, backend, str(store))
+    decision = decide(plan.items, claims, target, accept_unverified=accept_unverified, vectors=vectors,
+                      errors=[*plan.native.errors, *probe_errors])
+    used = {v for ids in vectors.values() for v in ids}
+    fields = {
+        "profile": loaded.profile.name, "profile_digest": loaded.digest, "profile_source": os.path.abspath(loaded.source),
+        "project_root": plan.cwd, "harness": harness, "version": probe.version, "binary": probe.binary,
+        "binary_sha256": probe.sha256, "backend": backend,
+        "intent_hash": hashlib.sha256(canonical_json(plan.intent).encode()).hexdigest(), "plan_hash": plan.hash,
+        "claims": decision.claims(),
+        "evidence_ids": sorted(r["id"] for r in rows if r["layer"] == "composed" and r["vector_id"] in used),
+        "overrides": [o.model_dump(mode="json") for o in plan.overrides], "accept_unverified": accept_unverified,
+    }
+    return Built(loaded, probe, plan, decision, fields, check, claims, vectors, probe_errors)
+
+
+def _entry(built: Built) -> tuple[dict, bool]:
+    """The launch entry, and whether it may be cached (an adapter that appends the user's args)."""
+    from .sandbox import bwrap
+    from .sandbox.session import entry_from_plan
+    from .sandbox.surfaces import discover
+
+    plan = built.plan
+    req = plan.native.requirements
+    masks = discover(plan.cwd, plan.profile, req.surfaces, bwrap.hidden_roots(req, os.environ.get("HOME") or "/root"))
+    argv = get_adapter(plan.harness).interactive_argv(plan.native, [SENTINEL])
+    appendable = argv[-1:] == [SENTINEL] and SENTINEL not in argv[:-1]
+    entry = {"format": "1", "check": built.check, "sandbox": entry_from_plan(plan, masks),
+             "harness": [built.probe.binary, *argv[:-1]], "run": built.fields,
+             "notice": built.decision.notice() if built.decision.accepted else None}
+    return entry, appendable
+
+
+def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None = None,
+           accept_unverified: bool = False, binary: str | None = None) -> int:
+    from .runs import RunStore
+
+    built = build(profile_arg, cwd, evidence=evidence, accept_unverified=accept_unverified, binary=binary)
+    if built.decision.allowed and built.loaded.profile.permission_intent.mcp.tools:
+        built = _with_mcp_inventory(built, accept_unverified)
+    if not built.decision.allowed:
+        store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
+        store.reap()
+        message = built.decision.message()
+        run_id = store.refuse({**built.fields, "harness_args": extra}, message)
+        store.close()
+        print(f"agent-box: {message}\n(run {run_id} recorded as refused: agent-box runs show {run_id})", file=sys.stderr)
+        return 3
+    entry, cacheable = _entry(built)
+    if not cacheable:
+        # an adapter that places the user's args itself: build the argv for these args, uncached
+        entry["harness"] = [built.probe.binary, *get_adapter(built.plan.harness).interactive_argv(built.plan.native, extra)]
+        return execute(entry, [])
+    if not built.loaded.profile.permission_intent.mcp.tools:  # a tool inventory is asked afresh each launch
+        with open(built.loaded.source, "rb") as f:
+            data = f.read()
+        write_json_atomic(cache_file(data, built.loaded.source, built.plan.cwd, built.check["evidence"], binary,
+                                     accept_unverified), entry)
+    return execute(entry, extra)
+
+
+def _with_mcp_inventory(built: Built, accept_unverified: bool) -> Built:
+    """Tool allowlists need each server's full tool list, asked from the server (in a locked-down
+    sandbox) only after the first gate allowed the launch; the plan is then compiled and gated again."""
+    from dataclasses import replace
+
+    from .mcp_inventory import inventory
+
+    profile = built.loaded.profile
+    tools = inventory(profile.mcp_servers, profile.permission_intent.mcp.servers)
+    plan = compile_plan(built.loaded, built.plan.cwd, probe=built.probe, mcp_tools=tools)
+    decision = decide(plan.items, built.claims, built.decision.target, accept_unverified=accept_unverified,
+                      vectors=built.vectors, errors=[*plan.native.errors, *built.probe_errors])
+    fields = {**built.fields, "plan_hash": plan.hash, "claims": decision.claims()}
+    return replace(built, plan=plan, decision=decision, fields=fields)

@@ -1,0 +1,233 @@
+"""One sandboxed run from a plain-data entry: materialize its folder, start it, forward signals, clean up.
+
+The entry is JSON (argv up to `--`, environment, private config files, project masks, relay target),
+so the hot paths (`sandbox run`, `launch` from its cache) import neither pydantic nor YAML;
+`entry_from_plan` builds it from an EffectiveRunPlan on the cold path. `harness_run`, `sandbox run`
+and `launch` all materialize through here, so a fix to backing creation or cleanup lands once.
+
+Every process of a run carries MARKER in its environment (bwrap passes its own environment on), so
+leftovers are found and killed even when they left the run's session.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from ..hot import which
+
+__all__ = ["MARKER", "RUN_DIR", "entry_from_plan", "make_backing", "write_config", "materialize", "environment",
+           "sandbox_argv", "start_relay", "marked", "kill_marked", "run_attached", "cleanup", "python_for_sandbox"]
+
+MARKER = "AGENTBOX_RUN_ID"
+RUN_DIR = "{run_dir}"
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH)
+
+
+def entry_from_plan(plan, masks) -> dict:
+    """The plain-data form of a compiled plan's sandbox half (cold path: imports the models)."""
+    from .bwrap import BASE_ENV, unshares_net
+
+    req = plan.native.requirements
+    relay = None
+    if unshares_net(req) and req.model_endpoint:
+        host, port = req.model_endpoint.rsplit(":", 1)
+        relay = [host.strip("[]"), int(port)]
+    return {
+        "argv": list(plan.sandbox.argv),
+        "env": dict(plan.sandbox.env),
+        "env_allow": sorted({*BASE_ENV, *req.env_allow}),
+        "masks": [[m.backing, m.surface.kind, m.surface.default_text] for m in masks],
+        "config": {a.path: a.content for a in plan.native.artifacts},
+        "relay": relay,
+    }
+
+
+def make_backing(path: str, kind: str, default_text: str) -> None:
+    """Create one private backing, blank, if it is missing; never copy anything from the host entry.
+
+    A symlink anywhere on the way, or an existing entry of the other type, is refused: either would
+    let the project decide what the mask shows or where the harness's writes land.
+    """
+    from ..errors import SandboxError
+
+    parts = os.path.abspath(path).split(os.sep)
+    for i in range(2, len(parts)):
+        parent = os.sep.join(parts[:i])
+        if os.path.islink(parent):
+            raise SandboxError(f"private backing path {parent} is a symlink; refusing")
+    if os.path.islink(path):
+        raise SandboxError(f"private backing {path} is a symlink; refusing")
+    if kind == "directory":
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise SandboxError(f"private backing {path} should be a directory")
+        os.makedirs(path, exist_ok=True)
+    else:
+        if os.path.lexists(path) and not os.path.isfile(path):
+            raise SandboxError(f"private backing {path} should be a file")
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "x") as f:  # "x": a file that appeared meanwhile is never overwritten
+                f.write(default_text)
+
+
+def write_config(files: dict[str, str], config_dir: str) -> list[str]:
+    """Write the compiled native config into the private config home; return the paths written."""
+    written = []
+    for rel, content in files.items():
+        dest = os.path.join(config_dir, rel)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with open(dest, "w") as f:
+            f.write(content)
+        written.append(dest)
+    return written
+
+
+def materialize(entry: dict, run_dir: str) -> list[str]:
+    """The run folder (private config home, temp dir, relay dir) and every project mask's backing."""
+    for sub in ("config", "tmp"):
+        os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
+    if any(a.startswith(f"{RUN_DIR}/relay") for a in entry["argv"]):
+        os.makedirs(os.path.join(run_dir, "relay"), exist_ok=True)  # bwrap binds it: it must exist
+    written = write_config(entry.get("config", {}), os.path.join(run_dir, "config"))
+    for backing, kind, default_text in entry["masks"]:
+        make_backing(backing, kind, default_text)
+    return written
+
+
+def environment(entry: dict, run_id: str | None = None, source=None, extra: dict | None = None) -> dict[str, str]:
+    """What bwrap (and so the run) is given: the allowed host variables, then the plan's own."""
+    source = os.environ if source is None else source
+    env = {k: source[k] for k in entry["env_allow"] if k in source}
+    env.update(extra or {})
+    if run_id is not None:
+        env[MARKER] = run_id
+    env.update(entry["env"])
+    return env
+
+
+def sandbox_argv(entry: dict, run_dir: str) -> list[str]:
+    argv = [a.replace(RUN_DIR, run_dir) for a in entry["argv"]]
+    argv[0] = which("bwrap") or argv[0]
+    return argv
+
+
+def python_for_sandbox() -> str:
+    return "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else which("python3") or "python3"
+
+
+def start_relay(entry: dict, run_dir: str):
+    """Start the model relay when the plan has one; return (relay or None, argv prefix inside the sandbox)."""
+    if not entry.get("relay"):
+        return None, []
+    from .relay import HostRelay, inner_relay_argv
+
+    host, port = entry["relay"]
+    relay = HostRelay(os.path.join(run_dir, "relay", "model.sock"), host, int(port)).start()
+    return relay, inner_relay_argv(run_dir, int(port), python_for_sandbox())
+
+
+def marked(run_id: str) -> list[tuple[int, str]]:
+    """(pid, command line) of every process carrying the run's marker."""
+    needle = f"{MARKER}={run_id}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        found.append((int(entry), cmdline))
+    return found
+
+
+def kill_marked(run_id: str) -> list[tuple[int, str]]:
+    """Kill every process still carrying the run's marker; return (pid, command line) of each."""
+    found = marked(run_id)
+    for pid, _ in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return found
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def run_attached(argv: list[str], env: dict[str, str], run_id: str) -> int:
+    """Run argv with the terminal attached and return its exit status (128+N when killed by signal N).
+
+    bwrap gets its own process group, so a Ctrl-C typed at the terminal reaches only this process,
+    which hands it to the sandboxed processes themselves: bwrap would die of it and take the harness
+    down with SIGKILL, leaving it no chance to finish its turn or save its session. The harness runs
+    in a new session (bwrap --new-session), so resizes are forwarded too. posix_spawn, not
+    subprocess: a launch's whole overhead is counted against the harness's own start-up.
+    """
+    path = argv[0] if "/" in argv[0] else which(argv[0])
+    if path is None:
+        raise FileNotFoundError(f"{argv[0]} not found on PATH")
+    # like subprocess: default SIGPIPE/SIGXFSZ in the child (Python ignores them in itself)
+    pid = os.posix_spawn(path, argv, env, setpgroup=0, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+
+    def forward(signum, frame):
+        # bwrap and its pid-1 init would die of (or ignore) the signal: send it past them
+        inside = [p for p, _ in marked(run_id) if p != pid and _ppid(p) != pid]
+        for target in inside or ([] if signum == signal.SIGWINCH else [pid]):
+            try:
+                os.kill(target, signum)
+            except ProcessLookupError:
+                pass
+
+    previous = {s: signal.signal(s, forward) for s in _FORWARDED}
+    try:
+        _, status = os.waitpid(pid, 0)  # retried after each forwarded signal (PEP 475)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def _rmtree(path: str) -> None:
+    """shutil.rmtree(path, ignore_errors=True) without importing shutil; never follows a symlink."""
+    for root, dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            _quiet(os.unlink, os.path.join(root, name))
+        for name in dirs:
+            full = os.path.join(root, name)
+            _quiet(os.unlink if os.path.islink(full) else os.rmdir, full)
+    _quiet(os.rmdir, path)
+
+
+def _quiet(fn, path: str) -> None:
+    try:
+        fn(path)
+    except OSError:
+        pass
+
+
+def cleanup(run_id: str, run_dir: str | None, relay=None, keep_run_dir: bool = False) -> str:
+    """Stop the relay, kill leftovers, remove the private config; say what was done ("clean" when nothing was left)."""
+    notes = []
+    if relay is not None:
+        relay.stop()
+    leftovers = kill_marked(run_id)
+    if leftovers:
+        notes.append(f"killed {len(leftovers)} leftover process(es): "
+                     + "; ".join(f"{pid} {cmd[:80]}" for pid, cmd in leftovers))
+    if run_dir and not keep_run_dir:
+        _rmtree(run_dir)
+        if os.path.exists(run_dir):
+            notes.append(f"could not remove {run_dir}")
+    return "; ".join(notes) or "clean"

@@ -1,0 +1,127 @@
+"""The evidence index answers what a full scan of the store would, without reading the store again."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from agentbox.claims import default_catalogue_dir, reconcile
+from agentbox.evidence import EvidenceError, EvidenceRecord, RunInfo, append, read_records
+from agentbox.evidence_index import index_path, lookup, sync
+from agentbox.vectors import load_catalogue
+
+CATALOGUE = load_catalogue(default_catalogue_dir())
+BUILDS = [("codex", "0.171.0", "a" * 64), ("codex", "0.171.0", "b" * 64), ("codex", "0.170.0", "c" * 64),
+          ("claude-code", "2.1.332", "d" * 64)]
+
+
+def record(rng: random.Random, stamp: str) -> EvidenceRecord:
+    harness, version, sha = rng.choice(BUILDS)
+    layer = rng.choice(["composed", "composed", "harness", "sandbox"])
+    sandbox_alone = layer == "sandbox"
+    info = RunInfo(harness=None if sandbox_alone else harness, version=None if sandbox_alone else version,
+                   binary_sha256=None if sandbox_alone else sha, dialect=None,
+                   sandbox_backend=None if layer == "harness" else rng.choice(["bwrap", "bwrap", None, "other"]),
+                   sandbox_version=rng.choice(["0.8.0", "0.9.0"]), kernel="6.1", agentbox_version="0.1.0",
+                   suite_revision="t", catalogue_digest=CATALOGUE.digest)
+    vector = rng.choice(CATALOGUE.vectors[:12])
+    return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
+                          outcome=rng.choice(["blocked", "blocked", "escaped", "error"]), observation="t",
+                          control_outcome=rng.choice(["passed", "passed", "failed"]), timestamp=stamp)
+
+
+def mixed_store(tmp_path, seed: int, n: int = 400):
+    """Records of several builds, layers and backends, many sharing a timestamp (ties go to the later line)."""
+    rng = random.Random(seed)
+    store = tmp_path / "ev"
+    records = [record(rng, f"2025-01-01T00:00:{rng.randrange(20):02d}.000+00:00") for _ in range(n)]
+    append(store, records[: n // 2])
+    append(store / "ci", records[n // 2:])  # a second file, as a copied CI store would add
+    return store
+
+
+def claims_by_full_scan(store, harness, version, sha, backend="bwrap"):
+    def feeds(r):
+        ri = r.run_info
+        if ri.harness is None:
+            return (ri.sandbox_backend or "bwrap") == backend
+        return (ri.harness, ri.version, ri.binary_sha256) == (harness, version, sha) and (
+            r.layer == "harness" or (ri.sandbox_backend or "bwrap") == backend)
+
+    table = reconcile([r for r in read_records(store) if feeds(r)], CATALOGUE)
+    return [c.model_dump() for c in table.claims if c.harness == harness and c.backend == backend]
+
+
+def claims_by_index(store, harness, version, sha, backend="bwrap"):
+    rows = lookup(store, harness, version, sha, backend)
+    table = reconcile([EvidenceRecord.model_validate(r) for r in rows], CATALOGUE)
+    return [c.model_dump() for c in table.claims if c.harness == harness and c.backend == backend]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_index_gives_every_build_the_claims_a_full_scan_gives(tmp_path, seed):
+    store = mixed_store(tmp_path, seed)
+    for harness, version, sha in BUILDS:
+        assert claims_by_index(store, harness, version, sha) == claims_by_full_scan(store, harness, version, sha)
+
+
+def test_an_unchanged_store_is_not_read_again(tmp_path):
+    store = mixed_store(tmp_path, 4)
+    assert sync(store) == 400
+    assert sync(store) == 0
+
+
+def test_appended_records_are_indexed_from_where_the_index_stopped(tmp_path):
+    store = mixed_store(tmp_path, 5)
+    sync(store)
+    rng = random.Random(9)
+    append(store, [record(rng, "2025-01-02T00:00:00.000+00:00") for _ in range(7)])
+    assert sync(store) == 7
+    for harness, version, sha in BUILDS:
+        assert claims_by_index(store, harness, version, sha) == claims_by_full_scan(store, harness, version, sha)
+
+
+def test_a_rewritten_store_is_indexed_afresh(tmp_path):
+    store = mixed_store(tmp_path, 6)
+    sync(store)
+    path = store / "evidence.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:10]))  # truncated: the records it lost must leave the index
+    assert sync(store) == 10 + 200
+    for harness, version, sha in BUILDS:
+        assert claims_by_index(store, harness, version, sha) == claims_by_full_scan(store, harness, version, sha)
+
+
+def test_a_line_still_being_written_waits_for_its_end(tmp_path):
+    store = mixed_store(tmp_path, 7, n=20)
+    line = record(random.Random(1), "2025-01-03T00:00:00.000+00:00").model_dump_json()
+    with open(store / "evidence.jsonl", "a") as f:
+        f.write(line[:40])
+    assert sync(store) == 20
+    with open(store / "evidence.jsonl", "a") as f:
+        f.write(line[40:] + "\n")
+    assert sync(store) == 1
+
+
+def test_a_store_of_another_schema_is_a_clear_error(tmp_path):
+    store = tmp_path / "ev"
+    store.mkdir()
+    (store / "evidence.jsonl").write_text('{"schema_version": 99}\n')
+    with pytest.raises(EvidenceError, match="evidence.jsonl:1"):
+        lookup(store, "codex", "0.171.0", "a" * 64)
+
+
+def test_an_absent_or_empty_store_writes_nothing(tmp_path):
+    assert lookup(tmp_path / "nowhere", "codex", "0.171.0", "a") == []
+    (tmp_path / "empty").mkdir()
+    assert lookup(tmp_path / "empty", "codex", "0.171.0", "a") == []
+    assert list((tmp_path / "empty").iterdir()) == []
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_the_index_lives_beside_the_store_where_full_scans_never_read_it(tmp_path):
+    store = mixed_store(tmp_path, 8, n=10)
+    sync(store)
+    assert index_path(store).exists()
+    assert len(list(read_records(store))) == 10

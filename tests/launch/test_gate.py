@@ -1,0 +1,120 @@
+"""The launch gate's decision table: requirement x plan coverage x evidence x --accept-unverified.
+
+Each row is data; its test id reads as the sentence it proves.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from agentbox.claims import Claim
+from agentbox.gate import Target, decide, evidence_command
+
+TARGET = Target("codex", "0.171.0", "ab" * 32, "bwrap", "/store")
+CAP = "workspace.read_only"
+VECTORS = {CAP: ("ws-ro-tee", "ws-ro-cp")}
+
+
+def item(requirement="required", coverage="exact", capability=CAP, name="workspace"):
+    gap = None if coverage == "exact" else f"harness layer {coverage}; sandbox layer {coverage}"
+    return SimpleNamespace(item=name, capability=capability, requirement=requirement, effective=coverage, gap=gap)
+
+
+def claim(state, capability=CAP):
+    """A claim in `state` for the target build; `missing` means no record at all (no claim row)."""
+    if state == "missing":
+        return None
+    escaped = ("ws-ro-tee",) if state == "refuted" else ()
+    unverified = {"ws-ro-cp": "missing"} if state == "unverified" else {}
+    blocked = {"exact": 2, "partial": 2, "refuted": 1, "unverified": 1}[state]
+    return Claim(harness="codex", version="0.171.0", binary_sha256="ab" * 32, backend="bwrap", capability=capability,
+                 declared="partial" if state == "partial" else "exact", claim=state, blocked=blocked, total=2,
+                 escaped=escaped, unverified=unverified)
+
+
+# (requirement, plan coverage, evidence, accept_unverified) -> (item verdict, launch allowed)
+TABLE = [
+    # required, covered exactly: the evidence decides
+    ("required", "exact", "exact", False, "proven", True),
+    ("required", "exact", "exact", True, "proven", True),
+    ("required", "exact", "unverified", False, "refused", False),
+    ("required", "exact", "unverified", True, "accepted", True),
+    ("required", "exact", "missing", False, "refused", False),
+    ("required", "exact", "missing", True, "accepted", True),
+    ("required", "exact", "refuted", False, "refused", False),
+    ("required", "exact", "refuted", True, "refused", False),
+    ("required", "exact", "partial", False, "refused", False),
+    ("required", "exact", "partial", True, "refused", False),
+    # required, not covered exactly: refused whatever the evidence or the flag
+    *[("required", cov, ev, acc, "refused", False)
+      for cov in ("partial", "unsupported") for ev in ("exact", "unverified", "refuted", "missing")
+      for acc in (False, True)],
+    # advisory: never refuses, whatever it is
+    *[("advisory", cov, ev, acc, "advisory", True)
+      for cov in ("exact", "partial", "unsupported") for ev in ("exact", "unverified", "refuted", "partial", "missing")
+      for acc in (False, True)],
+]
+
+
+def sentence(row) -> str:
+    requirement, coverage, evidence, accept, verdict, allowed = row
+    ev = "no evidence" if evidence == "missing" else f"{evidence} evidence"
+    flag = " with --accept-unverified" if accept else ""
+    outcome = {"proven": "launches", "accepted": "launches loudly", "refused": "is refused",
+               "advisory": "never refuses"}[verdict]
+    return f"a {requirement} item covered {coverage} with {ev}{flag} {outcome}"
+
+
+@pytest.mark.parametrize("row", TABLE, ids=[sentence(r) for r in TABLE])
+def test_decision_table(row):
+    requirement, coverage, evidence, accept, verdict, allowed = row
+    got = decide([item(requirement, coverage)], {CAP: claim(evidence)} if claim(evidence) else {}, TARGET,
+                 accept_unverified=accept, vectors=VECTORS)
+    assert got.items[0].verdict == verdict
+    assert got.allowed is allowed
+    assert bool(got.accepted) is (verdict == "accepted")
+
+
+@pytest.mark.parametrize("capability", ["shell.allow", "command_network.unrestricted", "host_home.visible"])
+def test_a_required_item_that_asks_for_no_restriction_needs_no_evidence(capability):
+    got = decide([item(capability=capability)], {}, TARGET)
+    assert got.allowed and got.items[0].verdict == "trivial"
+
+
+def test_the_refusal_names_the_item_its_claim_the_layer_the_vectors_and_the_command():
+    got = decide([item(), item(name="host_home", capability="host_home.hidden", coverage="partial")],
+                 {CAP: claim("refuted")}, TARGET, vectors=VECTORS)
+    message = got.message()
+    assert "workspace (workspace.read_only): claim refuted, composed layer" in message
+    assert "ws-ro-tee" in message
+    assert "host_home (host_home.hidden)" in message and "plan layer" in message
+    assert evidence_command(TARGET) in message
+    assert evidence_command(TARGET) == ("pytest negative --agentbox-harness codex@0.171.0 "
+                                        "--agentbox-evidence-dir /store")
+    assert "--accept-unverified" not in message  # nothing here is merely unverified
+
+
+def test_an_item_with_no_evidence_names_every_vector_that_would_prove_it():
+    message = decide([item()], {}, TARGET, vectors=VECTORS).message()
+    assert "no evidence recorded for this build" in message and "ws-ro-tee, ws-ro-cp" in message
+    assert "--accept-unverified" in message
+
+
+def test_a_capability_without_vectors_can_only_pass_unverified():
+    got = decide([item(capability="workspace.none")], {}, TARGET)
+    assert got.items[0].verdict == "refused" and "no vector" in got.items[0].reason
+    assert decide([item(capability="workspace.none")], {}, TARGET, accept_unverified=True).allowed
+
+
+def test_a_plan_error_refuses_even_when_every_item_is_proven():
+    got = decide([item()], {CAP: claim("exact")}, TARGET, errors=["CODEX_HOME lies under TMPDIR"])
+    assert not got.allowed and "CODEX_HOME lies under TMPDIR" in got.message()
+
+
+def test_accepting_unverified_items_produces_a_loud_notice_naming_them():
+    got = decide([item()], {}, TARGET, accept_unverified=True, vectors=VECTORS)
+    assert got.notice().startswith("WARNING: --accept-unverified: 1 required item(s) are NOT proven")
+    assert "workspace (workspace.read_only" in got.notice()
+    assert got.claims()["workspace"]["verdict"] == "accepted"
