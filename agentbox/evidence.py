@@ -4,7 +4,8 @@ The pydantic model is the single source of truth; `agentbox/schemas/evidence.sch
 exported from it (a test pins the two together); after changing the model, regenerate it with
 `python -m agentbox.evidence --schema > agentbox/schemas/evidence.schema.json`. Records are written whole with one `write` per
 line under an exclusive lock, so concurrent writers never interleave and a crash loses at most the
-line being written.
+line being written. `read_records` is the full scan; a launch looks one build up through
+`evidence_index`, which catches up with whatever was appended since it last looked.
 """
 
 from __future__ import annotations

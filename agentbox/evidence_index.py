@@ -144,7 +144,8 @@ def _stale(con: sqlite3.Connection, files: list[Path]) -> tuple[bool, bool]:
     meta = dict(con.execute("SELECT key, value FROM meta"))
     if meta.get("format") != _FORMAT:
         return True, True
-    known = {p: (ino, size, mtime) for p, ino, size, mtime in con.execute("SELECT path, ino, size, mtime_ns FROM files")}
+    known = {p: (ino, size, mtime)
+             for p, ino, size, mtime in con.execute("SELECT path, ino, size, mtime_ns FROM files")}
     todo = rebuild = False
     for path in files:
         st = path.stat()

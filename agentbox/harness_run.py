@@ -135,6 +135,7 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
         if req.layer == "composed":
             masks = discover(plan.cwd, plan.profile, req_env.surfaces, bwrap.hidden_roots(req_env, req.home))
             entry = entry_from_plan(plan, masks)
+            bwrap.bwrap_binary()  # a missing bwrap is a SandboxError here, not a failed exec later
             materialize({**entry, "config": {}}, run_dir)  # the config is written above, once
             env = environment(entry, run_id, source, extra)
             relay, prefix = start_relay(entry, run_dir)

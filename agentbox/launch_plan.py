@@ -121,7 +121,8 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
                       errors=[*plan.native.errors, *probe_errors])
     used = {v for ids in vectors.values() for v in ids}
     fields = {
-        "profile": loaded.profile.name, "profile_digest": loaded.digest, "profile_source": os.path.abspath(loaded.source),
+        "profile": loaded.profile.name, "profile_digest": loaded.digest,
+        "profile_source": os.path.abspath(loaded.source),
         "project_root": plan.cwd, "harness": harness, "version": probe.version, "binary": probe.binary,
         "binary_sha256": probe.sha256, "backend": backend,
         "intent_hash": hashlib.sha256(canonical_json(plan.intent).encode()).hexdigest(), "plan_hash": plan.hash,
@@ -162,12 +163,14 @@ def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None
         message = built.decision.message()
         run_id = store.refuse({**built.fields, "harness_args": extra}, message)
         store.close()
-        print(f"agent-box: {message}\n(run {run_id} recorded as refused: agent-box runs show {run_id})", file=sys.stderr)
+        print(f"agent-box: {message}\n(run {run_id} recorded as refused: agent-box runs show {run_id})",
+              file=sys.stderr)
         return 3
     entry, cacheable = _entry(built)
     if not cacheable:
         # an adapter that places the user's args itself: build the argv for these args, uncached
-        entry["harness"] = [built.probe.binary, *get_adapter(built.plan.harness).interactive_argv(built.plan.native, extra)]
+        adapter = get_adapter(built.plan.harness)
+        entry["harness"] = [built.probe.binary, *adapter.interactive_argv(built.plan.native, extra)]
         return execute(entry, [])
     if not built.loaded.profile.permission_intent.mcp.tools:  # a tool inventory is asked afresh each launch
         with open(built.loaded.source, "rb") as f:

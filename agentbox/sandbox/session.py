@@ -177,6 +177,7 @@ def run_attached(argv: list[str], env: dict[str, str], run_id: str) -> int:
     path = argv[0] if "/" in argv[0] else which(argv[0])
     if path is None:
         raise FileNotFoundError(f"{argv[0]} not found on PATH")
+    _close_inherited()
     # like subprocess: default SIGPIPE/SIGXFSZ in the child (Python ignores them in itself)
     pid = os.posix_spawn(path, argv, env, setpgroup=0, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
 
@@ -197,6 +198,18 @@ def run_attached(argv: list[str], env: dict[str, str], run_id: str) -> int:
             signal.signal(s, h)
     code = os.waitstatus_to_exitcode(status)
     return 128 - code if code < 0 else code
+
+
+def _close_inherited() -> None:
+    """Keep every descriptor past stderr out of the child, as subprocess's close_fds does: bwrap passes
+    inherited descriptors on, and one the caller left open could reach a host file or socket."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2:
+            try:
+                os.set_inheritable(fd, False)
+            except OSError:  # the listing's own descriptor, closed by now
+                pass
 
 
 def _rmtree(path: str) -> None:

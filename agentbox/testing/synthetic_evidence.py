@@ -45,7 +45,8 @@ def filler_lines(catalogue: Catalogue, harness: str, count: int, start: datetime
     for n in range(count):
         v = vectors[n % len(vectors)]
         info = {**template, "version": f"0.{n % 97}.{n % 13}", "binary_sha256": f"{n % 211:064x}"}
-        record = {"schema_version": 1, "id": f"{n:032x}", "run_info": info, "vector_id": v.id, "capability": v.capability,
+        record = {"schema_version": 1, "id": f"{n:032x}", "run_info": info, "vector_id": v.id,
+                  "capability": v.capability,
                   "layer": "composed", "outcome": "blocked", "observation": "filler", "control_outcome": "passed",
                   "duration": 0.0, "nodeid": "", "timestamp": (start + timedelta(milliseconds=n)).isoformat(
                       timespec="milliseconds")}

@@ -1,0 +1,48 @@
+"""Helpers of the launch tests: the real codex fixture lives in conftest; profiles, synthetic evidence and the command line."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentbox.claims import default_catalogue_dir
+from agentbox.evidence import append
+from agentbox.testing.synthetic_evidence import proving_records
+from agentbox.vectors import load_catalogue
+
+CATALOGUE = load_catalogue(default_catalogue_dir())
+
+# Answers the version probe as codex 0.171.0; inside a launch (after codex's own `--strict-config`) it
+# does what its first argument says, so tests can watch a launch without a real harness.
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+
+def sha256(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def write_profile(tmp_path, intent: str, name: str = "t") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\nharness: codex\npermission_intent:\n{intent}")
+    return path
+
+
+RW = "  workspace: {access: read_write, requirement: required}\n"
+RO = "  workspace: {access: read_only, requirement: required}\n"
+
+
+def prove(store, binary, capabilities, version="0.171.0", **kw) -> int:
+    """Evidence that makes `capabilities` exact (or, with outcome=..., anything else) for this exact binary."""
+    return append(store, proving_records(CATALOGUE, "codex", version, sha256(binary), capabilities, **kw))
+
+
+def cli(*args, env=None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agentbox.cli", *map(str, args)], env=env or os.environ.copy(),
+                          capture_output=True, text=True, timeout=120, **kw)

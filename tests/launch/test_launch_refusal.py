@@ -1,0 +1,96 @@
+"""A refused launch writes nothing and starts nothing: no private home, no project state, no harness."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from agentbox import cli
+from agentbox.sandbox import session
+from launch_helpers import RW, cli as run_cli, needs_bwrap, write_profile
+
+pytestmark = needs_bwrap
+
+
+def snapshot(root):
+    return sorted((str(p.relative_to(root)), p.is_dir(), p.read_bytes() if p.is_file() else b"")
+                  for p in root.rglob("*"))
+
+
+@pytest.fixture
+def project(ws):
+    """A project with native config that a launch would mask: it must stay exactly as it is."""
+    (ws / ".codex").mkdir()
+    (ws / ".codex" / "config.toml").write_text('sandbox_mode = "danger-full-access"\n')
+    (ws / "AGENTS.md").write_text("host instructions\n")
+    return ws
+
+
+def test_a_launch_without_evidence_exits_3_and_leaves_everything_as_it_was(tmp_path, abhome, project, real_codex):
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    before = snapshot(project)
+    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", project, "--evidence", tmp_path / "empty",
+                   "--binary", real_codex, "--", "touch", env=env)
+    assert done.returncode == 3, done.stderr
+    assert "workspace (workspace.read_write): claim unverified" in done.stderr
+    command = f"pytest negative --agentbox-harness codex@0.171.0 --agentbox-evidence-dir {tmp_path / 'empty'}"
+    assert command in done.stderr
+    assert snapshot(project) == before  # no STARTED (the harness never ran), no .agentbox, masks untouched
+    assert list(tmpdir.iterdir()) == []  # no private config home
+    assert not (abhome / "cache" / "launch").exists()  # a refusal is never cached
+    assert not (tmp_path / "empty").exists()
+    runs = json.loads(run_cli("runs", "list", "--json", env=env).stdout)
+    assert [(r["status"], r["exit_status"], r["harness_args"]) for r in runs] == [("refused", 3, ["touch"])]
+    assert "workspace" in runs[0]["refusal"] and runs[0]["claims"]["workspace"]["verdict"] == "refused"
+
+
+def test_a_refusal_reaches_neither_materialization_nor_any_process_start(tmp_path, abhome, project, real_codex,
+                                                                       monkeypatch, capsys):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a refused launch must not get this far")
+
+    for name in ("materialize", "run_attached", "start_relay", "make_backing", "write_config"):
+        monkeypatch.setattr(session, name, forbidden)
+    monkeypatch.setattr(os, "posix_spawn", forbidden)
+    rc = cli.main(["launch", str(write_profile(tmp_path, RW)), "--cwd", str(project), "--evidence",
+                   str(tmp_path / "empty"), "--binary", str(real_codex), "--", "touch"])
+    assert rc == 3
+    assert "refusing to launch" in capsys.readouterr().err
+
+
+def test_refuted_evidence_refuses_even_with_accept_unverified(tmp_path, abhome, ws, real_codex):
+    from launch_helpers import prove
+
+    store = tmp_path / "ev"
+    prove(store, real_codex, ["workspace.read_write"], outcome="escaped")
+    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
+                   "--accept-unverified", "--", "touch")
+    assert done.returncode == 3 and "claim refuted" in done.stderr
+    assert list(ws.iterdir()) == []
+
+
+def test_evidence_for_another_build_of_the_same_version_does_not_count(tmp_path, abhome, ws, real_codex):
+    from launch_helpers import CATALOGUE
+    from agentbox.evidence import append
+    from agentbox.testing.synthetic_evidence import proving_records
+
+    store = tmp_path / "ev"
+    append(store, proving_records(CATALOGUE, "codex", "0.171.0", "f" * 64, ["workspace.read_write"]))
+    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
+                   "--", "touch")
+    assert done.returncode == 3 and "no evidence recorded for this build" in done.stderr
+
+
+def test_a_required_item_the_plan_cannot_cover_exactly_is_refused_with_its_layers(tmp_path, abhome, ws, real_codex):
+    # network none with a remote model: bwrap cannot unshare the network, codex covers it partially
+    (tmp_path / "net.yaml").write_text(
+        "name: t\nharness: codex\nmodel: {base_url: 'https://api.example.com/v1'}\npermission_intent:\n"
+        + RW + "  command_network: {access: none, requirement: required}\n")
+    done = run_cli("launch", tmp_path / "net.yaml", "--cwd", ws, "--evidence", tmp_path / "ev", "--binary",
+                   real_codex, "--accept-unverified", "--", "touch")
+    assert done.returncode == 3
+    assert "command_network (command_network.none)" in done.stderr and "plan layer" in done.stderr
