@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..capability import weakest
 from ..intent import PermissionIntent
 from ..plan import CompileContext, CompileResult, LayerCoverage, RuntimeRequirements
 from ..profile import Profile
 from .base import HarnessAdapter
-from .native import artifact
+from .native import artifact, endpoint
 
 __all__ = ["ClaudeCodeAdapter", "ADAPTER", "SANDBOX_V1", "SANDBOX_V2", "mcp_tool_name"]
 
@@ -56,13 +55,6 @@ def mcp_tool_name(server: str, tool: str | None = None) -> str:
     """Claude Code's name for an MCP server's tools (characters outside [A-Za-z0-9_-] become '_')."""
     norm = lambda s: re.sub(r"[^A-Za-z0-9_-]", "_", s)  # noqa: E731
     return f"mcp__{norm(server)}" + (f"__{norm(tool)}" if tool is not None else "")
-
-
-def _endpoint(base_url: str) -> str:
-    parts = urlsplit(base_url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    host = parts.hostname or ""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _primary(intent: PermissionIntent, contributors: list[str]) -> str:
@@ -380,7 +372,7 @@ class ClaudeCodeAdapter(HarnessAdapter):
             env_allow=tuple(sorted({*intent.environment.allow, key_var})),
             env_set=dict(sorted(env.items())),
             surfaces=self.surfaces,
-            model_endpoint=_endpoint(base_url) if base_url else None,
+            model_endpoint=endpoint(base_url) if base_url else None,
         )
         return CompileResult(
             harness=self.name,

@@ -18,14 +18,13 @@ from __future__ import annotations
 import os
 import shutil
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from ..paths import is_within
 from ..plan import CompileContext, CompileResult, RuntimeRequirements
 from ..profile import Profile
 from ..versions import Version
 from .base import HarnessAdapter
-from .native import artifact
+from .native import artifact, endpoint
 
 __all__ = ["CodexAdapter", "ADAPTER", "CONFIG_FILE", "PERMISSION_PROFILE", "PROVIDER_ID", "COMMAND_ENV"]
 
@@ -76,13 +75,6 @@ def _at_least(version: str | None, floor: Version) -> bool:
     return v is None or v >= floor  # an unknown version compiles for the newest dialect
 
 
-def _endpoint(base_url: str) -> str:
-    parts = urlsplit(base_url)
-    host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 class CodexAdapter(HarnessAdapter):
     name: ClassVar[str] = "codex"
     binary_name: ClassVar[str] = "codex"
@@ -112,7 +104,7 @@ class CodexAdapter(HarnessAdapter):
 
         # -- model ---------------------------------------------------------------------------------
         model = profile.model
-        endpoint = None
+        model_endpoint = None
         if model.name:
             top["model"] = model.name
         if model.base_url:
@@ -125,7 +117,7 @@ class CodexAdapter(HarnessAdapter):
             if model.api_key_env:
                 provider["env_key"] = model.api_key_env
             tables["model_providers"] = {PROVIDER_ID: provider}
-            endpoint = _endpoint(model.base_url)
+            model_endpoint = endpoint(model.base_url)
         elif model.api_key_env and model.api_key_env != "CODEX_API_KEY":
             warnings.append(f"model.api_key_env {model.api_key_env}: Codex's built-in provider reads its key from "
                             "its login or CODEX_API_KEY, not from this variable; set model.base_url to use it")
@@ -270,7 +262,7 @@ class CodexAdapter(HarnessAdapter):
             env_allow=tuple(sorted(env_allow)),
             env_set=env,
             surfaces=self.surfaces,
-            model_endpoint=endpoint,
+            model_endpoint=model_endpoint,
         )
         argv = ("--strict-config",) if _at_least(version, _STRICT_CONFIG_FROM) else ()
         return CompileResult(

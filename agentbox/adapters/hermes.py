@@ -16,13 +16,12 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..intent import PermissionIntent
 from ..plan import CompileContext, CompileResult, RuntimeRequirements
 from ..profile import Profile
 from .base import HarnessAdapter, ToolCall, ToolVocabulary
-from .native import artifact
+from .native import artifact, endpoint
 
 __all__ = ["HermesAdapter", "ADAPTER", "BASE_TOOLSETS", "PROVIDER_NAME"]
 
@@ -48,13 +47,6 @@ _RESERVED = frozenset({*BASE_TOOLSETS, "browser", "vision", "video", "image_gen"
                        "debugging", "coding", "moa", "rl", "messaging", "all", "no_mcp"})
 APPROVAL_TIMEOUT = 60  # seconds a prompt waits (Hermes's default, set explicitly); then: denied
 MCP_DISCOVERY_TIMEOUT = 30  # seconds; 0.19 stops waiting the instant discovery completes
-
-
-def _endpoint(base_url: str) -> str:
-    parts = urlsplit(base_url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    host = parts.hostname or ""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _primary(intent: PermissionIntent, contributors: list[str]) -> str:
@@ -135,7 +127,7 @@ class HermesAdapter(HarnessAdapter):
             env_allow=tuple(sorted({*intent.environment.allow, *key_env})),
             env_set=dict(sorted(env.items())),
             surfaces=self.surfaces,
-            model_endpoint=_endpoint(profile.model.base_url) if profile.model.base_url else None,
+            model_endpoint=endpoint(profile.model.base_url) if profile.model.base_url else None,
         )
         mechanisms = self._mechanisms(intent, deny_rules, mcp_servers)
         return CompileResult(

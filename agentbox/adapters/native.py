@@ -7,7 +7,7 @@ from typing import Any
 
 from ..plan import Artifact, CompileResult
 
-__all__ = ["render", "parse", "deep_merge", "flatten", "merge_into_artifact", "artifact"]
+__all__ = ["render", "parse", "deep_merge", "flatten", "merge_into_artifact", "artifact", "endpoint"]
 
 
 def render(path: str, data: Any) -> str:
@@ -73,3 +73,13 @@ def merge_into_artifact(result: CompileResult, index: int, patch: dict[str, Any]
 
 
 _MISSING = object()
+
+
+def endpoint(base_url: str) -> str:
+    """`host:port` (IPv6 hosts bracketed) that a model base URL connects to: what the sandbox must let through."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    host = parts.hostname or ""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -27,13 +27,12 @@ import json
 import posixpath
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..intent import PermissionIntent
 from ..plan import CompileContext, CompileResult, RuntimeRequirements
 from ..profile import Profile
 from .base import HarnessAdapter
-from .native import artifact, merge_into_artifact
+from .native import artifact, merge_into_artifact, endpoint
 
 __all__ = ["OpenCodeAdapter", "ADAPTER", "CONFIG", "PROVIDER_ID", "tool_id"]
 
@@ -68,13 +67,6 @@ def _sanitize(name: str) -> str:
 def tool_id(server: str, tool: str) -> str:
     """The name OpenCode gives an MCP tool (and the permission key that governs it)."""
     return f"{_sanitize(server)}_{_sanitize(tool)}"
-
-
-def _endpoint(base_url: str) -> str:
-    parts = urlsplit(base_url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    host = parts.hostname or ""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class OpenCodeAdapter(HarnessAdapter):
@@ -155,7 +147,7 @@ class OpenCodeAdapter(HarnessAdapter):
                                     *([profile.model.api_key_env] if profile.model.api_key_env else [])})),
             env_set=dict(sorted(env.items())),
             surfaces=self.surfaces,
-            model_endpoint=_endpoint(base_url) if base_url else None,
+            model_endpoint=endpoint(base_url) if base_url else None,
         )
         return CompileResult(
             harness=self.name,

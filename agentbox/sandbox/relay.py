@@ -12,23 +12,11 @@ import shutil
 import socket
 import threading
 
+from .inner_relay import pump  # the same byte pump runs on both sides of the socket
+
 __all__ = ["HostRelay", "inner_relay_argv"]
 
 _INNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inner_relay.py")
-
-
-def _pump(src: socket.socket, dst: socket.socket) -> None:
-    try:
-        while data := src.recv(65536):
-            dst.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for s in (dst, src):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class HostRelay:
@@ -62,7 +50,7 @@ class HostRelay:
                 conn.close()
                 continue
             for a, b in ((conn, upstream), (upstream, conn)):
-                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+                threading.Thread(target=pump, args=(a, b), daemon=True).start()
 
     def stop(self) -> None:
         if self._listener is not None:
