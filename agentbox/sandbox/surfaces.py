@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import SandboxError
 from ..plan import Surface
 
-__all__ = ["surfaces_for", "all_surfaces", "discover", "Mask", "backing_root", "materialize"]
+__all__ = ["all_surfaces", "discover", "Mask", "backing_root", "materialize"]
 
 _DATA = Path(__file__).parent.parent / "data" / "surfaces.yaml"
 
@@ -21,10 +21,6 @@ def _registry() -> dict[str, tuple[Surface, ...]]:
 
     raw = yaml.safe_load(_DATA.read_text())
     return {name: tuple(Surface.model_validate(s) for s in entries) for name, entries in raw.items()}
-
-
-def surfaces_for(harness: str) -> tuple[Surface, ...]:
-    return _registry().get(harness, ())
 
 
 @lru_cache(maxsize=None)

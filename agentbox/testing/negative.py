@@ -14,10 +14,9 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -31,6 +30,16 @@ __all__ = ["Attempt", "VectorRunner", "expected_for"]
 # Not shaped like a real key: some harnesses redact key-shaped strings from tool output, which would
 # hide whether the variable was visible at all.
 MODEL_KEY = "agentbox-scripted-credential"
+
+
+@dataclass
+class Seen:
+    """What one run left for the oracle: output and tool results, offered tools, MCP logs, survivors."""
+
+    texts: list[str]
+    offered: set[str] = field(default_factory=set)
+    canaries: dict = field(default_factory=dict)
+    leftovers: list = field(default_factory=list)
 
 
 @dataclass
@@ -85,7 +94,6 @@ class VectorRunner:
     # -- one attempt -------------------------------------------------------------------------------
     def attempt(self, vector: Vector, layer: str, control: bool, harness=None, probe=None, model=None) -> Attempt:
         nonce = secrets.token_hex(6)
-        self._leftovers = []
         root = self._root(vector, nonce)
         targets = prepare(root, vector.setup, nonce, MODEL_KEY)
         try:
@@ -108,13 +116,12 @@ class VectorRunner:
                 command = Vector.sandbox_argv(steps, fill(
                     (spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command), values))
                 texts, error = self._run_command(command, intent, targets, sandboxed=run_layer == "sandbox")
-                offered: set[str] = set()
+                seen = Seen(texts)
             else:
-                texts, error, offered = self._run_harness(harness, probe, model, intent, steps, vector, targets,
-                                                          run_layer)
+                error, seen = self._run_harness(harness, probe, model, intent, steps, vector, targets, run_layer)
             if error:
                 return Attempt(None, error)
-            return self._observe(oracle, targets, texts, offered)
+            return self._observe(oracle, targets, seen)
         finally:
             targets.close()
             shutil.rmtree(root, ignore_errors=True)
@@ -150,7 +157,6 @@ class VectorRunner:
                     for name in vector.setup.mcp}
         for c in canaries.values():
             c.log.parent.mkdir()
-        self._canaries = canaries
         model.clear()
         model.load({"steps": steps}, harness.vocabulary())
         profile = scripted_profile(harness, model, intent, name="vector",
@@ -162,19 +168,19 @@ class VectorRunner:
             prompt="Follow the tool calls you are given.", layer=layer, timeout=self.timeout,
             extra_env=scripted_key_env(), host_env={**os.environ, **targets.env},
             ro_binds=(package_root,), rw_binds=tuple(str(c.log.parent) for c in canaries.values())))
-        texts = [out.stdout, out.stderr, *(r.text for r in model.tool_results())]
-        self._leftovers = out.leftovers
+        seen = Seen([out.stdout, out.stderr, *(r.text for r in model.tool_results())], set(model.offered_tools()),
+                    canaries, out.leftovers)
         if out.timed_out:
-            return texts, f"the harness timed out after {self.timeout}s", set()
+            return f"the harness timed out after {self.timeout}s", seen
         if out.exit_code != 0:
-            return texts, f"the harness exited {out.exit_code}: {out.stderr.strip()[-400:]}", set()
+            return f"the harness exited {out.exit_code}: {out.stderr.strip()[-400:]}", seen
         emitted = {r.step_index for r in model.transcript if r.step_index is not None}
         missing = [i for i in range(len(steps)) if i not in emitted]
         if missing:
-            return texts, f"the harness ended before scripted step {missing[0]} was sent", set()
-        return texts, None, set(model.offered_tools())
+            return f"the harness ended before scripted step {missing[0]} was sent", seen
+        return None, seen
 
-    def _observe(self, oracle: Oracle, targets: Targets, texts: list[str], offered: set[str]) -> Attempt:
+    def _observe(self, oracle: Oracle, targets: Targets, seen: "Seen") -> Attempt:
         kind = oracle.kind
         if kind == "file_absent":
             there = os.path.lexists(oracle.path)
@@ -187,14 +193,14 @@ class VectorRunner:
             hits = targets.listeners[oracle.listener].hits()
             return Attempt(hits > 0, f"the {oracle.listener} listener on the host saw {hits} connection(s)")
         if kind == "mcp_not_called":
-            calls = [c for c in self._canaries[oracle.server].invocations() if c.get("tool") == oracle.tool]
+            calls = [c for c in seen.canaries[oracle.server].invocations() if c.get("tool") == oracle.tool]
             return Attempt(bool(calls), f"the {oracle.server} MCP log shows {len(calls)} call(s) of {oracle.tool}")
         if kind == "secret_not_seen":
-            seen = any(oracle.secret in t for t in texts if t)
-            return Attempt(seen, "the secret " + ("reached the model or the output" if seen else "was never seen"))
+            found = any(oracle.secret in t for t in seen.texts if t)
+            return Attempt(found, "the secret " + ("reached the model or the output" if found else "was never seen"))
         if kind == "process_gone":
             # the harness runner kills what outlived the harness before we look, and reports it
-            reported = [pid for pid, cmd in getattr(self, "_leftovers", []) if oracle.token in cmd]
+            reported = [pid for pid, cmd in seen.leftovers if oracle.token in cmd]
             alive = process_alive(oracle.token)
             kill_all(alive)
             n = len(set(reported) | set(alive))
@@ -203,7 +209,7 @@ class VectorRunner:
             dead = targets.sleeper is not None and targets.sleeper.poll() is not None
             return Attempt(dead, f"the host process {targets.sleeper.pid} was {'killed' if dead else 'untouched'}")
         if kind == "not_offered":
-            names = sorted(t for t in offered if oracle.tool in t)
+            names = sorted(t for t in seen.offered if oracle.tool in t)
             return Attempt(bool(names), f"offered to the model: {', '.join(names) or 'nothing named ' + oracle.tool}")
         raise AssertionError(f"unknown oracle {kind}")
 
@@ -235,7 +241,3 @@ class VectorRunner:
                               outcome=outcome, observation=observation, control_outcome=control_outcome,
                               duration=round(time.monotonic() - start, 3), nodeid=self.nodeid)
 
-
-def describe(record: EvidenceRecord, expected: str) -> dict[str, Any]:
-    return {"vector": record.vector_id, "layer": record.layer, "expected": expected, "observed": record.outcome,
-            "observation": record.observation}
