@@ -48,6 +48,7 @@ class Drift(BaseModel):
     layer: Literal["sandbox", "harness", "composed"]
     expected: Literal["blocked", "escaped"]
     observed: Literal["blocked", "escaped"]
+    nodeid: str = ""  # the test that observed it
 
 
 class Claim(BaseModel):
@@ -197,7 +198,7 @@ def _drift(vectors: list[Vector], latest: dict[tuple[str, str], EvidenceRecord],
                 continue
             expected = predict(v, layer)
             if r.outcome != expected:
-                out.append(Drift(vector_id=v.id, layer=layer, expected=expected, observed=r.outcome))
+                out.append(Drift(vector_id=v.id, layer=layer, expected=expected, observed=r.outcome, nodeid=r.nodeid))
     return tuple(out)
 
 
@@ -206,7 +207,8 @@ def _stale(used: Iterable[EvidenceRecord], digest: str) -> tuple[str, ...]:
     return (f"{n} record(s) from another catalogue revision",) if n else ()
 
 
-def _version_key(version: str) -> tuple:
+def version_key(version: str) -> tuple:
+    """Orders versions numerically; a version that does not parse sorts after every one that does."""
     from .versions import Version
 
     try:
@@ -238,7 +240,7 @@ def reconcile(records: Iterable[EvidenceRecord], catalogue: Catalogue,
         claims += _backend_rows(backend, bversion, recs, catalogue, declarations)
     for (harness, version), recs in harnessed.items():
         claims += _harness_rows(harness, version, recs, sandbox, catalogue, declarations, notes)
-    claims.sort(key=lambda c: (c.harness != NO_HARNESS, c.harness, _version_key(c.version), c.backend, c.capability))
+    claims.sort(key=lambda c: (c.harness != NO_HARNESS, c.harness, version_key(c.version), c.backend, c.capability))
     return ClaimsTable(catalogue_digest=catalogue.digest, claims=claims, notes=notes)
 
 

@@ -133,6 +133,12 @@ def cmd_harness_list(args) -> int:
     return 0
 
 
+def cmd_matrix_list(args) -> int:
+    from .matrix import cmd_list
+
+    return cmd_list(args.matrix, args.json)
+
+
 def cmd_evidence_claims(args) -> int:
     from pathlib import Path
 
@@ -174,6 +180,29 @@ def cmd_evidence_list(args) -> int:
         who = f"{ri.harness} {ri.version}" if ri.harness else f"- {ri.sandbox_backend} {ri.sandbox_version}"
         print(f"{r.timestamp}  {who:<24} {r.layer:<8} {r.vector_id:<32} {r.outcome:<8} "
               f"control {r.control_outcome:<7} {r.observation}")
+    return 0
+
+
+def cmd_evidence_merge(args) -> int:
+    from .evidence_merge import merge
+
+    summary = merge(args.stores, args.output)
+    if args.json:
+        print(summary.model_dump_json(indent=2))
+    else:
+        print(f"{summary.written} record(s) from {len(summary.inputs)} store(s) ({summary.files} file(s)) written to "
+              f"{summary.output}; {summary.duplicates} duplicate(s) dropped")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .home import evidence_dir
+    from .report import generate
+
+    report = generate(args.evidence or [evidence_dir()], args.output, json_path=args.json,
+                      markdown_path=args.markdown, catalogue_dir=args.catalogue)
+    written = ", ".join(str(p) for p in (args.output, args.json, args.markdown) if p)
+    print(f"report of {report.recorded.records} record(s), {len(report.columns)} column(s): {written}")
     return 0
 
 
@@ -264,6 +293,13 @@ def _parser() -> "argparse.ArgumentParser":
     lst.add_argument("--no-probe", action="store_true", help="skip running each binary's version command")
     lst.set_defaults(fn=cmd_harness_list)
 
+    mtx = sub.add_parser("matrix", help="harness version matrices").add_subparsers(dest="sub", required=True)
+    mls = mtx.add_parser("list", help="one line per harness version (--json: a GitHub Actions job matrix)")
+    mls.add_argument("--matrix", action="append", default=[], metavar="FILE",
+                     help="a matrices/*.yaml file, repeatable (default: every matrices/*.yaml here)")
+    mls.add_argument("--json", action="store_true")
+    mls.set_defaults(fn=cmd_matrix_list)
+
     lch = sub.add_parser("launch", help="start a harness under a profile, if the evidence proves every required item",
                          usage="agent-box launch PROFILE [--cwd DIR] [--evidence DIR] [--accept-unverified] "
                                "[--binary PATH] [-- HARNESS ARGS...]")
@@ -295,6 +331,20 @@ def _parser() -> "argparse.ArgumentParser":
     els.add_argument("--evidence", metavar="DIR", help="the evidence store (default $AGENTBOX_HOME/evidence)")
     els.add_argument("--json", action="store_true")
     els.set_defaults(fn=cmd_evidence_list)
+    mrg = evd.add_parser("merge", help="merge evidence stores into one, without duplicates")
+    mrg.add_argument("stores", nargs="+", metavar="DIR", help="an evidence store (a folder of *.jsonl) or one file")
+    mrg.add_argument("-o", "--output", required=True, metavar="DIR",
+                     help="the merged store, DIR/evidence.jsonl (records already there are kept)")
+    mrg.add_argument("--json", action="store_true", help="print the summary as JSON")
+    mrg.set_defaults(fn=cmd_evidence_merge)
+
+    rpt = sub.add_parser("report", help="the compatibility report: capabilities x harness versions, as HTML")
+    rpt.add_argument("--evidence", nargs="+", metavar="DIR", help="evidence stores (default $AGENTBOX_HOME/evidence)")
+    rpt.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML report")
+    rpt.add_argument("--json", metavar="FILE", help="also write the report model as JSON")
+    rpt.add_argument("--markdown", metavar="FILE", help="also write a Markdown table (for a pull-request comment)")
+    rpt.add_argument("--catalogue", metavar="DIR", help="the vector catalogue (default: the package's)")
+    rpt.set_defaults(fn=cmd_report)
     return p
 
 

@@ -130,15 +130,9 @@ def read_records(directory: str | os.PathLike) -> Iterator[EvidenceRecord]:
                     raise EvidenceError(err["msg"], file=f"{path}:{n}", field=loc) from None
 
 
-def _main(argv: list[str]) -> int:
+if __name__ == "__main__":
+    from .schema_export import main
+
     # Regenerate the pinned schema file with:
     #   python -m agentbox.evidence --schema > agentbox/schemas/evidence.schema.json
-    if argv != ["--schema"]:
-        print("usage: python -m agentbox.evidence --schema", file=sys.stderr)
-        return 2
-    sys.stdout.write(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
+    sys.exit(main("agentbox.evidence", json_schema, sys.argv[1:]))

@@ -1,6 +1,8 @@
 """An index over an evidence store: the latest record per build and (vector, layer), in SQLite.
 
-A launch needs the claims of one exact build (harness, version, binary sha256, backend); reading
+A launch needs the claims of one exact build (harness, version, binary sha256, backend) on this host
+(its kernel: namespaces and seccomp are the kernel's, so evidence from another kernel proves nothing
+here, however many CI machines were merged into the store); reading
 every record of a store that has grown to 100,000 lines would cost it seconds. The index keeps, per
 build key and (vector, layer), only the record `claims.reconcile` would pick as latest (newest
 timestamp; a tie goes to the later line), so a lookup reads a few dozen rows.
@@ -15,13 +17,14 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import sqlite3
 from pathlib import Path
 
 __all__ = ["INDEX_NAME", "lookup", "sync", "signature", "index_path"]
 
 INDEX_NAME = ".index.sqlite"
-_FORMAT = "1"  # bump when the tables change: an old index is then rebuilt
+_FORMAT = "2"  # bump when the tables change: an old index is then rebuilt
 _DEFAULT_BACKEND = "bwrap"  # as claims.DEFAULT_BACKEND: a composed record that names none ran under it
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -29,11 +32,13 @@ _SCHEMA = (
     "mtime_ns INTEGER NOT NULL, offset INTEGER NOT NULL, lines INTEGER NOT NULL)",
     # harness-layer rows have backend '' (they join every backend); sandbox-alone rows have harness ''
     "CREATE TABLE IF NOT EXISTS latest (harness TEXT NOT NULL, version TEXT NOT NULL, sha TEXT NOT NULL, "
-    "backend TEXT NOT NULL, vector TEXT NOT NULL, layer TEXT NOT NULL, t INTEGER NOT NULL, ord TEXT NOT NULL, "
-    "line TEXT NOT NULL, PRIMARY KEY (harness, version, sha, backend, vector, layer)) WITHOUT ROWID",
+    "backend TEXT NOT NULL, kernel TEXT NOT NULL, vector TEXT NOT NULL, layer TEXT NOT NULL, t INTEGER NOT NULL, "
+    "ord TEXT NOT NULL, line TEXT NOT NULL, PRIMARY KEY (harness, version, sha, backend, kernel, vector, layer)) "
+    "WITHOUT ROWID",
 )
 _UPSERT = (
-    "INSERT INTO latest VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (harness, version, sha, backend, vector, layer) "
+    "INSERT INTO latest VALUES (?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (harness, version, sha, backend, kernel, vector, layer) "
     "DO UPDATE SET t=excluded.t, ord=excluded.ord, line=excluded.line "
     "WHERE excluded.t > latest.t OR (excluded.t = latest.t AND excluded.ord > latest.ord)"
 )
@@ -80,12 +85,13 @@ def _micros(stamp: str) -> int:
     return (when - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
 
 
-def _key(data: dict) -> tuple[str, str, str, str]:
+def _key(data: dict) -> tuple[str, str, str, str, str]:
     info = data["run_info"]
+    kernel = info.get("kernel") or ""
     if info.get("harness") is None:  # the sandbox alone: every version of the backend feeds a harness row
-        return "", "", "", info.get("sandbox_backend") or _DEFAULT_BACKEND
+        return "", "", "", info.get("sandbox_backend") or _DEFAULT_BACKEND, kernel
     backend = "" if data["layer"] == "harness" else info.get("sandbox_backend") or _DEFAULT_BACKEND
-    return info["harness"], info.get("version") or "?", info.get("binary_sha256") or "", backend
+    return info["harness"], info.get("version") or "?", info.get("binary_sha256") or "", backend, kernel
 
 
 def _rows(path: Path, start: int, first_line: int):
@@ -169,7 +175,9 @@ def _catch_up(con: sqlite3.Connection, files: list[Path]) -> int:
     try:
         todo, rebuild = _stale(con, files)
         if rebuild:
-            con.execute("DELETE FROM latest")
+            # DROP, not DELETE: an index of an older format has other columns
+            con.execute("DROP TABLE IF EXISTS latest")
+            con.execute(_SCHEMA[2])
             con.execute("DELETE FROM files")
             con.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (_FORMAT,))
         parsed = 0
@@ -190,9 +198,10 @@ def _catch_up(con: sqlite3.Connection, files: list[Path]) -> int:
 
 
 def lookup(store: str | os.PathLike, harness: str, version: str | None, sha: str | None,
-           backend: str = _DEFAULT_BACKEND) -> list[dict]:
+           backend: str = _DEFAULT_BACKEND, kernel: str | None = None) -> list[dict]:
     """The records that decide one build's claims: its composed records on `backend`, its harness-layer
-    records, and the sandbox-alone records of `backend`, each the latest of its (vector, layer).
+    records, and the sandbox-alone records of `backend`, each the latest of its (vector, layer), all
+    recorded on `kernel` (default: this host's).
 
     An absent or empty store writes nothing and gives nothing.
     """
@@ -204,9 +213,10 @@ def lookup(store: str | os.PathLike, harness: str, version: str | None, sha: str
     try:
         _catch_up(con, files)
         rows = con.execute(
-            "SELECT line FROM latest WHERE (harness=? AND version=? AND sha=? AND (backend=? OR layer='harness')) "
-            "OR (harness='' AND backend=? AND layer='sandbox')",
-            (harness, version or "?", sha or "", backend, backend)).fetchall()
+            "SELECT line FROM latest WHERE kernel=? AND ("
+            "(harness=? AND version=? AND sha=? AND (backend=? OR layer='harness')) "
+            "OR (harness='' AND backend=? AND layer='sandbox'))",
+            (kernel or platform.release(), harness, version or "?", sha or "", backend, backend)).fetchall()
     finally:
         con.close()
     return [json.loads(line) for (line,) in rows]

@@ -12,10 +12,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from .errors import HarnessError, InputError
 from .home import harnesses_dir
+from .matrix import Matrix, load_matrix  # the matrix model lives in agentbox.matrix; importable from here too
 from .versions import Version
 
 __all__ = ["Matrix", "Installed", "installed", "install", "find_binary", "load_matrix", "PACKAGES", "layout"]
@@ -32,15 +33,6 @@ class Package(BaseModel):
     post_install: tuple[str, ...] = ()  # installed in a second step, after the package and its extras
 
 
-class Matrix(BaseModel):
-    """A version matrix file (matrices/*.yaml)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    schema_version: int = 1
-    harnesses: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    acp_adapters: dict[str, str] = Field(default_factory=dict)
-
-
 @lru_cache(maxsize=None)
 def _packages() -> dict[str, Package]:
     import yaml
@@ -49,28 +41,6 @@ def _packages() -> dict[str, Package]:
 
 
 PACKAGES = _packages
-
-
-def load_matrix(path: str) -> Matrix:
-    import yaml
-    from pydantic import ValidationError
-
-    from .profile import validation_message
-
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise InputError("no such file", file=path) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"malformed YAML: {exc}", file=path) from None
-    try:
-        matrix = Matrix.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(validation_message(exc), file=path) from None
-    unknown = sorted((set(matrix.harnesses) | set(matrix.acp_adapters)) - set(_packages()))
-    if unknown:
-        raise InputError(f"unknown installable(s): {', '.join(unknown)}", file=path)
-    return matrix
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--agentbox-update-goldens", action="store_true",
                     help="rewrite compile goldens instead of comparing them")
     group.addoption("--agentbox-canary", action="store_true",
-                    help="upgrade canary: re-verify changed harness versions and diff their claims")
+                    help="upgrade canary: re-verify the harness builds whose evidence is stale, reuse the rest, "
+                         "and diff each version's claims against the previous version's")
+    group.addoption("--agentbox-baseline", default=None, metavar="FILE",
+                    help="canary expected failures (YAML `expected_failures: {id: reason}`); a listed failure "
+                         "that no longer happens fails the run as stale")
+    group.addoption("--agentbox-canary-report", default=None, metavar="FILE",
+                    help="where the canary writes its JSON report (default <evidence dir>/canary-report.json)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,18 +46,29 @@ def pytest_configure(config: pytest.Config) -> None:
         "negative: an escape vector that must be blocked",
         "smoke: a launch smoke of a real harness",
         "harness: needs a real harness binary",
+        "golden: a compile golden",
+        "vector_layers(*layers): parametrize `vector` with the catalogue's vectors run in these layers",
     ):
         config.addinivalue_line("markers", marker)
     session = AgentBoxSession(config)
     config.stash[session_key] = session
-    # Only the controller writes evidence: xdist workers hand their reports (and the records in their
-    # user_properties) to it, so the store has one writer however many workers run.
+    # Only the controller writes evidence: xdist workers hand their reports (and the records they
+    # carry) to it, so the store has one writer however many workers run.
     if not hasattr(config, "workerinput"):
         from .testing.evidence_writer import EvidenceWriter, writer_key
 
         writer = EvidenceWriter(session.evidence_dir, session.catalogue_dir)
         config.stash[writer_key] = writer
         config.pluginmanager.register(writer, "agentbox-evidence-writer")
+    from .testing.integrations import register  # pytest-html, allure-pytest: only when present and asked for
+
+    register(config)
+    if config.getoption("--agentbox-canary"):
+        from .testing.canary import CanaryPlugin
+
+        config.pluginmanager.register(CanaryPlugin(config, session), "agentbox-canary")
+    elif config.getoption("--agentbox-baseline"):
+        raise pytest.UsageError("--agentbox-baseline applies to the canary: add --agentbox-canary")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -61,7 +78,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if writer is not None:
         del config.stash[writer_key]
         config.pluginmanager.unregister(writer)
+    canary = config.pluginmanager.get_plugin("agentbox-canary")
+    if canary is not None:
+        config.pluginmanager.unregister(canary)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.config.stash[session_key].generate_tests(metafunc)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    from .testing.evidence_writer import attach  # the records handed over travel on the report
+
+    attach(item, report)
+    return report

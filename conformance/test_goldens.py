@@ -21,6 +21,7 @@ from agentbox.versions import Version, in_range
 
 HERE = Path(__file__).parent
 CONTEXT = yaml.safe_load((HERE / "golden_context.yaml").read_text())
+pytestmark = pytest.mark.golden
 INTENTS = sorted(p.stem for p in (HERE / "intents").glob("*.yaml"))
 
 

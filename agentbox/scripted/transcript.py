@@ -5,7 +5,7 @@ The records describe; they never judge. Whether an attack worked is read from re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 __all__ = ["Emitted", "Record", "ToolResult", "Transcript", "normalize_path"]
@@ -78,3 +78,13 @@ class Transcript(list):
 
     def emitted_calls(self) -> list[Emitted]:
         return [r.emitted for r in self if r.emitted and r.emitted.kind == "tool_call"]
+
+    def as_json(self) -> list[dict[str, Any]]:
+        """The records as plain data, for a report; the raw request bodies are left out (what the
+        harness offered and sent back is in `tools_offered` and `tool_results`)."""
+        out = []
+        for record in self:
+            plain = asdict(replace(record, request=None))
+            del plain["request"]
+            out.append(plain)
+        return out

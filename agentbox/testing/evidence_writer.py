@@ -1,10 +1,13 @@
 """The evidence writer: the controller appends every record a test reports, as its reports arrive.
 
-Tests hand records over as `("agentbox_evidence", record_json)` in `request.node.user_properties`.
-Those travel inside the test reports, which pytest-xdist serialises from its workers to the
-controller, so only the controller writes (the plugin registers this object there alone, as
-junitxml does) and no worker ever touches the store. A test's setup, call and teardown reports each
-carry every property added so far, so a record is written once, keyed by its id.
+Tests hand records over with `hand_over(request.node, record)`. The records travel as JSON in the
+test's reports (`report.agentbox_evidence`, set by the plugin's `pytest_runtest_makereport`), which
+pytest-xdist serialises from its workers to the controller with the rest of the report's attributes,
+so only the controller writes (the plugin registers this object there alone, as junitxml does) and
+no worker ever touches the store. A test's setup, call and teardown reports each carry every record
+handed over so far, so a record is written once, keyed by its id. Only the record's small facts
+(harness, version, capability, layer, vector, outcome, record_id) become `user_properties`, and so
+JUnit XML properties; the record itself stays out of them.
 
 Workers that die are reported in the terminal summary with the test they were running: the
 records that test had not yet handed over are lost, and the summary says where to look.
@@ -21,9 +24,51 @@ from pydantic import ValidationError
 
 from ..evidence import SCHEMA_VERSION, EvidenceRecord, append
 
-__all__ = ["PROPERTY", "EvidenceWriter", "writer_key"]
+__all__ = ["ATTRIBUTE", "EvidenceWriter", "attach", "carried", "facts", "hand_over", "handed_over", "writer_key"]
 
-PROPERTY = "agentbox_evidence"
+# The report attribute that carries a test's records as JSON strings; records once travelled in a
+# user property of this name, which put them into JUnit XML: the writer refuses that now.
+ATTRIBUTE = "agentbox_evidence"
+_handed_key = pytest.StashKey[list[str]]()
+
+
+def hand_over(node: pytest.Item, record: EvidenceRecord | dict | str) -> None:
+    """Give a record to the controller's writer with this test's reports; call it from the test (or a
+    fixture) in any phase. The record is checked by the writer, which reports a malformed one."""
+    if isinstance(record, EvidenceRecord):
+        text = record.model_dump_json()
+    else:
+        text = record if isinstance(record, str) else json.dumps(record, default=str)
+    node.stash.setdefault(_handed_key, []).append(text)
+    node.user_properties.extend(facts(record))
+
+
+def handed_over(item: pytest.Item) -> list[str]:
+    """The records handed over so far in this process, as JSON, oldest first."""
+    return list(item.stash.get(_handed_key, ()))
+
+
+def attach(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Put the records handed over so far on the report (the plugin calls this for every phase)."""
+    handed = handed_over(item)
+    if handed:
+        setattr(report, ATTRIBUTE, handed)
+
+
+def carried(report: pytest.TestReport) -> list[str]:
+    """The records a report carries (on the controller too), as JSON, oldest first."""
+    return list(getattr(report, ATTRIBUTE, None) or ())
+
+
+def facts(record: EvidenceRecord | dict | str) -> list[tuple[str, str]]:
+    """A record's small facts, the properties a JUnit testcase gets ("" for none); [] if malformed."""
+    try:
+        r = _parse(record)
+    except (ValueError, ValidationError):
+        return []  # the writer reports it
+    return [("harness", r.run_info.harness or ""), ("version", r.run_info.version or ""),
+            ("capability", r.capability), ("layer", r.layer), ("vector", r.vector_id), ("outcome", r.outcome),
+            ("record_id", r.id)]
 
 
 def _parse(value: Any) -> EvidenceRecord:
@@ -53,10 +98,11 @@ class EvidenceWriter:
 
     # -- hooks ------------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if any(name == ATTRIBUTE for name, _ in report.user_properties):
+            self._problem(report.nodeid, ATTRIBUTE, "evidence handed over as a user property; use "
+                          "agentbox.testing.evidence_writer.hand_over(request.node, record)")
         fresh = []
-        for name, value in report.user_properties:
-            if name != PROPERTY:
-                continue
+        for value in carried(report):
             try:
                 record = _parse(value)
             except (ValueError, ValidationError) as exc:

@@ -59,17 +59,26 @@ def bwrap_version() -> str | None:
 
 @lru_cache(maxsize=None)
 def suite_revision() -> str:
-    root = Path(__file__).resolve().parents[2]
-    try:
-        done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                              text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    if done.returncode != 0:
-        return "unknown"
-    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "agentbox"],
-                           capture_output=True, text=True, timeout=10).stdout.strip()
-    return done.stdout.strip() + ("+dirty" if dirty else "")
+    """A digest of the code and data an observation depends on.
+
+    Content, not a git commit: evidence stays current across commits that touch only docs or the
+    report, an installed package (no git) still has a revision, and the canary can tell exactly when
+    a suite change makes recorded evidence stale.
+    """
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in _NOT_OBSERVED or path.suffix not in (".py", ".yaml", ".json") or not path.is_file():
+            continue
+        h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+# Parts of the package no observation depends on: how results are rendered and exported.
+_NOT_OBSERVED = {"report", "schemas", "__pycache__"}
 
 
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:

@@ -34,6 +34,7 @@ class AgentBoxSession:
     def __init__(self, config: pytest.Config):
         self.config = config
         self._targets: list[HarnessTarget] | None = None
+        self._catalogue = None
 
     @property
     def evidence_dir(self) -> Path:
@@ -49,6 +50,20 @@ class AgentBoxSession:
 
         opt = self.config.getoption("--agentbox-catalogue")
         return Path(opt).absolute() if opt else default_catalogue_dir()
+
+    def catalogue(self):
+        """The escape-vector catalogue of this run, loaded once per process."""
+        if self._catalogue is None:
+            from ..errors import InputError
+            from ..vectors import load_catalogue
+
+            if not any(self.catalogue_dir.glob("*.yaml")):
+                raise pytest.UsageError(f"--agentbox-catalogue: no vector catalogue (*.yaml) in {self.catalogue_dir}")
+            try:
+                self._catalogue = load_catalogue(self.catalogue_dir)
+            except InputError as exc:
+                raise pytest.UsageError(f"--agentbox-catalogue: {exc}") from None
+        return self._catalogue
 
     @property
     def require_harnesses(self) -> bool:

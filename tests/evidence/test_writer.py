@@ -10,11 +10,12 @@ from synthetic import write_catalogue
 
 pytest_plugins = ["pytester"]
 
-# A suite whose tests hand over records the way the negative tests do: in setup, call and teardown,
-# from tests that pass, fail and skip, next to a property that is not evidence.
+# A suite whose tests hand over records the way the negative tests do (`hand_over`): in setup, call and
+# teardown, from tests that pass, fail and skip, next to a property that is not evidence.
 SUITE = '''
 import pytest
 from agentbox.evidence import EvidenceRecord, RunInfo
+from agentbox.testing.evidence_writer import hand_over as give
 
 INFO = RunInfo(harness="toy", version="1.0", binary_sha256="sha", dialect=None, sandbox_backend="bwrap",
                sandbox_version="0.8.0", kernel="6.1", agentbox_version="0.1.0", suite_revision="t",
@@ -24,7 +25,7 @@ INFO = RunInfo(harness="toy", version="1.0", binary_sha256="sha", dialect=None, 
 def hand_over(request, vector_id, outcome="blocked"):
     record = EvidenceRecord(run_info=INFO, vector_id=vector_id, capability="workspace.read_only",
                             layer="composed", outcome=outcome, observation="o", control_outcome="passed")
-    request.node.user_properties.append(("agentbox_evidence", record.model_dump_json()))
+    give(request.node, record)
 
 
 @pytest.fixture
@@ -115,13 +116,28 @@ def test_dies(around):
 
 def test_a_malformed_record_is_reported_and_fails_the_run(pytester):
     pytester.makepyfile(test_bad='''
+from agentbox.testing.evidence_writer import hand_over
+
 def test_hands_over_garbage(request):
-    request.node.user_properties.append(("agentbox_evidence", '{"schema_version": 1, "vector_id": "x"}'))
+    hand_over(request.node, '{"schema_version": 1, "vector_id": "x"}')
 ''')
     result = pytester.runpytest("--agentbox-evidence-dir", "ev")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["ERROR test_bad.py::test_hands_over_garbage: malformed evidence record: *"])
+
+
+def test_a_record_handed_over_as_a_user_property_is_refused_naming_hand_over(pytester):
+    # The old transport put the whole record into JUnit XML; a test still using it must not lose
+    # its evidence silently.
+    pytester.makepyfile(test_old='''
+def test_uses_the_old_property(request):
+    request.node.user_properties.append(("agentbox_evidence", "{}"))
+''')
+    result = pytester.runpytest("--agentbox-evidence-dir", "ev")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["ERROR test_old.py::test_uses_the_old_property: evidence handed over as a user "
+                                 "property; use agentbox.testing.evidence_writer.hand_over(request.node, record)"])
 
 
 def test_the_summary_ends_with_the_claims_of_the_versions_this_run_recorded(pytester):

@@ -12,6 +12,7 @@ from agentbox.evidence_index import index_path, lookup, sync
 from agentbox.vectors import load_catalogue
 
 CATALOGUE = load_catalogue(default_catalogue_dir())
+KERNEL = "6.1"  # the host the lookups ask for; records of "5.10" were recorded elsewhere
 BUILDS = [("codex", "0.171.0", "a" * 64), ("codex", "0.171.0", "b" * 64), ("codex", "0.170.0", "c" * 64),
           ("claude-code", "2.1.332", "d" * 64)]
 
@@ -23,7 +24,7 @@ def record(rng: random.Random, stamp: str) -> EvidenceRecord:
     info = RunInfo(harness=None if sandbox_alone else harness, version=None if sandbox_alone else version,
                    binary_sha256=None if sandbox_alone else sha, dialect=None,
                    sandbox_backend=None if layer == "harness" else rng.choice(["bwrap", "bwrap", None, "other"]),
-                   sandbox_version=rng.choice(["0.8.0", "0.9.0"]), kernel="6.1", agentbox_version="0.1.0",
+                   sandbox_version=rng.choice(["0.8.0", "0.9.0"]), kernel=rng.choice(["6.1", "6.1", "5.10"]), agentbox_version="0.1.0",
                    suite_revision="t", catalogue_digest=CATALOGUE.digest)
     vector = rng.choice(CATALOGUE.vectors[:12])
     return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
@@ -44,6 +45,8 @@ def mixed_store(tmp_path, seed: int, n: int = 400):
 def claims_by_full_scan(store, harness, version, sha, backend="bwrap"):
     def feeds(r):
         ri = r.run_info
+        if ri.kernel != KERNEL:
+            return False
         if ri.harness is None:
             return (ri.sandbox_backend or "bwrap") == backend
         return (ri.harness, ri.version, ri.binary_sha256) == (harness, version, sha) and (
@@ -54,7 +57,7 @@ def claims_by_full_scan(store, harness, version, sha, backend="bwrap"):
 
 
 def claims_by_index(store, harness, version, sha, backend="bwrap"):
-    rows = lookup(store, harness, version, sha, backend)
+    rows = lookup(store, harness, version, sha, backend, kernel=KERNEL)
     table = reconcile([EvidenceRecord.model_validate(r) for r in rows], CATALOGUE)
     return [c.model_dump() for c in table.claims if c.harness == harness and c.backend == backend]
 
@@ -125,3 +128,10 @@ def test_the_index_lives_beside_the_store_where_full_scans_never_read_it(tmp_pat
     sync(store)
     assert index_path(store).exists()
     assert len(list(read_records(store))) == 10
+
+
+def test_records_of_another_kernel_never_decide_this_hosts_claims(tmp_path):
+    store = mixed_store(tmp_path, 6)
+    rows = lookup(store, "codex", "0.171.0", "a" * 64, kernel="5.10")
+    assert rows and all(r["run_info"]["kernel"] == "5.10" for r in rows)
+    assert lookup(store, "codex", "0.171.0", "a" * 64, kernel="4.19") == []

@@ -1,0 +1,89 @@
+"""Is the recorded evidence of a harness build still current, or must it be observed again?
+
+Evidence is current for one build (harness, version, binary sha256) when the store holds, recorded by
+this suite revision against this vector catalogue, a real observation (blocked or escaped) of every
+vector x layer the catalogue runs for that harness. Anything less names the reason, in the order a
+user would look for it: nothing recorded, another binary, another suite, another catalogue, gaps.
+The sandbox-alone rows (no harness) follow the same rule per backend version.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .evidence import EvidenceRecord
+from .vectors import Catalogue
+
+__all__ = ["Freshness", "freshness", "sandbox_freshness", "expected_runs"]
+
+OBSERVED = ("blocked", "escaped")
+
+
+class Freshness(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    subject: str  # "codex 0.171.0" or "bwrap 0.8.0"
+    state: Literal["current", "stale", "missing"]
+    reason: str
+    runs: int = 0  # vector x layer runs the catalogue asks for
+    covered: int = 0  # of those, observed by this build, suite and catalogue
+
+    @property
+    def current(self) -> bool:
+        return self.state == "current"
+
+
+def expected_runs(catalogue: Catalogue, harness: str | None) -> set[tuple[str, str]]:
+    """The (vector, layer) pairs a complete run records: sandbox-alone runs, or one harness's layers."""
+    if harness is None:
+        return {(v.id, "sandbox") for v in catalogue.vectors if "sandbox" in v.run_layers()}
+    return {(v.id, layer) for v in catalogue.vectors if v.applies_to(harness)
+            for layer in v.run_layers() if layer in ("harness", "composed")}
+
+
+def freshness(records: Iterable[EvidenceRecord], catalogue: Catalogue, suite_revision: str, *,
+              harness: str, version: str, binary_sha256: str | None) -> Freshness:
+    mine = [r for r in records if r.run_info.harness == harness and r.run_info.version == version]
+    return _judge(f"{harness} {version}", mine, catalogue, suite_revision, expected_runs(catalogue, harness),
+                  "binary", lambda r: r.run_info.binary_sha256, binary_sha256)
+
+
+def sandbox_freshness(records: Iterable[EvidenceRecord], catalogue: Catalogue, suite_revision: str, *,
+                      backend: str, version: str | None) -> Freshness:
+    mine = [r for r in records if r.run_info.harness is None and (r.run_info.sandbox_backend or backend) == backend]
+    return _judge(f"{backend} {version or '?'}", mine, catalogue, suite_revision, expected_runs(catalogue, None),
+                  f"{backend} version", lambda r: r.run_info.sandbox_version, version)
+
+
+def _judge(subject: str, mine: list[EvidenceRecord], catalogue: Catalogue, suite_revision: str,
+           wanted: set[tuple[str, str]], build_word: str, build_of, build: str | None) -> Freshness:
+    total = len(wanted)
+
+    def stale(reason: str, covered: int = 0) -> Freshness:
+        return Freshness(subject=subject, state="stale", reason=reason, runs=total, covered=covered)
+
+    if not mine:
+        return Freshness(subject=subject, state="missing", reason="no evidence recorded", runs=total)
+    same_build = [r for r in mine if build_of(r) == build]
+    if not same_build:
+        recorded = sorted({str(build_of(r))[:12] for r in mine})
+        return stale(f"{build_word} changed: recorded {', '.join(recorded)}, installed {str(build)[:12]}")
+    same_suite = [r for r in same_build if r.run_info.suite_revision == suite_revision]
+    if not same_suite:
+        recorded = sorted({r.run_info.suite_revision for r in same_build})
+        return stale(f"suite revision changed: recorded {', '.join(recorded)}, now {suite_revision}")
+    same_catalogue = [r for r in same_suite if r.run_info.catalogue_digest == catalogue.digest]
+    if not same_catalogue:
+        return stale("vector catalogue changed since the evidence was recorded")
+    # The newest record of each run decides, as in the claims: an error after a block is a gap.
+    latest: dict[tuple[str, str], EvidenceRecord] = {}
+    for r in sorted(same_catalogue, key=lambda r: r.when):
+        latest[(r.vector_id, r.layer)] = r
+    covered = {k for k in wanted if k in latest and latest[k].outcome in OBSERVED}
+    if len(covered) < total:
+        gaps = sorted(f"{v}[{layer}]" for v, layer in wanted - covered)
+        shown = ", ".join(gaps[:3]) + (f" and {len(gaps) - 3} more" if len(gaps) > 3 else "")
+        return stale(f"{len(gaps)} of {total} vector runs missing or not observed: {shown}", len(covered))
+    return Freshness(subject=subject, state="current", reason=f"all {total} vector runs current",
+                     runs=total, covered=total)

@@ -1,0 +1,58 @@
+"""The report as Markdown for a pull-request comment: the matrix, what changed, and the legend.
+
+GitHub renders a table no wider than the comment, so a column is one harness version on one
+backend and a cell is its symbol and state (the symbol keeps it readable without colour).
+"""
+
+from __future__ import annotations
+
+from .model import Report
+
+__all__ = ["render_markdown"]
+
+
+def _escape(text: str) -> str:
+    # A pipe would end the table cell; a newline would end the table.
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _row(values: list[str]) -> str:
+    return "| " + " | ".join(_escape(v) for v in values) + " |"
+
+
+def render_markdown(report: Report) -> str:
+    symbols = {s.state: s.symbol for s in report.states}
+    cells = {(c.column, c.capability): c for c in report.cells}
+    lines = ["## Agent-Box compatibility report", "",
+             f"{report.recorded.records} evidence records, recorded {report.recorded.first or '-'} .. "
+             f"{report.recorded.last or '-'}; kernel {', '.join(report.host.kernels) or '-'}; "
+             f"suite {', '.join(report.host.suite_revisions) or '-'}.", ""]
+    if not report.columns:
+        lines += ["No claims: no record names a vector of this catalogue.", ""]
+    else:
+        heads = [f"{'sandbox' if col.harness == '-' else col.harness} {col.version} ({col.backend})"
+                 for col in report.columns]
+        lines += [_row(["capability", *heads]), "| --- " * (len(heads) + 1) + "|"]
+        for cap in report.capabilities:
+            row = [cap]
+            for col in report.columns:
+                cell = cells.get((col.key, cap))
+                if cell is None:
+                    row.append("–")
+                else:
+                    drift = f" {symbols['drift']}drift" if cell.drift else ""
+                    row.append(f"{symbols[cell.state]} {cell.state}{drift}")
+            lines.append(_row(row))
+        lines.append("")
+    changed = [(d, c) for d in report.diffs for c in d.changes if c.change != "unchanged"]
+    if changed:
+        lines += ["### Changes between versions", "",
+                  _row(["harness", "from", "to", "capability", "backend", "change"]), "| --- " * 6 + "|"]
+        lines += [_row([d.harness, f"{d.old_version}: {c.old or '-'}", f"{d.new_version}: {c.new or '-'}",
+                        c.capability, c.backend, c.change]) for d, c in changed]
+        lines.append("")
+    lines += ["Legend:", *(f"- {s.symbol} **{s.state}**: {s.meaning}" for s in report.states),
+              "- – n/a: no vector applies"]
+    if report.notes:
+        lines += ["", "Notes:", *(f"- {n}" for n in report.notes)]
+    return "\n".join(lines) + "\n"

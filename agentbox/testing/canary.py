@@ -1,0 +1,177 @@
+"""`pytest --agentbox-canary`: re-verify the harness builds whose evidence is stale, reuse the rest,
+and judge what changed since the previous version.
+
+The controller decides once, before any worker starts, which builds are re-verified; the decision
+travels to pytest-xdist workers in `workerinput`, because workers that looked at the store
+themselves could disagree (the controller appends evidence while they collect) and xdist refuses
+workers that collect different tests. Only the controller reads the outcome and writes the report.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .session import AgentBoxSession
+
+__all__ = ["CanaryPlugin", "WORKERINPUT"]
+
+WORKERINPUT = "agentbox_canary"
+# What the canary runs: the conformance suites. Unit tests say nothing about an installed harness.
+SUITE_MARKERS = ("golden", "smoke", "negative")
+
+
+class CanaryPlugin:
+    def __init__(self, config: pytest.Config, session: AgentBoxSession):
+        self.config, self.session = config, session
+        self.failed: set[str] = set()
+        self.ran: set[str] = set()
+        self.report = None
+        self.report_error: str | None = None
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is not None:
+            self.decision = json.loads(workerinput[WORKERINPUT])
+            self.builds, self.sandbox = [], []
+        else:
+            self.baseline = self._load_baseline()
+            self.builds, self.sandbox = self._decide()
+            self.decision = {"reused": [f"{b.harness}-{b.version}" for b in self.builds if b.action == "reused"],
+                             "sandbox_current": bool(self.sandbox) and all(s.current for s in self.sandbox)}
+
+    # -- deciding (controller) --------------------------------------------------------------------
+    def _load_baseline(self):
+        path = self.config.getoption("--agentbox-baseline")
+        if not path:
+            return None
+        from ..canary import load_baseline
+        from ..errors import InputError
+
+        try:
+            return load_baseline(path)
+        except InputError as exc:
+            raise pytest.UsageError(f"--agentbox-baseline: {exc}") from None
+
+    def _decide(self):
+        from ..canary import Build
+        from ..errors import AgentBoxError
+        from ..evidence import read_records
+        from ..freshness import freshness, sandbox_freshness
+        from .negative import bwrap_version, suite_revision
+
+        catalogue = self.session.catalogue()
+        try:
+            records = list(read_records(self.session.evidence_dir)) if self.session.evidence_dir.exists() else []
+        except AgentBoxError as exc:
+            raise pytest.UsageError(f"--agentbox-canary: {exc}") from None
+        revision = suite_revision()
+        builds = []
+        for target in self.session.targets():
+            if target.binary is None:
+                continue  # reported as a skip (or an error under --agentbox-require-harnesses) by the tests
+            adapter = target.adapter()
+            try:
+                probe = adapter.probe(target.binary)
+            except AgentBoxError as exc:
+                raise pytest.UsageError(f"--agentbox-canary: cannot probe {target.id}: {exc}") from None
+            fresh = freshness(records, catalogue, revision, harness=target.name, version=target.version,
+                              binary_sha256=probe.sha256)
+            builds.append(Build(harness=target.name, version=target.version, binary_sha256=probe.sha256,
+                                in_tested_range=adapter.declarations.in_tested_range(target.version),
+                                freshness=fresh, action="reused" if fresh.current else "reverified"))
+        sandbox = [sandbox_freshness(records, catalogue, revision, backend="bwrap", version=bwrap_version())]
+        return builds, sandbox
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKERINPUT] = json.dumps(self.decision)
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        lines = [f"agentbox canary: {b.harness} {b.version}: "
+                 + ("reusing current evidence" if b.action == "reused" else f"re-verifying ({b.freshness.reason})")
+                 for b in self.builds]
+        lines += [f"agentbox canary: {s.subject} (sandbox alone): "
+                  + ("reusing current evidence" if s.current else f"re-verifying ({s.reason})") for s in self.sandbox]
+        return lines
+
+    # -- selecting (controller and workers alike) -------------------------------------------------
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        reused = set(self.decision["reused"])
+        keep, drop = [], []
+        for item in items:
+            callspec = getattr(item, "callspec", None)
+            target = callspec.params.get("harness") if callspec else None
+            if not any(item.get_closest_marker(m) for m in SUITE_MARKERS):
+                drop.append(item)
+            elif target is not None and getattr(target, "id", None) in reused:
+                drop.append(item)
+            elif target is None and item.get_closest_marker("negative") and self.decision["sandbox_current"]:
+                drop.append(item)
+            else:
+                keep.append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    # -- judging (controller) ---------------------------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed:
+            self.failed.add(report.nodeid)
+        elif report.when == "call" and report.passed:
+            self.ran.add(report.nodeid)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput") or self.config.option.collectonly:
+            return
+        from ..canary import build_report
+        from ..claims import reconcile
+        from ..errors import AgentBoxError
+        from ..evidence import read_records
+        from .negative import suite_revision
+
+        passed = self.ran - self.failed
+        try:
+            records = list(read_records(self.session.evidence_dir)) if self.session.evidence_dir.exists() else []
+            table = reconcile(records, self.session.catalogue())
+            self.report = build_report(table, self.builds, suite_revision=suite_revision(), sandbox=self.sandbox,
+                                       failed_tests=self.failed, ran_tests=passed, baseline=self.baseline)
+            self._write(self.report)
+        except (AgentBoxError, OSError) as exc:
+            self.report_error = str(exc)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        # The canary is the arbiter of its own run: baselined failures pass, stale entries fail. Lost
+        # evidence is never baselined away.
+        from .evidence_writer import writer_key
+
+        writer = self.config.stash.get(writer_key, None)
+        if writer is not None and (writer.problems or writer.crashed_tests):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.OK if self.report.passed else pytest.ExitCode.TESTS_FAILED
+
+    @property
+    def report_path(self) -> Path:
+        opt = self.config.getoption("--agentbox-canary-report")
+        return Path(opt).absolute() if opt else self.session.evidence_dir / "canary-report.json"
+
+    def _write(self, report) -> None:
+        from ..atomic import write_files
+
+        write_files({self.report_path: report.model_dump_json(indent=2) + "\n"}, make_dirs=True)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        terminalreporter.write_sep("-", "agentbox canary")
+        if self.report_error:
+            terminalreporter.write_line(f"ERROR canary report: {self.report_error}")
+            return
+        if self.report is None:
+            return
+        for line in self.report.summary_lines():
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"report: {self.report_path}")

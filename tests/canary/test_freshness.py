@@ -1,0 +1,58 @@
+"""When recorded evidence is current for a build, and why not when it is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentbox.freshness import expected_runs, freshness, sandbox_freshness
+from synthetic import make_record, write_catalogue
+
+
+@pytest.fixture
+def catalogue(tmp_path):
+    return write_catalogue(tmp_path / "vectors")
+
+
+def complete(catalogue, **kw):
+    return [make_record(catalogue, v, layer, "blocked", **kw)
+            for v, layer in sorted(expected_runs(catalogue, "toy"))]
+
+
+def judge(records, catalogue, sha="sha-a", revision="test"):
+    return freshness(records, catalogue, revision, harness="toy", version="1.0", binary_sha256=sha)
+
+
+def test_a_build_with_every_vector_run_observed_is_current(catalogue):
+    f = judge(complete(catalogue), catalogue)
+    assert f.current and f.covered == f.runs == 4
+
+
+def test_a_build_without_records_is_missing(catalogue):
+    assert judge([], catalogue).state == "missing"
+
+
+def test_another_binary_with_the_same_version_is_stale_and_says_so(catalogue):
+    f = judge(complete(catalogue, sha="sha-old"), catalogue, sha="sha-new")
+    assert f.state == "stale" and "binary changed" in f.reason and "sha-old" in f.reason
+
+
+def test_another_suite_revision_is_stale(catalogue):
+    f = judge(complete(catalogue), catalogue, revision="next")
+    assert f.state == "stale" and "suite revision changed" in f.reason
+
+
+def test_another_catalogue_is_stale(catalogue):
+    f = judge(complete(catalogue, digest="older"), catalogue)
+    assert f.state == "stale" and "catalogue changed" in f.reason
+
+
+def test_an_errored_newest_run_is_a_gap_even_after_an_earlier_block(catalogue):
+    records = complete(catalogue) + [make_record(catalogue, "ro-shell", "composed", "error")]
+    f = judge(records, catalogue)
+    assert f.state == "stale" and f.covered == 3 and "ro-shell[composed]" in f.reason
+
+
+def test_sandbox_alone_evidence_is_judged_per_backend_version(catalogue):
+    records = [make_record(catalogue, "ro-shell", "sandbox", "blocked")]
+    assert sandbox_freshness(records, catalogue, "test", backend="box", version="0.8.0").current
+    assert "version changed" in sandbox_freshness(records, catalogue, "test", backend="box", version="0.9.0").reason

@@ -1,0 +1,116 @@
+"""Version matrices: the pinned schema, every file under matrices/, and `agent-box matrix list`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+import agentbox
+from agentbox import installs
+from agentbox.cli import main
+from agentbox.errors import InputError
+from agentbox.matrix import cells, json_schema, load_matrix
+from agentbox.profile import HARNESSES
+
+REPO = Path(__file__).resolve().parents[2]
+MATRICES = sorted((REPO / "matrices").glob("*.yaml"))
+SCHEMA_FILE = Path(agentbox.__file__).parent / "schemas" / "matrix.schema.json"
+
+
+def test_the_schema_file_is_exported_from_the_matrix_model():
+    # Regenerate with: python -m agentbox.matrix --schema > agentbox/schemas/matrix.schema.json
+    assert json.loads(SCHEMA_FILE.read_text()) == json_schema()
+
+
+def test_the_model_is_still_importable_from_installs():
+    assert installs.load_matrix is load_matrix
+
+
+@pytest.mark.parametrize("path", MATRICES, ids=lambda p: p.name)
+def test_every_matrix_file_validates_against_the_model_and_the_schema(path):
+    load_matrix(path)
+    jsonschema.validate(yaml.safe_load(path.read_text()), json.loads(SCHEMA_FILE.read_text()))
+
+
+def test_the_default_matrix_has_one_version_per_harness_each_of_them_supported():
+    default, supported = load_matrix(REPO / "matrices/default.yaml"), load_matrix(REPO / "matrices/supported.yaml")
+    assert set(default.harnesses) == set(HARNESSES)
+    assert all(len(v) == 1 for v in default.harnesses.values())
+    for name, (version,) in default.harnesses.items():
+        assert version in supported.harnesses[name]
+    assert default.acp_adapters == supported.acp_adapters
+
+
+def test_the_supported_matrix_proves_two_permission_dialects_of_every_harness():
+    from agentbox.adapters import get_adapter
+
+    supported = load_matrix(REPO / "matrices/supported.yaml")
+    assert set(supported.harnesses) == set(HARNESSES)
+    for name, versions in supported.harnesses.items():
+        dialects = {get_adapter(name).declarations.dialect_for(v) for v in versions}
+        assert len(versions) >= 2 and len(dialects) >= 2, (name, versions, dialects)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("harnesses: {codx: ['1.0.0']}", r"harnesses.codx.\[key\]: Input should be 'claude-code', 'codex'"),
+    ("harnesses: {codex: []}", "harnesses.codex: .*at least 1 item"),
+    ("harnesses: {codex: ['0.171.0', '0.171']}", "harnesses.codex: a version is listed twice"),
+    ("harnesses: {codex: ['latest']}", "harnesses.codex.0: String should match pattern"),
+    ("acp_adapters: {codex: '0.1.0'}", "unknown ACP adapter.s.: codex; known: claude-agent-acp, codex-acp"),
+    ("schema_version: 2", "schema_version: Input should be 1"),
+    ("harness: {codex: ['1.0']}", "harness: unknown field"),
+])
+def test_a_bad_matrix_is_refused_naming_the_file_and_the_field(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=f"bad.yaml: {message}") as exc:
+        load_matrix(path)
+    assert exc.value.exit_code == 2
+
+
+def test_cells_are_each_harness_version_once_in_harness_then_version_order(tmp_path):
+    (tmp_path / "a.yaml").write_text("harnesses: {hermes: ['0.19.0'], codex: ['0.171.0', '0.147.0']}\n"
+                                     "acp_adapters: {codex-acp: '0.16.0'}\n")
+    (tmp_path / "b.yaml").write_text("harnesses: {codex: ['0.171.0'], claude-code: ['2.1.332']}\n")
+    got = cells([load_matrix(tmp_path / "a.yaml"), load_matrix(tmp_path / "b.yaml")])
+    assert [c.id for c in got] == ["claude-code-2.1.332", "codex-0.147.0", "codex-0.171.0", "hermes-0.19.0"]
+    assert got[2].install == ("codex@0.171.0", "codex-acp@0.16.0")  # the adapter that drives it, pinned by a.yaml
+    assert got[0].install == ("claude-code@2.1.332",)  # b.yaml pins no adapter
+    assert got[3].install == ("hermes@0.19.0",)  # hermes speaks ACP natively
+
+
+def test_matrix_list_json_is_a_github_actions_job_matrix(capsys):
+    assert main(["matrix", "list", "--matrix", str(REPO / "matrices/supported.yaml"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {tuple(sorted(r)) for r in rows} == {("harness", "id", "install", "tox_env", "version")}
+    assert [r["id"] for r in rows] == ["claude-code-2.1.197", "claude-code-2.1.332", "codex-0.147.0", "codex-0.171.0",
+                                       "opencode-1.18.16", "opencode-1.18.33", "hermes-0.13.0", "hermes-0.19.0"]
+    codex = rows[3]
+    assert codex == {"harness": "codex", "version": "0.171.0", "id": "codex-0.171.0", "tox_env": "codex-0.171.0",
+                     "install": ["codex@0.171.0", "codex-acp@0.16.0"]}
+
+
+def test_matrix_list_reads_every_matrix_here_by_default_and_prints_a_line_per_version(capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert main(["matrix", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 8
+    assert lines[3].split()[:3] == ["codex", "0.171.0", "codex-0.171.0"]
+
+
+def test_matrix_list_names_a_missing_file(capsys, tmp_path):
+    assert main(["matrix", "list", "--matrix", str(tmp_path / "nope.yaml")]) == 2
+    assert "nope.yaml: no such file" in capsys.readouterr().err
+
+
+def test_harness_install_installs_what_any_matrix_names(monkeypatch):
+    asked = []
+    monkeypatch.setattr(installs, "install", lambda name, version, log: asked.append(f"{name}@{version}") or
+                        installs.Installed(name, version, "/bin/true", "agentbox", version))
+    assert main(["harness", "install", "--quiet", "--matrix", str(REPO / "matrices/supported.yaml")]) == 0
+    wanted = {spec for c in cells([load_matrix(REPO / "matrices/supported.yaml")]) for spec in c.install}
+    assert set(asked) == wanted and len(asked) == len(wanted)
