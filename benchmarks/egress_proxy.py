@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -179,6 +180,7 @@ def main() -> int:
         proxy.stop()
         origins.kill()
         origins.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"latency ({args.requests} requests, a new connection each, proxy on its unix socket)")
     print(f"  direct   median {d_med:7.3f} ms")

@@ -1,0 +1,68 @@
+"""The run's egress log: one JSON line per decision, appended as it happens.
+
+A line is written once per client connection, when it ends (a denial ends it at once), so it can
+carry the bytes moved each way. Each line is one write() on an O_APPEND descriptor: lines from
+concurrent exchanges never interleave, and a reader tailing the file sees only whole lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+
+from .streams import Tally
+
+__all__ = ["DecisionLog", "Exchange"]
+
+
+class Exchange:
+    """What one client connection asked for and what became of it."""
+
+    __slots__ = ("client", "method", "host", "port", "allowed", "reason", "detail", "address",
+                 "up", "down", "started", "time")
+
+    def __init__(self, client: str):
+        self.client = client
+        self.method = self.host = self.port = self.address = None
+        self.allowed, self.reason, self.detail = False, "incomplete", ""
+        self.up, self.down = Tally(), Tally()
+        self.started = time.monotonic()
+        self.time = _now()
+
+    def decide(self, allowed: bool, reason: str, detail: str = "") -> None:
+        self.allowed, self.reason, self.detail = allowed, reason, detail
+        self.time = _now()
+
+    def record(self) -> dict:
+        return {"time": self.time, "client": self.client, "method": self.method, "host": self.host,
+                "port": self.port, "allowed": self.allowed, "reason": self.reason, "detail": self.detail,
+                "address": self.address, "bytes_up": self.up.n, "bytes_down": self.down.n,
+                "duration_ms": round((time.monotonic() - self.started) * 1000, 1)}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class DecisionLog:
+    def __init__(self, path: str):
+        self.path = path
+        self.error: OSError | None = None  # set by a failed write: the proxy then allows nothing more
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def write(self, exchange: Exchange) -> None:
+        if self._fd < 0:
+            return
+        try:
+            os.write(self._fd, (json.dumps(exchange.record(), separators=(",", ":")) + "\n").encode())
+        except OSError as exc:
+            self.error = exc
+            print(f"agentbox egress: cannot write the decision log {self.path}: {exc}", file=sys.stderr)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

@@ -1,0 +1,166 @@
+"""One client connection of the proxy: read its request head, decide, then tunnel or forward.
+
+Order of refusals: a head that does not parse (400, 408, 431), a target the policy refuses or a
+Host that disagrees with it (403), then a name that does not resolve or an upstream that does not
+answer (502). Every connection that sent a request ends in exactly one decision-log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .bodies import copy_body
+from .decisions import DecisionLog, Exchange
+from .dial import Refused, connect, resolve
+from .http1 import (BadRequest, forward_head, framing, host_matches, parse_absolute, parse_request, response,
+                    split_authority)
+from .policy import EgressPolicy
+from .streams import READ_LIMIT, Buffered, HeadTooLarge, Idle, pump
+from .tunnel import client_to_upstream
+
+__all__ = ["Limits", "Handler"]
+
+
+class Limits(BaseModel):
+    """Bounds on what one client can make the proxy hold or wait for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    head_bytes: int = Field(default=32768, ge=1024)  # a request head (and each chunk-size or trailer line)
+    max_headers: int = Field(default=100, ge=1)
+    head_timeout: float = Field(default=30.0, gt=0)  # from connect to a complete request head
+    connect_timeout: float = Field(default=10.0, gt=0)  # resolving and dialling the upstream, all addresses
+    idle_timeout: float = Field(default=300.0, gt=0)  # no byte either way: both sides are closed
+    max_connections: int = Field(default=1024, ge=1)
+
+
+class Handler:
+    def __init__(self, policy: EgressPolicy, log: DecisionLog, limits: Limits):
+        self.policy, self.log, self.limits = policy, log, limits
+        self.live: dict[asyncio.Task, list[asyncio.StreamWriter]] = {}
+
+    async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        writers = self.live[task] = [writer]
+        exchange = Exchange(_client(writer))
+        try:
+            if len(self.live) > self.limits.max_connections:
+                raise Refused(503, "too_many_connections", f"more than {self.limits.max_connections} open")
+            if not await self._exchange(Buffered(reader), writer, exchange, writers):
+                exchange = None  # connected and closed without a request: nothing was decided
+        except Refused as refused:
+            exchange.decide(False, refused.reason, refused.detail)
+            if refused.status and not writer.is_closing():
+                writer.write(response(refused.status, f"agentbox egress: {refused.reason} {refused.detail}".strip()))
+        except Exception as exc:  # never let one connection's surprise pass unlogged
+            exchange.decide(False, "proxy_error", repr(exc)[:300])
+        finally:
+            del self.live[task]
+            for w in writers:
+                w.close()
+            if exchange is not None:
+                self.log.write(exchange)
+
+    def abort_all(self) -> None:
+        """Stopping: cut every open connection so each handler finishes and logs its line."""
+        for writers in self.live.values():
+            for w in writers:
+                w.transport.abort()
+
+    async def _exchange(self, rd: Buffered, writer, exchange: Exchange, writers: list) -> bool:
+        limits = self.limits
+        try:
+            async with asyncio.timeout(limits.head_timeout):
+                raw = await rd.readuntil(b"\r\n\r\n", limits.head_bytes)
+        except TimeoutError:
+            raise Refused(408, "head_timeout", f"no complete request head within {limits.head_timeout:g} s") from None
+        except HeadTooLarge:
+            raise Refused(431, "head_too_large", f"request head over {limits.head_bytes} bytes") from None
+        except (asyncio.IncompleteReadError, ConnectionError):
+            raise Refused(0, "incomplete_head", "client closed before the end of its request head") from None
+        if not raw:
+            return False
+        try:
+            head = parse_request(raw, limits.max_headers)
+            exchange.method = head.method
+            if head.method == "CONNECT":
+                host, port = split_authority(head.target, None)
+                await self._tunnel(rd, writer, exchange, writers, host, port)
+            else:
+                await self._forward(rd, writer, exchange, writers, head)
+        except BadRequest as exc:
+            raise Refused(400, "bad_request", str(exc)) from None
+        return True
+
+    async def _open(self, exchange: Exchange, writers: list, host: str, port: int):
+        """Decide, resolve and dial host:port; the upstream's (reader, writer)."""
+        decision = self.policy.decide(host, port)
+        exchange.host, exchange.port = decision.host or host, port
+        if not decision.allowed:
+            raise Refused(403, decision.reason, f"{host}:{port}")
+        if self.log.error is not None:  # an exchange that cannot be recorded is not allowed (fail closed)
+            raise Refused(503, "decision_log_unwritable", str(self.log.error))
+        addresses = await resolve(self.policy, decision.host, port)
+        reader, writer, exchange.address = await connect(addresses, port, self.limits.connect_timeout, READ_LIMIT)
+        writers.append(writer)
+        exchange.decide(True, decision.reason)
+        return reader, writer
+
+    async def _tunnel(self, rd: Buffered, client, exchange: Exchange, writers: list, host: str, port: int) -> None:
+        up_reader, upstream = await self._open(exchange, writers, host, port)
+        client.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
+        down = asyncio.create_task(pump(up_reader, client, idle, exchange.down))
+        try:
+            await client_to_upstream(rd, upstream, exchange.host, port, idle, exchange.up, self.limits.head_bytes)
+            await down
+        finally:
+            idle.cancel()
+            down.cancel()
+
+    async def _forward(self, rd: Buffered, client, exchange: Exchange, writers: list, head) -> None:
+        if head.target[:8].lower() == "https://":
+            raise BadRequest("an https:// URL goes through CONNECT, not a plain request")
+        host, port, path = parse_absolute(head.target)
+        exchange.host, exchange.port = host, port
+        framing(head)  # a body the proxy could not delimit is refused before anything is dialled
+        decision = self.policy.decide(host, port)
+        if decision.allowed and not host_matches(head.host(), host, port):
+            raise Refused(403, "host_mismatch", f"Host {head.host()!r} for a request to {host}:{port}")
+        up_reader, upstream = await self._open(exchange, writers, host, port)
+        first = forward_head(head, host, port, path)
+        upstream.write(first)
+        exchange.up.n += len(first)
+        idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
+        down = asyncio.create_task(pump(up_reader, client, idle, exchange.down))
+        try:
+            try:
+                await copy_body(rd, upstream, head, idle, exchange.up, self.limits.head_bytes)
+            except BadRequest as exc:  # the response may be under way: no 400 in the middle of it
+                raise Refused(0, "bad_request", str(exc)) from None
+            await down
+        finally:
+            idle.cancel()
+            down.cancel()
+
+
+def _abort(writers: list) -> None:
+    for w in writers:
+        w.transport.abort()
+
+
+def _client(writer: asyncio.StreamWriter) -> str:
+    """`host:port` of a TCP client; `unix:pid=N` (SO_PEERCRED) for one on the unix socket."""
+    peer = writer.get_extra_info("peername")
+    if isinstance(peer, tuple):
+        return f"{peer[0]}:{peer[1]}"
+    sock = writer.get_extra_info("socket")
+    try:
+        pid, _, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        return f"unix:pid={pid}"
+    except OSError:
+        return "unix"

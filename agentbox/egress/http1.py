@@ -1,0 +1,158 @@
+"""The slice of HTTP/1.x a forward proxy must read exactly: request heads, authorities, body framing.
+
+Parsing is strict on purpose: where servers disagree (space before the colon, folded lines,
+duplicate Host or Content-Length, Transfer-Encoding beside Content-Length) a lenient proxy and the
+upstream would see two different requests, which is how a Host check gets smuggled past. Anything
+ambiguous is a BadRequest.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from . import hostnames
+
+__all__ = ["BadRequest", "RequestHead", "parse_request", "split_authority", "parse_absolute", "host_matches",
+           "framing", "forward_head", "response"]
+
+_TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_REQUEST_LINE = re.compile(rb"^(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) HTTP/(1\.[01])$")
+_HEADER = re.compile(rb"^(" + _TOKEN + rb"):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*$")
+_HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate",
+               "te", "trailer", "upgrade"}
+# A Connection header may name further hop-by-hop headers, but never these: dropping one would change
+# how the upstream frames the body, or which host it serves.
+_NEVER_DROPPED = {"host", "content-length", "transfer-encoding"}
+
+
+class BadRequest(ValueError):
+    pass
+
+
+class RequestHead(NamedTuple):
+    method: str
+    target: str
+    version: str
+    headers: list[tuple[str, str]]
+
+    def values(self, name: str) -> list[str]:
+        name = name.lower()
+        return [v for k, v in self.headers if k.lower() == name]
+
+    def host(self) -> str | None:
+        hosts = self.values("host")
+        if len(hosts) > 1:
+            raise BadRequest("more than one Host header")
+        return hosts[0] if hosts else None
+
+
+def parse_request(head: bytes, max_headers: int = 100) -> RequestHead:
+    """`head` is everything up to and including the blank line (CRLF CRLF)."""
+    if not head.endswith(b"\r\n\r\n"):
+        raise BadRequest("request head does not end with CRLF CRLF")
+    lines = head[:-4].split(b"\r\n")
+    match = _REQUEST_LINE.match(lines[0])
+    if not match:
+        raise BadRequest(f"bad request line {lines[0][:80]!r}")
+    if len(lines) - 1 > max_headers:
+        raise BadRequest(f"more than {max_headers} header fields")
+    headers = []
+    for line in lines[1:]:
+        field = _HEADER.match(line)
+        if not field:  # also refuses obsolete line folding and bare CR / LF inside a line
+            raise BadRequest(f"bad header line {line[:80]!r}")
+        headers.append((field.group(1).decode("ascii"), field.group(2).decode("latin-1")))
+    method, target, version = (g.decode("latin-1") for g in match.groups())
+    return RequestHead(method, target, version, headers)
+
+
+def split_authority(authority: str, default_port: int | None) -> tuple[str, int]:
+    """`host[:port]` or `[v6][:port]` -> (normalized host, port); no userinfo, no empty parts."""
+    if "@" in authority or not authority:
+        raise BadRequest(f"bad authority {authority!r}")
+    if authority.startswith("["):
+        host, _, tail = authority.partition("]")
+        host += "]"
+        port_text = tail[1:] if tail.startswith(":") else None
+        if tail and port_text is None:
+            raise BadRequest(f"bad authority {authority!r}")
+    elif ":" in authority:
+        host, _, port_text = authority.partition(":")
+    else:
+        host, port_text = authority, None
+    if port_text is None:
+        if default_port is None:
+            raise BadRequest(f"{authority!r} has no port")
+        port = default_port
+    elif port_text.isdigit() and len(port_text) <= 5 and 0 < int(port_text) < 65536:
+        port = int(port_text)
+    else:
+        raise BadRequest(f"bad port in {authority!r}")
+    try:
+        return hostnames.normalize(host), port
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def parse_absolute(target: str) -> tuple[str, int, str]:
+    """`http://host[:port]/path?q` -> (host, port, origin-form path); the fragment is dropped."""
+    if not target[:7].lower() == "http://":
+        raise BadRequest("not an absolute http:// URL")
+    rest = target[7:].split("#", 1)[0]
+    cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    authority, path = rest[:cut], rest[cut:]
+    host, port = split_authority(authority, 80)
+    return host, port, path if path.startswith("/") else "/" + path
+
+
+def host_matches(header: str | None, host: str, port: int) -> bool:
+    """Does a Host header (absent, or `host[:port]` with 80 as the default) name exactly host:port?"""
+    if header is None:
+        return True  # nothing to route by: the upstream serves the connection's own host
+    try:
+        return split_authority(header, 80) == (host, port)
+    except BadRequest:
+        return False
+
+
+def framing(head: RequestHead) -> tuple[str, int]:
+    """How the body after this head is delimited: ("length", n), ("chunked", 0) or ("none", 0)."""
+    encodings = head.values("transfer-encoding")
+    lengths = head.values("content-length")
+    if encodings:
+        if lengths:
+            raise BadRequest("both Transfer-Encoding and Content-Length")
+        if len(encodings) != 1 or encodings[0].strip().lower() != "chunked":
+            raise BadRequest(f"unsupported Transfer-Encoding {', '.join(encodings)!r}")
+        return "chunked", 0
+    if lengths:
+        if len(set(lengths)) != 1 or not lengths[0].isdigit() or len(lengths[0]) > 15:
+            raise BadRequest(f"bad Content-Length {', '.join(lengths)!r}")
+        return "length", int(lengths[0])
+    return "none", 0
+
+
+def forward_head(head: RequestHead, host: str, port: int, path: str) -> bytes:
+    """The origin-form head sent upstream: hop-by-hop headers gone, one request per connection."""
+    named = {t.strip().lower() for v in head.values("connection") for t in v.split(",")} - _NEVER_DROPPED
+    drop = _HOP_BY_HOP | named
+    lines = [f"{head.method} {path} HTTP/{head.version}"]
+    if head.host() is None:
+        authority = f"[{host}]" if ":" in host else host
+        lines.append(f"Host: {authority}" if port == 80 else f"Host: {authority}:{port}")
+    lines += [f"{k}: {v}" for k, v in head.headers if k.lower() not in drop]
+    lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+_REASONS = {400: "Bad Request", 403: "Forbidden", 408: "Request Timeout", 431: "Request Header Fields Too Large",
+            502: "Bad Gateway", 503: "Service Unavailable"}
+
+
+def response(status: int, text: str) -> bytes:
+    """A complete short reply from the proxy itself; the connection is closed after it."""
+    body = (text + "\n").encode("utf-8", "replace")
+    return (f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\nX-Agentbox-Egress: {status}\r\n\r\n"
+            ).encode("ascii") + body

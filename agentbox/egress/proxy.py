@@ -1,0 +1,166 @@
+"""The egress proxy's lifecycle: listen on a unix socket (and, for tests and benchmarks, a loopback TCP
+port), serve on an asyncio loop, stop cleanly with every open connection's decision logged.
+
+Sockets and the log are opened in the caller's thread before anything runs, so a proxy that cannot
+start raises ProxyStartError from `start()` itself and the run it guards never begins (fail closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import threading
+
+from ..errors import SandboxError
+from .decisions import DecisionLog
+from .handler import Handler, Limits
+from .policy import EgressPolicy
+from .streams import READ_LIMIT
+
+__all__ = ["EgressProxy", "ProxyServer", "ProxyStartError", "bind_unix", "bind_tcp", "open_log"]
+
+_BACKLOG = 512
+
+
+class ProxyStartError(SandboxError):
+    """The egress proxy cannot listen or cannot log: the run must not start."""
+
+
+def bind_unix(path: str) -> socket.socket:
+    if os.path.lexists(path):  # a live proxy, or anything else: never take over a path that is in use
+        raise ProxyStartError(f"egress proxy socket {path} already exists; refusing to replace it")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
+        os.chmod(path, 0o600)
+        sock.listen(_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise ProxyStartError(f"egress proxy cannot listen on {path}: {exc.strerror or exc}") from None
+    return sock
+
+
+def bind_tcp(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        sock.listen(_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise ProxyStartError(f"egress proxy cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def open_log(path: str) -> DecisionLog:
+    try:
+        return DecisionLog(path)
+    except OSError as exc:
+        raise ProxyStartError(f"egress proxy cannot write its decision log {path}: {exc.strerror or exc}") from None
+
+
+class ProxyServer:
+    """Serves pre-bound listening sockets on the running loop until `close()`."""
+
+    def __init__(self, policy: EgressPolicy, log: DecisionLog, limits: Limits | None = None):
+        self.handler = Handler(policy, log, limits or Limits())
+        self.log = log
+        self._servers: list[asyncio.base_events.Server] = []
+        self._unix_paths: list[str] = []
+
+    async def start(self, listeners: list[socket.socket]) -> None:
+        for sock in listeners:
+            if sock.family == socket.AF_UNIX:
+                self._unix_paths.append(sock.getsockname())
+                server = await asyncio.start_unix_server(self.handler, sock=sock, limit=READ_LIMIT)
+            else:
+                server = await asyncio.start_server(self.handler, sock=sock, limit=READ_LIMIT)
+            self._servers.append(server)
+
+    async def close(self, grace: float = 5.0) -> None:
+        for server in self._servers:
+            server.close()
+        self.handler.abort_all()
+        pending = list(self.handler.live)
+        if pending:
+            await asyncio.wait(pending, timeout=grace)
+        self.log.close()
+        for path in self._unix_paths:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+class EgressProxy:
+    """The proxy in this process, on its own event loop in a daemon thread.
+
+    `python -m agentbox.egress serve` runs the same server as a separate process (see process.py).
+    """
+
+    def __init__(self, policy: EgressPolicy, log_path: str, socket_path: str | None = None,
+                 tcp_port: int | None = None, limits: Limits | None = None):
+        if socket_path is None and tcp_port is None:
+            raise ValueError("an egress proxy needs a socket path, a TCP port, or both")
+        self.policy, self.log_path, self.socket_path, self.limits = policy, log_path, socket_path, limits
+        self._tcp_port = tcp_port
+        self.tcp_address: tuple[str, int] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: ProxyServer | None = None
+
+    @property
+    def proxy_url(self) -> str:
+        if self.tcp_address is None:
+            raise RuntimeError("this proxy has no TCP port")
+        return f"http://{self.tcp_address[0]}:{self.tcp_address[1]}"
+
+    def start(self) -> "EgressProxy":
+        listeners = []
+        try:
+            if self.socket_path is not None:
+                listeners.append(bind_unix(self.socket_path))
+            if self._tcp_port is not None:
+                listeners.append(bind_tcp(self._tcp_port))
+                self.tcp_address = listeners[-1].getsockname()
+            log = open_log(self.log_path)
+        except ProxyStartError:
+            for sock in listeners:
+                sock.close()
+            if self.socket_path is not None and listeners:
+                os.unlink(self.socket_path)
+            raise
+        self._server = ProxyServer(self.policy, log, self.limits)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="agentbox-egress", daemon=True)
+        self._thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self._server.start(listeners), self._loop).result(timeout=10)
+        except Exception as exc:
+            self.stop()
+            raise ProxyStartError(f"egress proxy did not start serving: {exc!r}") from exc
+        return self
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.close()
+
+    def stop(self) -> None:
+        if self._loop is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._server.close(), self._loop).result(timeout=10)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop = None
+
+    def __enter__(self) -> "EgressProxy":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

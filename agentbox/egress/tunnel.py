@@ -1,0 +1,111 @@
+"""A CONNECT tunnel after its 200: the first client bytes are checked against the target, then spliced.
+
+TLS: the ClientHello's SNI, when present, must name the CONNECT host. Plaintext HTTP: every request
+of the tunnel (bodies are framed, so none hides in another's body) must name the CONNECT host:port
+in its Host header and, if absolute, in its target. Any other protocol is spliced as it is. A
+mismatch closes the tunnel before a byte of the offending message goes upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from . import hostnames
+from .bodies import copy_body
+from .dial import Refused
+from .http1 import BadRequest, RequestHead, host_matches, parse_request, split_authority
+from .sniff import MAX_HELLO, BadHello, classify, client_hello_sni
+from .streams import HeadTooLarge, Idle, Buffered, Tally, half_close, pump
+
+__all__ = ["client_to_upstream"]
+
+_SCHEME_PORTS = {"http": 80, "https": 443}
+
+
+async def client_to_upstream(rd: Buffered, upstream: asyncio.StreamWriter, host: str, port: int, idle: Idle,
+                             tally: Tally, head_limit: int) -> None:
+    """The client -> upstream direction of a tunnel to host:port; raises Refused(0, ...) on a mismatch."""
+    while (kind := classify(bytes(rd.buf))) is None:
+        if len(rd.buf) > head_limit:
+            raise Refused(0, "unclassifiable", f"first {len(rd.buf)} bytes are neither TLS, HTTP nor another protocol")
+        if not await rd.fill():
+            break
+        idle.touch()
+    if kind is None:  # the client ended inside what could still have been a request line: drop it
+        half_close(upstream)
+        return
+    if kind == "http":
+        await _requests(rd, upstream, host, port, idle, tally, head_limit)
+        half_close(upstream)  # bytes of an unfinished request are dropped, never forwarded unchecked
+        return
+    if kind == "tls":
+        await _check_hello(rd, host)
+    await pump(rd, upstream, idle, tally)
+
+
+async def _check_hello(rd: Buffered, host: str) -> None:
+    while True:
+        try:
+            complete, sni = client_hello_sni(bytes(rd.buf))
+        except BadHello as exc:
+            raise Refused(0, "bad_client_hello", str(exc)) from None
+        if complete:
+            break
+        if len(rd.buf) > 4 * MAX_HELLO:
+            raise Refused(0, "bad_client_hello", "ClientHello spread over too many records")
+        if not await rd.fill():
+            return
+    if sni is not None and _normalized(sni) != host:
+        raise Refused(0, "host_mismatch", f"TLS SNI {sni!r} in a tunnel to {host}")
+
+
+async def _requests(rd: Buffered, upstream, host: str, port: int, idle: Idle, tally: Tally, limit: int) -> None:
+    """Check and forward request after request until the client has finished (EOF)."""
+    while True:
+        try:
+            raw = await rd.readuntil(b"\r\n\r\n", limit)
+        except HeadTooLarge as exc:
+            raise Refused(0, "head_too_large", str(exc)) from None
+        except asyncio.IncompleteReadError:
+            return
+        if not raw:
+            return
+        raw = raw.lstrip(b"\r\n")  # servers skip blank lines between requests: so do we, and drop them
+        if not raw:
+            continue
+        try:
+            head = parse_request(raw)
+            _check_request(head, host, port)
+        except BadRequest as exc:
+            raise Refused(0, "bad_request_in_tunnel", str(exc)) from None
+        upstream.write(raw)
+        tally.n += len(raw)
+        idle.touch()
+        try:
+            if not await copy_body(rd, upstream, head, idle, tally, limit):
+                return
+        except BadRequest as exc:
+            raise Refused(0, "bad_request_in_tunnel", str(exc)) from None
+
+
+def _check_request(head: RequestHead, host: str, port: int) -> None:
+    if head.method == "CONNECT":
+        raise Refused(0, "host_mismatch", f"CONNECT {head.target} inside a tunnel to {host}:{port}")
+    target = head.target
+    if "://" in target:  # an absolute target overrides Host for the server (RFC 9112 3.2.2)
+        scheme, _, rest = target.partition("://")
+        default = _SCHEME_PORTS.get(scheme.lower())
+        authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+        if default is None or split_authority(authority, default) != (host, port):
+            raise Refused(0, "host_mismatch", f"request target {target[:200]!r} in a tunnel to {host}:{port}")
+    elif not (target.startswith("/") or target == "*"):
+        raise BadRequest(f"request target {target[:80]!r} is neither origin-form nor absolute")
+    if not host_matches(head.host(), host, port):
+        raise Refused(0, "host_mismatch", f"Host {head.host()!r} in a tunnel to {host}:{port}")
+
+
+def _normalized(name: str) -> str | None:
+    try:
+        return hostnames.normalize(name)
+    except ValueError:
+        return None
