@@ -121,7 +121,7 @@ class ClaimsTable(BaseModel):
 DeclarationSource = Callable[[str], Declarations]
 
 
-def _report(source: DeclarationSource, layer: str, capability: str, version: str | None) -> CapabilityReport | None:
+def declared_report(source: DeclarationSource, layer: str, capability: str, version: str | None) -> CapabilityReport | None:
     try:
         decl = source(layer)
     except FileNotFoundError:
@@ -142,7 +142,7 @@ def _declared(harness: CapabilityReport | None, sandbox: CapabilityReport | None
     return closure(tuple(layers))
 
 
-def _backend(r: EvidenceRecord) -> str:
+def backend_of(r: EvidenceRecord) -> str:
     return r.run_info.sandbox_backend or DEFAULT_BACKEND
 
 
@@ -150,11 +150,11 @@ def _row_key(r: EvidenceRecord) -> tuple[str, str, str]:
     """Which rows a record feeds: a harness version's (any backend), or a sandbox-alone backend version's."""
     ri = r.run_info
     if ri.harness is None:
-        return NO_HARNESS, _backend(r), ri.sandbox_version or UNKNOWN
+        return NO_HARNESS, backend_of(r), ri.sandbox_version or UNKNOWN
     return ri.harness, "", ri.version or UNKNOWN
 
 
-def _latest(records: Iterable[tuple[int, EvidenceRecord]]) -> dict[tuple[str, str], EvidenceRecord]:
+def latest_by_run(records: Iterable[tuple[int, EvidenceRecord]]) -> dict[tuple[str, str], EvidenceRecord]:
     """The newest record per (vector, layer); ties in time go to the later line."""
     out: dict[tuple[str, str], EvidenceRecord] = {}
     for _, r in sorted(records, key=lambda ir: (ir[1].when, ir[0])):
@@ -231,7 +231,7 @@ def reconcile(records: Iterable[EvidenceRecord], catalogue: Catalogue,
     for i, r in indexed:
         ri = r.run_info
         if ri.harness is None:
-            sandbox.setdefault((_backend(r), ri.sandbox_version or UNKNOWN), []).append((i, r))
+            sandbox.setdefault((backend_of(r), ri.sandbox_version or UNKNOWN), []).append((i, r))
         else:
             harnessed.setdefault((ri.harness, ri.version or UNKNOWN), []).append((i, r))
 
@@ -246,13 +246,13 @@ def reconcile(records: Iterable[EvidenceRecord], catalogue: Catalogue,
 
 def _backend_rows(backend: str, bversion: str, recs: list[tuple[int, EvidenceRecord]], catalogue: Catalogue,
                   declarations: DeclarationSource) -> list[Claim]:
-    latest = _latest(recs)
+    latest = latest_by_run(recs)
     out = []
     for cap in catalogue.capabilities:
         vectors = [v for v in catalogue.for_capability(cap) if "sandbox" in v.run_layers()]
         if not vectors:
             continue
-        sr = _report(declarations, backend, cap, None)
+        sr = declared_report(declarations, backend, cap, None)
         declared = _declared(None, sr)
         state, blocked, escaped, unverified = _judge(
             vectors, "sandbox", latest, lambda v: expected_outcome(v, "sandbox", None, sr), declared)
@@ -278,21 +278,21 @@ def _harness_rows(harness: str, version: str, recs: list[tuple[int, EvidenceReco
     hversion = None if version == UNKNOWN else version
 
     # The harness layer runs without a sandbox, so its records join every backend row of this version.
-    backends = sorted({_backend(r) for _, r in recs if r.layer == "composed"} or {DEFAULT_BACKEND})
+    backends = sorted({backend_of(r) for _, r in recs if r.layer == "composed"} or {DEFAULT_BACKEND})
     out = []
     for backend in backends:
         mine = [(i, r) for i, r in recs
-                if r.layer == "harness" or _backend(r) == backend]
+                if r.layer == "harness" or backend_of(r) == backend]
         # The sandbox alone for this backend, whatever its version: the newest run of each vector.
         mine += [ir for (b, _), srecs in sandbox.items() if b == backend for ir in srecs]
-        latest = _latest(mine)
+        latest = latest_by_run(mine)
         for cap in catalogue.capabilities:
             applicable = catalogue.for_capability(cap, harness)
             composed = [v for v in applicable if "composed" in v.run_layers()]
             if not composed:
                 continue
-            hr = _report(declarations, harness, cap, hversion)
-            sr = _report(declarations, backend, cap, None)
+            hr = declared_report(declarations, harness, cap, hversion)
+            sr = declared_report(declarations, backend, cap, None)
             declared = _declared(hr, sr)
             state, blocked, escaped, unverified = _judge(
                 composed, "composed", latest, lambda v: expected_outcome(v, "composed", hr, sr), declared)

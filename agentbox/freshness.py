@@ -71,8 +71,10 @@ def _judge(subject: str, mine: list[EvidenceRecord], catalogue: Catalogue, suite
         return stale(f"{build_word} changed: recorded {', '.join(recorded)}, installed {str(build)[:12]}")
     same_suite = [r for r in same_build if r.run_info.suite_revision == suite_revision]
     if not same_suite:
-        recorded = sorted({r.run_info.suite_revision for r in same_build})
-        return stale(f"suite revision changed: recorded {', '.join(recorded)}, now {suite_revision}")
+        newest = max(same_build, key=lambda r: r.when).run_info.suite_revision
+        others = len({r.run_info.suite_revision for r in same_build} - {newest})
+        more = f" (and {others} older)" if others else ""
+        return stale(f"suite revision changed: recorded {newest}{more}, now {suite_revision}")
     same_catalogue = [r for r in same_suite if r.run_info.catalogue_digest == catalogue.digest]
     if not same_catalogue:
         return stale("vector catalogue changed since the evidence was recorded")

@@ -2,8 +2,8 @@
 
 Every verdict comes from `claims.reconcile`, the same function the launch gate and `evidence claims`
 use; this module only arranges its claims into a matrix and attaches, per cell, the records that
-decided it. Those are picked as reconcile picks them, with its own helpers (`_latest`, `_backend`,
-`_report`) and its grouping: the claim's build of the harness version, harness-alone records joining
+decided it. Those are picked as reconcile picks them, with its own helpers (`latest_by_run`, `backend_of`,
+`declared_report`) and its grouping: the claim's build of the harness version, harness-alone records joining
 every backend, and the newest sandbox-alone run of the same backend. A test holds every drill-down
 to its claim's counts, so the two cannot drift apart unnoticed.
 """
@@ -15,7 +15,7 @@ from typing import Iterable
 
 from .. import __version__
 from ..capability import CapabilityReport, load_declarations
-from ..claims import (NO_HARNESS, UNKNOWN, Claim, DeclarationSource, _backend, _latest, _report,
+from ..claims import (NO_HARNESS, UNKNOWN, Claim, DeclarationSource, backend_of, declared_report, latest_by_run,
                       reconcile)
 from ..claims_diff import claim_state, diff_claims
 from ..evidence import EvidenceRecord
@@ -40,7 +40,7 @@ def _evidence_by_column(records: list[EvidenceRecord], claims: list[Claim]) -> d
     for i, r in indexed:
         ri = r.run_info
         if ri.harness is None:
-            sandbox[_backend(r)].append((i, r))
+            sandbox[backend_of(r)].append((i, r))
         else:
             harnessed[(ri.harness, ri.version or UNKNOWN)].append((i, r))
     out: dict[str, Latest] = {}
@@ -54,9 +54,9 @@ def _evidence_by_column(records: list[EvidenceRecord], claims: list[Claim]) -> d
             # The claim's build only, its harness-alone records, and the sandbox alone for its backend.
             mine = [(i, r) for i, r in harnessed[(c.harness, c.version)]
                     if r.run_info.binary_sha256 == c.binary_sha256
-                    and (r.layer == "harness" or _backend(r) == c.backend)]
+                    and (r.layer == "harness" or backend_of(r) == c.backend)]
             mine += sandbox[c.backend]
-        out[key] = _latest(mine)
+        out[key] = latest_by_run(mine)
     return out
 
 
@@ -74,11 +74,11 @@ def _verdict(claim: Claim, v: Vector, decisive: str, latest: Latest) -> str:
 def _declared_layers(claim: Claim, declarations: DeclarationSource) -> dict[str, CapabilityReport]:
     layers = {}
     if claim.harness != NO_HARNESS:
-        report = _report(declarations, claim.harness, claim.capability,
+        report = declared_report(declarations, claim.harness, claim.capability,
                          None if claim.version == UNKNOWN else claim.version)
         if report is not None:
             layers["harness"] = report
-    report = _report(declarations, claim.backend, claim.capability, None)
+    report = declared_report(declarations, claim.backend, claim.capability, None)
     if report is not None:
         layers["sandbox"] = report
     return layers
