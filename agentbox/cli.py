@@ -4,6 +4,7 @@ so that the hot paths (`sandbox run`, `launch`) pay for nothing they do not use.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 __all__ = ["main"]
@@ -82,14 +83,19 @@ def cmd_explain(args) -> int:
 
 
 def cmd_sandbox_run(args) -> int:
-    from .sandbox.runner import sandbox_run
+    from .errors import InputError
+    from .sandbox.runner import parse_resolve, sandbox_run
 
     cmd = args.cmd[1:] if args.cmd and args.cmd[0] == "--" else args.cmd
     if not cmd:
-        from .errors import InputError
-
         raise InputError("give a command after --", field="sandbox run")
-    return sandbox_run(args.profile, args.workspace, cmd)
+    resolve = {}
+    for spec in args.egress_resolve:
+        pair = parse_resolve(spec)
+        if pair is None:
+            raise InputError("expected NAME=ADDRESS, ADDRESS an IP address", field=f"--egress-resolve {spec}")
+        resolve[pair[0]] = pair[1]
+    return sandbox_run(args.profile, args.workspace, cmd, resolve=resolve, egress_log=args.egress_log)
 
 
 def cmd_harness_install(args) -> int:
@@ -232,10 +238,12 @@ def cmd_runs_list(args) -> int:
 
 
 def cmd_runs_show(args) -> int:
-    from .home import db_path
-    from .runs import RunStore
+    from .home import agentbox_home, db_path
+    from .runs import RunStore, egress_log
 
     run = RunStore(db_path()).get(args.id)
+    log = egress_log(str(agentbox_home()), run["id"])
+    run["egress_log"] = log if os.path.exists(log) else None
     if args.json:
         print(json.dumps(run, indent=2, sort_keys=True))
         return 0
@@ -248,6 +256,8 @@ def cmd_runs_show(args) -> int:
         print(f"  {item:<16} {c['capability']:<28} {c['requirement']:<9} coverage {c['coverage']:<11} "
               f"claim {c['claim']:<10} {c['verdict']}")
     print(f"evidence records   {len(run['evidence_ids'])}")
+    if run["egress_log"]:
+        print(f"egress log         {run['egress_log']}")
     if run["overrides"]:
         print(f"overrides          {json.dumps(run['overrides'])}")
     if run["refusal"]:
@@ -278,6 +288,9 @@ def _parser() -> "argparse.ArgumentParser":
     run = sbx.add_parser("run", help="run CMD under the profile's sandbox and return its exit status")
     run.add_argument("--profile", required=True)
     run.add_argument("--workspace", required=True)
+    run.add_argument("--egress-resolve", action="append", default=[], metavar="NAME=ADDRESS",
+                     help="testing aid: the egress proxy resolves NAME to ADDRESS (names without DNS); repeatable")
+    run.add_argument("--egress-log", metavar="FILE", help="keep the egress proxy's decisions (JSON Lines) in FILE")
     run.add_argument("cmd", nargs=argparse.REMAINDER)
     run.set_defaults(fn=cmd_sandbox_run)
 

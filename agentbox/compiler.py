@@ -15,13 +15,14 @@ from .adapters.base import HarnessAdapter, Probe
 from .capability import TRIVIAL, Support, capability_id
 from .errors import InputError, PolicyError
 from .intent import ITEMS
-from .plan import CompileContext, CompileResult, EffectiveRunPlan, ItemPlan, LayerCoverage, OverrideRecord
+from .plan import (CompileContext, CompileResult, EffectiveRunPlan, ItemPlan, LayerCoverage, OverrideRecord,
+                   RuntimeRequirements)
 from .profile import LoadedProfile, NativeOverride
 from .sandbox import bwrap
 from .sandbox.surfaces import discover
 from .versions import Version, in_range
 
-__all__ = ["compile_plan", "closure", "refusal_message"]
+__all__ = ["compile_plan", "closure", "refusal_message", "sandbox_facts"]
 
 _RANK = {"exact": 0, "partial": 1, "unsupported": 2}
 
@@ -75,8 +76,9 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
                  probe: Probe | None = None, home: str | None = None,
                  config_home: str | None = None, tmpdir: str | None = None,
                  ro_binds: tuple[str, ...] = (), rw_binds: tuple[str, ...] = (),
-                 mcp_tools: dict[str, tuple[str, ...]] | None = None) -> EffectiveRunPlan:
-    """`config_home`/`tmpdir` default to the sandbox's fixed paths; the harness-alone layer passes host ones."""
+                 mcp_tools: dict[str, tuple[str, ...]] | None = None, sandboxed: bool = True) -> EffectiveRunPlan:
+    """`config_home`/`tmpdir` default to the sandbox's fixed paths; the harness-alone layer passes host ones
+    and `sandboxed=False` (the adapter then relies on no OS layer)."""
     profile = loaded.profile
     intent = profile.permission_intent
     adapter = get_adapter(profile.harness)
@@ -90,8 +92,10 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
             Version.parse(version)
         except ValueError as exc:
             raise InputError(str(exc), field="--harness-version") from None
-    paths = {k: v for k, v in (("config_home", config_home), ("tmpdir", tmpdir)) if v is not None}
-    context = CompileContext(cwd=cwd, home=home, harness_version=version, mcp_tools=mcp_tools or {}, **paths)
+    given = {k: v for k, v in (("config_home", config_home), ("tmpdir", tmpdir)) if v is not None}
+    if sandboxed:
+        given.update(sandbox_facts(intent))
+    context = CompileContext(cwd=cwd, home=home, harness_version=version, mcp_tools=mcp_tools or {}, **given)
     native = adapter.compile(profile, context)
 
     overrides: list[OverrideRecord] = []
@@ -139,6 +143,13 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
         overrides=tuple(overrides), portable=not any(r.applied and r.weakens for r in overrides),
         warnings=tuple(warnings), errors=tuple(errors),
     )
+
+
+def sandbox_facts(intent: Any) -> dict[str, tuple[str, ...]]:
+    """What the OS layer will enforce and set, from the intent alone (the adapter has not compiled yet)."""
+    req = RuntimeRequirements(workspace=intent.workspace.access, network=intent.command_network.access,
+                              allow_domains=intent.command_network.allow_domains, host_home=intent.host_home.access)
+    return {"sandbox_enforces": bwrap.enforced_items(req), "sandbox_env": bwrap.sandbox_env_names(req)}
 
 
 def refusal_message(plan: EffectiveRunPlan) -> str:

@@ -1,6 +1,7 @@
 """One bounded run of a real harness: a request in, an outcome out, the whole process tree gone after.
 
-Layers: `composed` runs the compiled plan inside bubblewrap; `harness` runs the same native config
+Layers: `composed` runs the compiled plan inside bubblewrap, with the egress proxy on the host for
+the run's length (its decisions come back in the outcome); `harness` runs the same native config
 with no OS sandbox (the harness alone). Every process of a run carries a marker variable, so the
 run's leftovers are found and killed even when they left its session.
 """
@@ -24,8 +25,8 @@ from .mcp_inventory import inventory
 from .plan import CompileResult, EffectiveRunPlan
 from .profile import LoadedProfile
 from .sandbox import bwrap
-from .sandbox.session import MARKER, cleanup, entry_from_plan, environment, kill_marked, materialize, \
-    sandbox_argv, start_relay, write_config
+from .sandbox.session import MARKER, cleanup, entry_from_plan, environment, kill_marked, materialize, write_config
+from .sandbox.startup import Started, read_decisions
 from .sandbox.surfaces import discover
 
 __all__ = ["RunRequest", "RunOutcome", "Prepared", "HarnessCommand", "prepared", "run_harness", "kill_marked", "MARKER"]
@@ -47,6 +48,8 @@ class RunRequest:
     host_env: dict[str, str] | None = None  # the environment the run starts from (default: this process's)
     ro_binds: tuple[str, ...] = ()  # host paths that must stay visible in the composed layer
     rw_binds: tuple[str, ...] = ()  # host paths the composed layer may write (observation logs)
+    # name -> address for the egress proxy (a testing aid: names the host's DNS does not know)
+    resolve: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -61,10 +64,12 @@ class RunOutcome:
     artifacts: list[str]
     run_dir: str
     leftovers: list[tuple[int, str]]  # (pid, command line) of processes that outlived the harness
+    egress: list[dict] = field(default_factory=list)  # the egress proxy's decisions (composed runs)
+    failure: str | None = None  # the run was ended from outside (the egress proxy died)
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and self.failure is None
 
 
 def _write_artifacts(plan: EffectiveRunPlan, config_dir: str) -> list[str]:
@@ -82,6 +87,18 @@ class Prepared:
     run_dir: str
     run_id: str
     artifacts: list[str]
+    started: Started | None = None  # composed runs: the egress proxy and the filter's descriptor
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        return self.started.pass_fds if self.started is not None else ()
+
+    def end_egress(self) -> list[dict]:
+        """Stop the egress proxy (its open connections are logged then) and return its decisions."""
+        if self.started is None:
+            return []
+        self.started.close()
+        return read_decisions(self.run_dir)
 
 
 @dataclass(frozen=True)
@@ -98,7 +115,7 @@ Command = Callable[[CompileResult], "list[str] | HarnessCommand"]
 
 @contextmanager
 def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepared]:
-    """Compile, materialize and wire up a run; afterwards stop the relay, kill leftovers, remove the config.
+    """Compile, materialize and wire up a run; afterwards stop the egress proxy, kill leftovers, remove the config.
 
     `command` gives the harness argv from the compiled result (default: the adapter's headless
     one-shot run of `req.prompt`); ACP and interactive runs pass their own. It may return a
@@ -107,7 +124,7 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
     run_dir = tempfile.mkdtemp(prefix="agentbox-run-")
     run_id = secrets.token_hex(8)
     adapter = get_adapter(req.loaded.profile.harness)
-    relay = None
+    started = None
     try:
         profile = req.loaded.profile
         tools = inventory(profile.mcp_servers, profile.permission_intent.mcp.servers) if profile.permission_intent.mcp.tools else {}
@@ -116,7 +133,8 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
                                 ro_binds=req.ro_binds, rw_binds=req.rw_binds, mcp_tools=tools)
         else:
             plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home, mcp_tools=tools,
-                                config_home=os.path.join(run_dir, "config"), tmpdir=os.path.join(run_dir, "tmp"))
+                                config_home=os.path.join(run_dir, "config"), tmpdir=os.path.join(run_dir, "tmp"),
+                                sandboxed=False)
         os.makedirs(os.path.join(run_dir, "config"), exist_ok=True)
         os.makedirs(os.path.join(run_dir, "tmp"), exist_ok=True)
         artifacts = _write_artifacts(plan, os.path.join(run_dir, "config"))
@@ -138,8 +156,8 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
             bwrap.bwrap_binary()  # a missing bwrap is a SandboxError here, not a failed exec later
             materialize({**entry, "config": {}}, run_dir)  # the config is written above, once
             env = environment(entry, run_id, source, extra)
-            relay, prefix = start_relay(entry, run_dir)
-            full = [*sandbox_argv(entry, run_dir), "--", *prefix, *harness_argv]
+            started = Started(entry, run_dir, run_id, req.resolve)  # the proxy runs before the harness does
+            full = [*started.argv, *harness_argv]
         else:
             env = dict(source)  # the harness alone inherits everything, as it would when started by hand
             env.update(extra)
@@ -149,9 +167,9 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
             env.update(plan.native.env)
             full = harness_argv
         yield Prepared(argv=full, env=env, cwd=plan.cwd, plan=plan, run_dir=run_dir, run_id=run_id,
-                       artifacts=artifacts)
+                       artifacts=artifacts, started=started)
     finally:
-        cleanup(run_id, run_dir, relay, keep_run_dir=req.keep_run_dir)
+        cleanup(run_id, run_dir, started, keep_run_dir=req.keep_run_dir)
 
 
 def run_harness(req: RunRequest) -> RunOutcome:
@@ -159,7 +177,7 @@ def run_harness(req: RunRequest) -> RunOutcome:
     with prepared(req) as run:
         start = time.monotonic()
         proc = subprocess.Popen(run.argv, cwd=run.cwd, env=run.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True, text=True)
+                                stderr=subprocess.PIPE, start_new_session=True, text=True, pass_fds=run.pass_fds)
         timed_out = False
         try:
             out, err = proc.communicate(timeout=req.timeout)
@@ -169,6 +187,7 @@ def run_harness(req: RunRequest) -> RunOutcome:
             out, err = proc.communicate()
         elapsed = time.monotonic() - start
         leftovers = kill_marked(run.run_id)
+        failure = "; ".join(run.started.notes) if run.started is not None and run.started.notes else None
         return RunOutcome(exit_code=None if timed_out else proc.returncode, stdout=out, stderr=err, elapsed=elapsed,
                           timed_out=timed_out, plan=run.plan, argv=run.argv, artifacts=run.artifacts,
-                          run_dir=run.run_dir, leftovers=leftovers)
+                          run_dir=run.run_dir, leftovers=leftovers, egress=run.end_egress(), failure=failure)

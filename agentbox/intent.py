@@ -48,8 +48,6 @@ LEVELS: dict[str, tuple[str, ...]] = {
     "host_home": ("hidden", "visible"),
 }
 
-_LABEL = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
-_DOMAIN_RE = re.compile(rf"^(\*\.)?{_LABEL}(\.{_LABEL})*(:(?P<port>[0-9]{{1,5}}))?$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -69,13 +67,12 @@ class NetworkIntent(_Item):
     @field_validator("allow_domains")
     @classmethod
     def _domains(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # The egress proxy's own parser: an entry the intent accepts is one the proxy enforces as written
+        # (`host`, `host:port`, `*.suffix[:port]`, `ip[:port]`, `[v6][:port]`; no numeric IPv4 spellings).
+        from .egress.policy import parse_entry
+
         for entry in value:
-            match = _DOMAIN_RE.match(entry)
-            if not match:
-                raise ValueError(f"{entry!r} is not a host, host:port or *.domain")
-            port = match.group("port")
-            if port is not None and not 0 < int(port) < 65536:
-                raise ValueError(f"{entry!r} has a port outside 1-65535")
+            parse_entry(entry)
         return tuple(sorted(set(value)))
 
     @model_validator(mode="after")

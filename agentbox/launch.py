@@ -143,8 +143,9 @@ def make_run_dir() -> str:
 def execute(entry: dict, extra: list[str]) -> int:
     """Record the Run, materialize, start the harness with the terminal attached, clean up, record the end."""
     from .errors import AgentBoxError
-    from .runs import RunStore
-    from .sandbox.session import cleanup, environment, materialize, run_attached, sandbox_argv, start_relay
+    from .runs import RunStore, egress_log
+    from .sandbox.session import cleanup, environment, materialize, run_attached
+    from .sandbox.startup import Started
 
     if entry.get("notice"):
         print(f"agent-box: {entry['notice']}", file=sys.stderr)
@@ -153,14 +154,17 @@ def execute(entry: dict, extra: list[str]) -> int:
     sandbox = entry["sandbox"]
     run_dir = make_run_dir()
     run_id = store.start({**entry["run"], "harness_args": extra, "run_dir": run_dir})
-    relay, status, state = None, None, "failed"
+    started, status, state = None, None, "failed"
     try:
         materialize(sandbox, run_dir)
         env = environment(sandbox, run_id)
-        relay, prefix = start_relay(sandbox, run_dir)
-        argv = [*sandbox_argv(sandbox, run_dir), "--", *prefix, *entry["harness"], *extra]
-        status = run_attached(argv, env, run_id)
-        state = "finished"
+        started = Started(sandbox, run_dir, run_id)  # the egress proxy, before the harness exists
+        status = run_attached([*started.argv, *entry["harness"], *extra], env, run_id, started.pass_fds)
+        if started.notes:  # the proxy died and took the run down: not the harness's own ending
+            print(f"agent-box: {'; '.join(started.notes)}", file=sys.stderr)
+            status = 4
+        else:
+            state = "finished"
     except AgentBoxError as exc:
         print(f"agent-box: {exc}", file=sys.stderr)
         status = exc.exit_code
@@ -168,7 +172,7 @@ def execute(entry: dict, extra: list[str]) -> int:
         print(f"agent-box: cannot start the sandbox: {exc}", file=sys.stderr)
         status = 4
     finally:
-        note = cleanup(run_id, run_dir, relay)
+        note = cleanup(run_id, run_dir, started, egress_copy=egress_log(agentbox_home(), run_id))
         store.finish(run_id, status, note, state)
         store.close()
     return status

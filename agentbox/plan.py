@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .capability import Support
+from .egress.policy import EgressPolicy
 from .paths import check_relative
 
 __all__ = [
@@ -56,6 +57,13 @@ class CompileContext(_Frozen):
     harness_version: str | None = None
     # server -> every tool it offers, asked from the server before the run (empty: unknown)
     mcp_tools: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    # Intent items the OS sandbox around the harness enforces exactly for every process (empty when the
+    # harness runs alone). Where the harness's own mechanism for such an item cannot work inside that
+    # sandbox, its adapter may leave it out: the item stays exact through the OS layer.
+    sandbox_enforces: tuple[str, ...] = ()
+    # Variables the OS sandbox gives every process and the harness must hand on to the commands it runs
+    # (the egress proxy's), by name.
+    sandbox_env: tuple[str, ...] = ()
 
 
 class Artifact(_Frozen):
@@ -148,6 +156,10 @@ class SandboxPlan(_Frozen):
     argv: tuple[str, ...]  # up to and excluding the command; {run_dir} marks the run's host folder
     env: dict[str, str] = Field(default_factory=dict)
     binds: tuple[tuple[str, str, str], ...] = ()  # (mode, host source, sandbox target)
+    # (loopback port inside, socket name in the run's relay folder): the inner relay's mappings, if any
+    relay: tuple[tuple[int, str], ...] = ()
+    egress: EgressPolicy | None = None  # the egress proxy's policy; None: the run has no proxy
+    unix_filter: bool = False  # every process of the run is refused new unix sockets
 
 
 class EffectiveRunPlan(_Frozen):

@@ -18,7 +18,7 @@ import os
 import sqlite3
 import time
 
-__all__ = ["MIGRATIONS", "STATUSES", "RunStore", "process_identity", "now"]
+__all__ = ["MIGRATIONS", "STATUSES", "RunStore", "process_identity", "now", "egress_log"]
 
 STATUSES = ("running", "finished", "failed", "refused", "interrupted")
 
@@ -60,6 +60,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 _JSON = ("claims", "evidence_ids", "overrides", "harness_args")
 _FIELDS = ("profile", "profile_digest", "profile_source", "project_root", "harness", "version", "binary",
            "binary_sha256", "backend", "intent_hash", "plan_hash", *_JSON, "accept_unverified", "refusal", "run_dir")
+
+
+def egress_log(home: str, run_id: str) -> str:
+    """Where a launch keeps its egress proxy's decisions once the run folder is gone."""
+    return os.path.join(home, "runs", run_id, "egress.jsonl")
 
 
 def now() -> str:

@@ -60,15 +60,29 @@ class Oracle(_Strict):
     server: str = "canary"    # mcp_not_called: whose log
 
 
+ListenerKind = Literal["tcp", "tcp2", "tcp6", "udp", "unix"]
+
+
 class Setup(_Strict):
     files: dict[str, str] = Field(default_factory=dict)     # path -> content, created before the run
     symlinks: dict[str, str] = Field(default_factory=dict)  # link -> target
-    listeners: tuple[Literal["tcp", "tcp6", "udp", "unix"], ...] = ()
+    # tcp and tcp2 are two TCP listeners ({port}, {port2}) on host loopback; tcp6 on ::1 ({port6})
+    listeners: tuple[ListenerKind, ...] = ()
+    # host name -> the listener the egress proxy resolves it to (names without DNS; the proxy's resolver
+    # override, a testing aid): a run reaches a name only through the proxy, and only if its policy allows
+    names: dict[str, ListenerKind] = Field(default_factory=dict)
     sleeper: bool = False  # start a host process for signal/trace vectors ({sleeper_pid})
     git: bool = False      # make the workspace a git repository
     dirs: tuple[str, ...] = ()  # folders created before the run
     env: dict[str, str] = Field(default_factory=dict)  # host environment the run starts from
     mcp: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # canary servers: name -> () (all tools)
+
+    @model_validator(mode="after")
+    def _names_have_listeners(self) -> "Setup":
+        stray = sorted(n for n, kind in self.names.items() if kind not in self.listeners or kind == "unix")
+        if stray:
+            raise ValueError(f"names {', '.join(stray)} point at a listener the setup does not open (or a unix one)")
+        return self
 
 
 class Control(_Strict):
@@ -111,8 +125,8 @@ class Vector(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Vector":
-        PermissionIntent.model_validate(self.intent)
-        PermissionIntent.model_validate(self.control.intent)
+        PermissionIntent.model_validate(fill(self.intent, _SAMPLE))  # a port or address placeholder is filled per run
+        PermissionIntent.model_validate(fill(self.control.intent, _SAMPLE))
         if "sandbox" in self.run_layers() and self.sandbox_argv(self.steps, self.sandbox_command) is None:
             raise ValueError("a vector run through the sandbox layer needs a sandbox_command (or only shell steps)")
         if ({"harness", "composed"} & set(self.run_layers())) and not self.steps and self.oracle.kind != "not_offered":
@@ -188,6 +202,20 @@ def load_catalogue(directory: str | Path) -> Catalogue:
 
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+class _Sample(dict):
+    """Any placeholder, as a value its field accepts: the addresses as addresses, anything else as "1"
+    (a port, a host label and a path part at once)."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __missing__(self, key: str) -> str:
+        return "1"
+
+
+_SAMPLE = _Sample(loopback="127.0.0.2")
 
 
 def fill(value: Any, values: dict[str, str]) -> Any:

@@ -1,5 +1,8 @@
 """Compile goldens: every intent x every dialect of every adapter, compared byte for byte.
 
+Each case compiles as a composed plan does (the adapter is told what the OS sandbox around it enforces),
+so a golden is what a launch runs, egress proxy policy and relay included.
+
 `pytest --agentbox-update-goldens` rewrites them; each test writes only its own case folder, with
 atomic replaces, so updating is safe under pytest-xdist.
 """
@@ -14,6 +17,7 @@ import pytest
 import yaml
 
 from agentbox.adapters import ADAPTER_MODULES, get_adapter
+from agentbox.compiler import sandbox_facts
 from agentbox.plan import CompileContext
 from agentbox.profile import Profile
 from agentbox.sandbox import bwrap
@@ -58,7 +62,8 @@ def render_case(harness: str, version: str, intent_name: str) -> dict[str, str]:
         "model": CONTEXT["models"][adapter.tool_vocabulary.wire_api],
         "permission_intent": intent, "mcp_servers": servers,
     })
-    context = CompileContext(cwd=CONTEXT["cwd"], home=CONTEXT["home"], harness_version=version)
+    context = CompileContext(cwd=CONTEXT["cwd"], home=CONTEXT["home"], harness_version=version,
+                             **sandbox_facts(profile.permission_intent))
     result = adapter.compile(profile, context)
     sandbox = bwrap.compile_bwrap(bwrap.SandboxRequest(requirements=result.requirements, workspace=context.cwd,
                                                        home=context.home))
@@ -71,6 +76,8 @@ def render_case(harness: str, version: str, intent_name: str) -> dict[str, str]:
         "owners": {a.path: a.owners for a in result.artifacts},
         "warnings": list(result.warnings), "errors": list(result.errors),
         "sandbox_argv": list(sandbox.argv),
+        "sandbox_relay": [list(m) for m in sandbox.relay],
+        "egress_policy": sandbox.egress.model_dump(mode="json") if sandbox.egress is not None else None,
     }
     files["launch.json"] = json.dumps(launch, indent=2, sort_keys=True) + "\n"
     return files

@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from ..capability import weakest
+from ..egress.policy import DEFAULT_PORTS, parse_entry
 from ..intent import PermissionIntent
 from ..plan import CompileContext, CompileResult, LayerCoverage, RuntimeRequirements
 from ..profile import Profile
@@ -112,8 +113,16 @@ class ClaudeCodeAdapter(HarnessAdapter):
 
         # Which items Claude's own sandbox serves: it confines Bash and Monitor, so only with a shell.
         # v1 cannot use it for a read-only or hidden workspace (every sandboxed command fails).
+        # Inside an OS sandbox that enforces the command network (Agent-Box's, which refuses every process
+        # new unix sockets), Claude's sandbox cannot start: it listens on unix sockets for its proxy bridges
+        # and then refuses every command ("Sandbox is required but failed to initialize: EACCES ... listen
+        # srt-mux-*.sock", 2.1.332). That OS layer confines the workspace, the network and the home of
+        # every process, so Claude's sandbox is left off there.
         shell_on = intent.shell.access != "deny"
-        sandbox_on = shell_on and (v2 or intent.workspace.access == "read_write")
+        outer = "command_network" in context.sandbox_enforces
+        sandbox_on = shell_on and (v2 or intent.workspace.access == "read_write") and not outer
+        unused = ("Claude Code's sandbox is left off inside the OS sandbox, which refuses it the unix sockets it "
+                  "needs" if outer else "Claude Code's sandbox is not used in this plan")
         sandbox_items: list[str] = []
 
         # workspace -----------------------------------------------------------------------------
@@ -139,8 +148,8 @@ class ClaudeCodeAdapter(HarnessAdapter):
         if sandbox_on and access != "none":
             sandbox_items.append("workspace")
         elif shell_on and access != "none":
-            degrade("workspace", "Claude Code's sandbox is not used for this workspace access in this dialect, "
-                    "so shell commands are not confined", SHELL_TOOLS)
+            degrade("workspace", (unused if outer else "Claude Code's sandbox is not used for this workspace access "
+                                  "in this dialect") + ", so shell commands are not confined", SHELL_TOOLS)
 
         # shell ---------------------------------------------------------------------------------
         shell = intent.shell.access
@@ -165,8 +174,9 @@ class ClaudeCodeAdapter(HarnessAdapter):
             hosts: list[str] = []
             if net == "restricted":
                 for entry in intent.command_network.allow_domains:
-                    host, _, port = entry.partition(":")
-                    if port:
+                    parsed = parse_entry(entry)
+                    host = ("*." if parsed.wildcard else "") + parsed.host
+                    if parsed.ports != DEFAULT_PORTS and not outer:  # the OS layer's proxy checks ports
                         warnings.append(f"command_network: Claude Code allows domains, not ports: {entry} "
                                         f"allows every port of {host}")
                     if host not in hosts:
@@ -193,8 +203,7 @@ class ClaudeCodeAdapter(HarnessAdapter):
                     degrade("command_network", "this dialect has no network.strictAllowlist: the sandbox asks "
                             "the user about other hosts in an interactive session")
             elif shell_on:
-                degrade("command_network", "Claude Code's sandbox is not used in this plan, so shell commands "
-                        "reach the network", SHELL_TOOLS)
+                degrade("command_network", f"{unused}, so shell commands reach the network", SHELL_TOOLS)
 
         # host home -----------------------------------------------------------------------------
         if intent.host_home.access == "hidden":
@@ -211,8 +220,7 @@ class ClaudeCodeAdapter(HarnessAdapter):
                     fs["allowRead"].append(cwd)
                 sandbox_items.append("host_home")
             elif shell_on:
-                degrade("host_home", "Claude Code's sandbox is not used in this plan, so shell commands read "
-                        "the home", SHELL_TOOLS)
+                degrade("host_home", f"{unused}, so shell commands read the home", SHELL_TOOLS)
             mechanisms["host_home"] = ", ".join(
                 p for p in ("Read/Edit denied under the home" if not cwd_in_home else "",
                             "Bash/Monitor sandbox denies reading the home" if sandbox_on else "") if p) or "none"
@@ -342,6 +350,11 @@ class ClaudeCodeAdapter(HarnessAdapter):
         }
         owners["disableAllHooks"] = mode_owner
         owners["enableAllProjectMcpServers"] = "mcp"
+        if outer and net == "restricted":
+            # WebFetch first asks claude.ai whether a host is safe; the OS layer's egress proxy allows only the
+            # profile's hosts, so that lookup could only fail and WebFetch with it. The proxy decides instead.
+            settings["skipWebFetchPreflight"] = True
+            owners["skipWebFetchPreflight"] = "command_network"
         owners["apiKeyHelper"] = "environment"
 
         state = {

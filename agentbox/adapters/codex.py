@@ -38,6 +38,8 @@ LEGACY, PROFILES, PROFILES_ON_REQUEST = "legacy", "profiles", "profiles_on_reque
 _STRICT_CONFIG_FROM = Version.parse("0.131")  # `--strict-config` (TUI and exec); 0.130 has no such flag
 _IGNORE_RULES_FROM = Version.parse("0.125")  # `codex exec --ignore-rules`
 
+_LEFT_TO_SANDBOX = ("network enabled for commands, which reach only the OS sandbox's egress proxy (its variables "
+                    "kept in their environment); Codex's network proxy off")
 _WORKSPACE_ACCESS = {"none": "deny", "read_only": "read", "read_write": "write"}
 _LEGACY_SANDBOX = {"none": "read-only", "read_only": "read-only", "read_write": "workspace-write"}
 
@@ -94,6 +96,10 @@ class CodexAdapter(HarnessAdapter):
         owners: dict[str, str] = dict(_GUARDED)
         mechanisms: dict[str, str] = {}
 
+        # Inside Agent-Box's sandbox the egress proxy enforces `restricted` for every process; Codex's own
+        # network proxy resolves and dials by itself, which that sandbox's network has no route for (seen:
+        # "local/private network addresses are blocked"), so commands get the network and the proxy variables.
+        proxied = network == "restricted" and "command_network" in context.sandbox_enforces and dialect != LEGACY
         if is_within(context.config_home, context.tmpdir):
             errors.append(f"CODEX_HOME {context.config_home} lies under TMPDIR {context.tmpdir}: Codex then refuses "
                           "to create its sandbox helper (execvp codex-linux-sandbox fails); give the run a TMPDIR "
@@ -174,7 +180,7 @@ class CodexAdapter(HarnessAdapter):
                 filesystem[":tmpdir"] = "write"
             filesystem[":workspace_roots"] = {".": _WORKSPACE_ACCESS[workspace]}
             net: dict[str, Any] = {"enabled": network != "none"}
-            if network == "restricted":
+            if network == "restricted" and not proxied:
                 net["domains"] = {domain: "allow" for domain in intent.command_network.allow_domains}
                 warnings.append("command_network: restricted relies on Codex's experimental network proxy "
                                 "(features.network_proxy); its domain rules are not verified here")
@@ -189,9 +195,11 @@ class CodexAdapter(HarnessAdapter):
             owners["permissions"] = "workspace"  # a second profile, or one that replaces ours
             mechanisms["workspace"] = (f"permission profile {PERMISSION_PROFILE}: :workspace_roots = "
                                        f"{_WORKSPACE_ACCESS[workspace]}, :root = read")
-            mechanisms["command_network"] = ("permission profile network.enabled = false" if network == "none"
-                                             else "network proxy with a domain allowlist" if network == "restricted"
-                                             else "network enabled")
+            mechanisms["command_network"] = (
+                "permission profile network.enabled = false" if network == "none"
+                else _LEFT_TO_SANDBOX if proxied
+                else "network proxy with a domain allowlist" if network == "restricted"
+                else "network enabled")
 
         if network != "unrestricted":
             top["web_search"] = "disabled"
@@ -208,12 +216,12 @@ class CodexAdapter(HarnessAdapter):
             features[feature] = False
             owners[f"features.{feature}"] = item
         if dialect != LEGACY:
-            features["network_proxy"] = network == "restricted"
+            features["network_proxy"] = network == "restricted" and not proxied
             owners["features.network_proxy"] = "command_network"
         tables["features"] = features
 
         # -- environment of commands ---------------------------------------------------------------
-        keep = sorted(set(COMMAND_ENV) | set(intent.environment.allow))
+        keep = sorted(set(COMMAND_ENV) | set(intent.environment.allow) | set(context.sandbox_env))
         tables["shell_environment_policy"] = {"inherit": "all", "ignore_default_excludes": True, "include_only": keep}
         owners["shell_environment_policy"] = "environment"
         mechanisms["environment"] = "shell_environment_policy.include_only = " + ", ".join(keep)
@@ -273,10 +281,18 @@ class CodexAdapter(HarnessAdapter):
             argv=argv,
             env=env,
             requirements=requirements,
-            coverage=self.coverage(intent, version, mechanisms),
+            coverage=self._coverage(intent, version, mechanisms, proxied),
             warnings=tuple(warnings),
             errors=tuple(errors),
         )
+
+    def _coverage(self, intent, version: str | None, mechanisms: dict[str, str], proxied: bool):
+        coverage = self.coverage(intent, version, mechanisms)
+        if proxied:
+            coverage["command_network"] = coverage["command_network"].model_copy(update={
+                "support": "unsupported", "bypass_surfaces": (),
+                "reason": "left to the OS sandbox's egress proxy, to which Codex's network proxy cannot chain"})
+        return coverage
 
     def headless_argv(self, result: CompileResult, prompt: str) -> list[str]:
         args = ["exec", "--skip-git-repo-check", *result.argv]

@@ -1,8 +1,8 @@
 """OpenCode (npm `opencode-ai`): intent -> $OPENCODE_CONFIG (opencode.json) + environment.
 
 OpenCode has no OS sandbox. What it does have, and what this adapter compiles (V1 config):
-- `permission`: an object of tool -> allow|ask|deny (or pattern -> action), last matching rule
-  wins. A tool whose last matching rule is a blanket `deny` is removed from the tool list sent to
+- `permission`: an object of tool -> allow|ask|deny (or, for file, shell and MCP-resource rules,
+  pattern -> action; webfetch and websearch take an action only), last matching rule wins. A tool whose last matching rule is a blanket `deny` is removed from the tool list sent to
   the model (for MCP tools too), and a call to it is refused as an unavailable tool. The plan opens
   with `"*": "deny"`, so every tool not named here (including every MCP tool not allowlisted) is
   neither offered nor callable.
@@ -103,7 +103,11 @@ class OpenCodeAdapter(HarnessAdapter):
         for key in mcp_allow:
             permission[key] = "allow"
             owners[f"permission.{key}"] = "mcp"
-        permission.update(self._builtins(intent, mcp_read))
+        # webfetch takes only allow / ask / deny (1.18.16, 1.18.33 reject a per-URL object at start-up), so a
+        # domain allowlist cannot be written for it; inside an OS sandbox whose egress proxy enforces the
+        # allowlist for every process, webfetch is allowed and the proxy decides its hosts.
+        proxied = intent.command_network.access == "restricted" and "command_network" in context.sandbox_enforces
+        permission.update(self._builtins(intent, mcp_read, proxied))
         for key in permission:
             if key in _OWNED_BUILTINS:
                 owners[f"permission.{key}"] = _OWNED_BUILTINS[key]
@@ -127,16 +131,15 @@ class OpenCodeAdapter(HarnessAdapter):
             "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",  # ~/.agents skills
             **model_env,
         }
-        dropped = [d for d in intent.command_network.allow_domains if d.startswith("*.")]
-        if intent.command_network.access == "restricted" and dropped:
-            warnings.append(f"command_network: webfetch cannot allow {', '.join(dropped)} (OpenCode's `*` also "
-                            "matches `/`, so a suffix pattern would match any URL); left denied")
+        if intent.command_network.access == "restricted" and not proxied:
+            warnings.append("command_network: OpenCode's webfetch permission takes no per-host rule, so restricted "
+                            "leaves webfetch denied")
         for name in intent.environment.allow:
             if name.startswith("OPENCODE_"):
                 warnings.append(f"environment: {name} is passed through, and OpenCode reads OPENCODE_* variables as "
                                 "configuration (OPENCODE_PERMISSION merges over every config file)")
 
-        mechanisms = self._mechanisms(intent, dialect, mcp_allow)
+        mechanisms = self._mechanisms(intent, dialect, mcp_allow, proxied)
         base_url = profile.model.base_url
         requirements = RuntimeRequirements(
             workspace=intent.workspace.access,
@@ -250,7 +253,7 @@ class OpenCodeAdapter(HarnessAdapter):
         return sorted(set(problems))
 
     @staticmethod
-    def _builtins(intent: PermissionIntent, mcp_read: dict[str, str]) -> dict[str, Any]:
+    def _builtins(intent: PermissionIntent, mcp_read: dict[str, str], proxied: bool) -> dict[str, Any]:
         ws, shell, net = intent.workspace.access, intent.shell.access, intent.command_network.access
         rules: dict[str, Any] = {}
         if ws == "none":
@@ -263,19 +266,7 @@ class OpenCodeAdapter(HarnessAdapter):
         rules["edit"] = "allow" if ws == "read_write" else "deny"  # also write and apply_patch
         rules["external_directory"] = "deny"
         rules["bash"] = shell
-        if net == "unrestricted":
-            fetch: Any = "allow"
-        elif net == "none":
-            fetch = "deny"
-        else:
-            fetch = {"*": "deny"}
-            for entry in intent.command_network.allow_domains:
-                if entry.startswith("*."):
-                    continue  # `*` also matches `/`, so a suffix pattern would match any host's URL (warned)
-                for scheme in ("https", "http"):
-                    fetch[f"{scheme}://{entry}"] = "allow"
-                    fetch[f"{scheme}://{entry}/*"] = "allow"
-        rules["webfetch"] = fetch
+        rules["webfetch"] = "allow" if net == "unrestricted" or proxied else "deny"
         rules["websearch"] = "allow" if net == "unrestricted" else "deny"
         rules["codesearch"] = "allow" if net == "unrestricted" else "deny"
         rules["task"] = "allow"  # subagents get the same top-level rules (checked per agent)
@@ -288,10 +279,9 @@ class OpenCodeAdapter(HarnessAdapter):
         return rules
 
     @staticmethod
-    def _mechanisms(intent: PermissionIntent, dialect: str, mcp_allow: list[str]) -> dict[str, str]:
+    def _mechanisms(intent: PermissionIntent, dialect: str, mcp_allow: list[str], proxied: bool) -> dict[str, str]:
         v1 = f"V1 permission ({dialect})"
         net = intent.command_network
-        suffixes = [d for d in net.allow_domains if d.startswith("*.")]
         return {
             "workspace": {
                 "none": f"{v1}: read, glob, grep, list, edit denied (tools removed); external_directory deny",
@@ -305,9 +295,8 @@ class OpenCodeAdapter(HarnessAdapter):
             }[intent.shell.access],
             "command_network": {
                 "none": f"{v1}: webfetch, websearch, codesearch denied; share disabled",
-                "restricted": f"{v1}: webfetch allowed only for URLs of "
-                              f"{', '.join(d for d in net.allow_domains if not d.startswith('*.')) or 'no host'}"
-                              + (f" ({', '.join(suffixes)} not expressible: left denied)" if suffixes else "")
+                "restricted": (f"{v1}: webfetch allowed (the OS sandbox's egress proxy decides its hosts)"
+                               if proxied else f"{v1}: webfetch denied (no per-host rule exists)")
                               + "; websearch, codesearch denied",
                 "unrestricted": f"{v1}: webfetch allow",
             }[net.access],

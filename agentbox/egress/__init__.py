@@ -2,32 +2,39 @@
 
 Pieces (one job each): `hostnames` (one spelling per host), `policy` (EgressPolicy.decide, no I/O),
 `http1` / `sniff` / `bodies` (what is parsed on the wire), `dial` (resolution and upstream connect,
-done here: the sandbox has no resolver), `tunnel` and `handler` (one client connection),
-`decisions` (the JSON Lines decision log), `proxy` (EgressProxy in a thread; ProxyServer),
-`process` and `__main__` (`python -m agentbox.egress serve` as a separate process), `inside` (the
-sandbox side: relay argv and proxy variables).
+done here: the sandbox has no resolver), `tunnel` and `handler` (one client connection, or one
+connection of a fixed route), `decisions` (the JSON Lines decision log), `proxy` (EgressProxy in a
+thread; ProxyServer), `process` and `__main__` (`python -m agentbox.egress serve` as a separate
+process), `inside` (the sandbox side: socket names, the proxy port and variables).
 
-How a run uses it (phase 2):
+How a run uses it (`sandbox.session.start_egress`; the plan's `SandboxPlan.egress` is the policy):
 1. `policy_for(req.network, req.model_endpoint, req.allow_domains)`; None (unrestricted) means no
-   proxy and a shared network namespace, as today. Otherwise the plan unshares the network for
-   `restricted` too, and for `none` with a non-loopback model endpoint.
-2. Before bwrap starts, `ProxyProcess(policy, <run>/egress-policy.json, <run>/egress.jsonl,
-   socket_path=<run>/relay/egress.sock).start()`; a ProxyStartError refuses the run. `watch()` kills
-   the run if the proxy dies later.
-3. The command's argv is prefixed with `sandbox.relay.inner_relay_argv(...)` (model relay, which also
-   copies inner_relay.py into the relay folder) when the model is on loopback, then with
-   `inside.relay_argv(PORT, python)` (PORT differs from the model's), and the environment gets
-   `inside.proxy_env(PORT)`: HTTP(S)_PROXY / ALL_PROXY at 127.0.0.1:PORT, NO_PROXY only loopback.
-4. Fail closed: the netns has no route, so a dead proxy or relay means refused connections, never
-   a direct path. The relay is the sandbox's first process under `--unshare-pid`: if it dies, bwrap's
-   init exits and the kernel kills the whole namespace, so the run ends.
+   proxy and a shared network namespace. `none` and `restricted` unshare the network; a plan whose
+   sandbox must reach nothing (none, no model) has no proxy either.
+2. Before bwrap starts, an EgressProxy listens on `<run>/relay/egress.sock` and serves
+   `<run>/relay/model.sock` as a fixed route to a loopback model endpoint; every connection of both is
+   one line of `<run>/egress.jsonl`. A ProxyStartError (a SandboxError, exit 4) refuses the run.
+3. The sandbox's first process is `sandbox/inner_relay.py`, which maps 127.0.0.1:<model port> and
+   127.0.0.1:<proxy port> inside the namespace to those sockets and applies the unix-socket filter to
+   the command; the environment gets `inside.proxy_env(port)`.
+4. Fail closed: the namespace has no route, so a dead proxy or relay means refused connections, never
+   a direct path; the relay is the namespace's first process, so its death ends the run, and a proxy
+   that dies mid-run ends it too (`watch`).
+
+Submodules are imported on first use, so the sandbox's hot paths can read `inside` cheaply.
 """
 
-from .decisions import DecisionLog
-from .handler import Limits
-from .policy import Decision, EgressPolicy, Endpoint, policy_for
-from .process import ProxyProcess
-from .proxy import EgressProxy, ProxyStartError
+import importlib
 
 __all__ = ["EgressPolicy", "Endpoint", "Decision", "policy_for", "EgressProxy", "ProxyProcess", "ProxyStartError",
            "Limits", "DecisionLog"]
+
+_WHERE = {"DecisionLog": "decisions", "Limits": "handler", "Decision": "policy", "EgressPolicy": "policy",
+          "Endpoint": "policy", "policy_for": "policy", "ProxyProcess": "process", "EgressProxy": "proxy",
+          "ProxyStartError": "proxy"}
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)

@@ -22,7 +22,7 @@ class Exchange:
     """What one client connection asked for and what became of it."""
 
     __slots__ = ("client", "method", "host", "port", "allowed", "reason", "detail", "address",
-                 "up", "down", "started", "time")
+                 "up", "down", "started", "time", "answered")
 
     def __init__(self, client: str):
         self.client = client
@@ -31,6 +31,7 @@ class Exchange:
         self.up, self.down = Tally(), Tally()
         self.started = time.monotonic()
         self.time = _now()
+        self.answered = False  # the client has had its reply (a tunnel's 200): a refusal now only closes
 
     def decide(self, allowed: bool, reason: str, detail: str = "") -> None:
         self.allowed, self.reason, self.detail = allowed, reason, detail

@@ -1,8 +1,11 @@
-"""One client connection of the proxy: read its request head, decide, then tunnel or forward.
+"""One client connection of the proxy (read its request head, decide, then tunnel or forward), or of a
+fixed route (decide its one endpoint, then splice).
 
 Order of refusals: a head that does not parse (400, 408, 431), a target the policy refuses or a
 Host that disagrees with it (403), then a name that does not resolve or an upstream that does not
-answer (502). Every connection that sent a request ends in exactly one decision-log line.
+answer (502). A CONNECT gets its 200 once the policy allows the target and dials only after the
+tunnel's first message passed its checks, so a late refusal there just closes the tunnel. Every
+connection that sent a request ends in exactly one decision-log line.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from .decisions import DecisionLog, Exchange
 from .dial import Refused, connect, resolve
 from .http1 import (BadRequest, forward_head, framing, host_matches, parse_absolute, parse_request, response,
                     split_authority)
-from .policy import EgressPolicy
+from .policy import EgressPolicy, Endpoint
 from .streams import READ_LIMIT, Buffered, HeadTooLarge, Idle, pump
 from .tunnel import client_to_upstream
 
@@ -44,17 +47,40 @@ class Handler:
         self.live: dict[asyncio.Task, list[asyncio.StreamWriter]] = {}
 
     async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """A client of the proxy itself: HTTP requests and CONNECT."""
+        await self._serve(reader, writer, self._exchange)
+
+    def route(self, endpoint: Endpoint):
+        """A connection callback that carries every byte of a connection to `endpoint` (a fixed route, e.g. the
+        model socket), once the policy allows it; decided and logged like any other exchange."""
+        async def body(rd: Buffered, writer, exchange: Exchange, writers: list) -> bool:
+            # Decided once the client has spoken (HTTP speaks first): a refusal then answers a request that
+            # was read, instead of resetting a connection whose bytes are still unread.
+            if not await rd.fill():
+                return False
+            exchange.method = "ROUTE"
+            decision = self._decide(exchange, endpoint.host, endpoint.port)
+            up_reader, upstream = await self._dial(exchange, writers, decision, endpoint.port)
+            await self._splice(rd, writer, up_reader, upstream, exchange, writers)
+            return True
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await self._serve(reader, writer, body)
+
+        return serve
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, body) -> None:
         task = asyncio.current_task()
         writers = self.live[task] = [writer]
         exchange = Exchange(_client(writer))
         try:
             if len(self.live) > self.limits.max_connections:
                 raise Refused(503, "too_many_connections", f"more than {self.limits.max_connections} open")
-            if not await self._exchange(Buffered(reader), writer, exchange, writers):
+            if not await body(Buffered(reader), writer, exchange, writers):
                 exchange = None  # connected and closed without a request: nothing was decided
         except Refused as refused:
             exchange.decide(False, refused.reason, refused.detail)
-            if refused.status and not writer.is_closing():
+            if refused.status and not exchange.answered and not writer.is_closing():
                 writer.write(response(refused.status, f"agentbox egress: {refused.reason} {refused.detail}".strip()))
         except Exception as exc:  # never let one connection's surprise pass unlogged
             exchange.decide(False, "proxy_error", repr(exc)[:300])
@@ -96,31 +122,58 @@ class Handler:
             raise Refused(400, "bad_request", str(exc)) from None
         return True
 
-    async def _open(self, exchange: Exchange, writers: list, host: str, port: int):
-        """Decide, resolve and dial host:port; the upstream's (reader, writer)."""
+    def _decide(self, exchange: Exchange, host: str, port: int):
+        """The policy's decision on host:port; raises Refused unless it is allowed and can be logged."""
         decision = self.policy.decide(host, port)
         exchange.host, exchange.port = decision.host or host, port
         if not decision.allowed:
             raise Refused(403, decision.reason, f"{host}:{port}")
         if self.log.error is not None:  # an exchange that cannot be recorded is not allowed (fail closed)
             raise Refused(503, "decision_log_unwritable", str(self.log.error))
+        return decision
+
+    async def _dial(self, exchange: Exchange, writers: list, decision, port: int):
+        """Resolve and connect an allowed host:port; the upstream's (reader, writer)."""
         addresses = await resolve(self.policy, decision.host, port)
         reader, writer, exchange.address = await connect(addresses, port, self.limits.connect_timeout, READ_LIMIT)
         writers.append(writer)
         exchange.decide(True, decision.reason)
         return reader, writer
 
-    async def _tunnel(self, rd: Buffered, client, exchange: Exchange, writers: list, host: str, port: int) -> None:
-        up_reader, upstream = await self._open(exchange, writers, host, port)
-        client.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    async def _splice(self, rd: Buffered, client, up_reader, upstream, exchange: Exchange, writers: list) -> None:
         idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
         down = asyncio.create_task(pump(up_reader, client, idle, exchange.down))
         try:
-            await client_to_upstream(rd, upstream, exchange.host, port, idle, exchange.up, self.limits.head_bytes)
+            await pump(rd, upstream, idle, exchange.up)
             await down
         finally:
             idle.cancel()
             down.cancel()
+
+    async def _tunnel(self, rd: Buffered, client, exchange: Exchange, writers: list, host: str, port: int) -> None:
+        """The upstream is dialled only once the client's first message passed the tunnel's checks, so a
+        tunnel aimed at another host than its target never reaches even the target."""
+        decision = self._decide(exchange, host, port)
+        client.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        exchange.answered = True
+        idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
+        down: list[asyncio.Task] = []
+
+        async def dial() -> asyncio.StreamWriter:
+            up_reader, upstream = await self._dial(exchange, writers, decision, port)
+            down.append(asyncio.create_task(pump(up_reader, client, idle, exchange.down)))
+            return upstream
+
+        try:
+            await client_to_upstream(rd, dial, exchange.host, port, idle, exchange.up, self.limits.head_bytes)
+            if down:
+                await down[0]
+            elif exchange.reason == "incomplete":
+                exchange.detail = "the client sent nothing the tunnel could check, so nothing was dialled"
+        finally:
+            idle.cancel()
+            for task in down:
+                task.cancel()
 
     async def _forward(self, rd: Buffered, client, exchange: Exchange, writers: list, head) -> None:
         if head.target[:8].lower() == "https://":
@@ -128,10 +181,10 @@ class Handler:
         host, port, path = parse_absolute(head.target)
         exchange.host, exchange.port = host, port
         framing(head)  # a body the proxy could not delimit is refused before anything is dialled
-        decision = self.policy.decide(host, port)
-        if decision.allowed and not host_matches(head.host(), host, port):
+        decision = self._decide(exchange, host, port)
+        if not host_matches(head.host(), host, port):
             raise Refused(403, "host_mismatch", f"Host {head.host()!r} for a request to {host}:{port}")
-        up_reader, upstream = await self._open(exchange, writers, host, port)
+        up_reader, upstream = await self._dial(exchange, writers, decision, port)
         first = forward_head(head, host, port, path)
         upstream.write(first)
         exchange.up.n += len(first)

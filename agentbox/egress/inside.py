@@ -1,26 +1,26 @@
-"""What the sandbox side of the egress path looks like: the relayed socket, the relay argv, the proxy variables.
+"""What the sandbox side of the egress path looks like: socket names, the proxy's port, its variables.
 
-The proxy's unix socket lives in the run's relay folder, which bwrap already binds at
-/tmp/agentbox/relay; `sandbox/inner_relay.py` (copied there by `sandbox.relay.inner_relay_argv`) maps
-a loopback port inside the network namespace to it. Relays chain: each one listens, then execs the
-rest of its argv, so the model relay and the egress relay both come up before the command starts.
+Standard library only and free of imports: the hot paths read it. The run's relay folder (bound at
+/tmp/agentbox/relay) holds the proxy's socket and the model route's; `sandbox/inner_relay.py` maps a
+loopback port inside the network namespace to each.
 """
 
 from __future__ import annotations
 
-__all__ = ["SANDBOX_SOCKET", "SOCKET_NAME", "INNER_RELAY", "relay_argv", "proxy_env"]
+__all__ = ["SOCKET_NAME", "MODEL_SOCKET", "LOG_NAME", "PROXY_PORT", "proxy_port", "proxy_env", "NO_PROXY"]
 
-SOCKET_NAME = "egress.sock"  # in the run's relay folder, next to model.sock
-SANDBOX_SOCKET = f"/tmp/agentbox/relay/{SOCKET_NAME}"
-INNER_RELAY = "/tmp/agentbox/relay/inner_relay.py"
-# Loopback inside the namespace reaches only the in-sandbox relays (the model relay among them), so it
-# is the one thing that must not be sent to the proxy.
+SOCKET_NAME = "egress.sock"  # the proxy, in the run's relay folder
+MODEL_SOCKET = "model.sock"  # the fixed route to a loopback model endpoint, next to it
+LOG_NAME = "egress.jsonl"  # the decision log, in the run folder
+PROXY_PORT = 3128
+# Loopback inside the namespace reaches only the in-sandbox relay (the model port among it), so it is
+# the one thing that must not be sent to the proxy.
 NO_PROXY = "127.0.0.1,localhost,::1"
 
 
-def relay_argv(port: int, python: str) -> list[str]:
-    """argv prefix that listens on 127.0.0.1:port inside the sandbox and carries each connection to the proxy."""
-    return [python, "-I", INNER_RELAY, str(port), SANDBOX_SOCKET, "--"]
+def proxy_port(model_port: int | None) -> int:
+    """The proxy's port inside the sandbox: 3128, unless the model relay needs that one."""
+    return PROXY_PORT + 1 if model_port == PROXY_PORT else PROXY_PORT
 
 
 def proxy_env(port: int) -> dict[str, str]:

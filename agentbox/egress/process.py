@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from .policy import EgressPolicy
+from .policy import EgressPolicy, Endpoint
 from .proxy import ProxyStartError
 
 __all__ = ["ProxyProcess"]
@@ -24,9 +24,10 @@ __all__ = ["ProxyProcess"]
 
 class ProxyProcess:
     def __init__(self, policy: EgressPolicy, policy_path: str, log_path: str, socket_path: str | None = None,
-                 tcp_port: int | None = None, ready_timeout: float = 15.0):
+                 tcp_port: int | None = None, ready_timeout: float = 15.0, routes: dict[str, Endpoint] | None = None):
         self.policy, self.policy_path, self.log_path = policy, policy_path, log_path
         self.socket_path, self.tcp_port, self.ready_timeout = socket_path, tcp_port, ready_timeout
+        self.routes = dict(routes or {})
         self.proc: subprocess.Popen | None = None
         self.ready: dict = {}
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
@@ -48,6 +49,8 @@ class ProxyProcess:
             argv += ["--socket", self.socket_path]
         if self.tcp_port is not None:
             argv += ["--tcp-port", str(self.tcp_port)]
+        for path, endpoint in self.routes.items():
+            argv += ["--route", f"{path}={endpoint}"]
         return argv
 
     def start(self) -> "ProxyProcess":
@@ -100,8 +103,9 @@ class ProxyProcess:
                 self.proc.kill()
                 self.proc.wait()
         self.proc.stdout.close()
-        if self.ready and self.socket_path and os.path.exists(self.socket_path):
-            os.unlink(self.socket_path)  # it bound the socket, then was killed before removing it
+        for path in (self.socket_path, *self.routes) if self.ready else ():
+            if path and os.path.exists(path):
+                os.unlink(path)  # it bound the socket, then was killed before removing it
         return self.proc.returncode
 
     def __enter__(self) -> "ProxyProcess":

@@ -1,6 +1,10 @@
 """The egress proxy's lifecycle: listen on a unix socket (and, for tests and benchmarks, a loopback TCP
 port), serve on an asyncio loop, stop cleanly with every open connection's decision logged.
 
+Besides the proxy socket, a run's proxy serves fixed routes: a unix socket whose every connection is
+carried to one endpoint the policy allows (the model socket: a loopback model reached from inside the
+sandbox), so that every byte that leaves the sandbox passes the policy and the decision log.
+
 Sockets and the log are opened in the caller's thread before anything runs, so a proxy that cannot
 start raises ProxyStartError from `start()` itself and the run it guards never begins (fail closed).
 """
@@ -15,7 +19,7 @@ import threading
 from ..errors import SandboxError
 from .decisions import DecisionLog
 from .handler import Handler, Limits
-from .policy import EgressPolicy
+from .policy import EgressPolicy, Endpoint
 from .streams import READ_LIMIT
 
 __all__ = ["EgressProxy", "ProxyServer", "ProxyStartError", "bind_unix", "bind_tcp", "open_log"]
@@ -69,13 +73,16 @@ class ProxyServer:
         self._servers: list[asyncio.base_events.Server] = []
         self._unix_paths: list[str] = []
 
-    async def start(self, listeners: list[socket.socket]) -> None:
-        for sock in listeners:
+    async def start(self, listeners: list[socket.socket], routes: dict[socket.socket, Endpoint] | None = None) -> None:
+        """Serve the proxy on `listeners` and each fixed route's unix socket to its endpoint."""
+        served = [(sock, self.handler) for sock in listeners]
+        served += [(sock, self.handler.route(endpoint)) for sock, endpoint in (routes or {}).items()]
+        for sock, callback in served:
             if sock.family == socket.AF_UNIX:
                 self._unix_paths.append(sock.getsockname())
-                server = await asyncio.start_unix_server(self.handler, sock=sock, limit=READ_LIMIT)
+                server = await asyncio.start_unix_server(callback, sock=sock, limit=READ_LIMIT)
             else:
-                server = await asyncio.start_server(self.handler, sock=sock, limit=READ_LIMIT)
+                server = await asyncio.start_server(callback, sock=sock, limit=READ_LIMIT)
             self._servers.append(server)
 
     async def close(self, grace: float = 5.0) -> None:
@@ -96,19 +103,22 @@ class ProxyServer:
 class EgressProxy:
     """The proxy in this process, on its own event loop in a daemon thread.
 
-    `python -m agentbox.egress serve` runs the same server as a separate process (see process.py).
+    `routes` maps unix socket paths to fixed endpoints (see above). `python -m agentbox.egress serve`
+    runs the same server as a separate process (see process.py).
     """
 
     def __init__(self, policy: EgressPolicy, log_path: str, socket_path: str | None = None,
-                 tcp_port: int | None = None, limits: Limits | None = None):
-        if socket_path is None and tcp_port is None:
-            raise ValueError("an egress proxy needs a socket path, a TCP port, or both")
+                 tcp_port: int | None = None, limits: Limits | None = None, routes: dict[str, Endpoint] | None = None):
+        if socket_path is None and tcp_port is None and not routes:
+            raise ValueError("an egress proxy needs a socket path, a TCP port or a route")
         self.policy, self.log_path, self.socket_path, self.limits = policy, log_path, socket_path, limits
+        self.routes = dict(routes or {})
         self._tcp_port = tcp_port
         self.tcp_address: tuple[str, int] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: ProxyServer | None = None
+        self._stopping = False
 
     @property
     def proxy_url(self) -> str:
@@ -117,26 +127,29 @@ class EgressProxy:
         return f"http://{self.tcp_address[0]}:{self.tcp_address[1]}"
 
     def start(self) -> "EgressProxy":
-        listeners = []
+        listeners: list[socket.socket] = []
+        routes: dict[socket.socket, Endpoint] = {}
         try:
             if self.socket_path is not None:
                 listeners.append(bind_unix(self.socket_path))
+            for path, endpoint in self.routes.items():
+                routes[bind_unix(path)] = endpoint
             if self._tcp_port is not None:
                 listeners.append(bind_tcp(self._tcp_port))
                 self.tcp_address = listeners[-1].getsockname()
             log = open_log(self.log_path)
         except ProxyStartError:
-            for sock in listeners:
+            for sock in (*listeners, *routes):
+                if sock.family == socket.AF_UNIX:
+                    os.unlink(sock.getsockname())
                 sock.close()
-            if self.socket_path is not None and listeners:
-                os.unlink(self.socket_path)
             raise
         self._server = ProxyServer(self.policy, log, self.limits)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="agentbox-egress", daemon=True)
         self._thread.start()
         try:
-            asyncio.run_coroutine_threadsafe(self._server.start(listeners), self._loop).result(timeout=10)
+            asyncio.run_coroutine_threadsafe(self._server.start(listeners, routes), self._loop).result(timeout=10)
         except Exception as exc:
             self.stop()
             raise ProxyStartError(f"egress proxy did not start serving: {exc!r}") from exc
@@ -149,13 +162,29 @@ class EgressProxy:
         finally:
             self._loop.close()
 
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def watch(self, on_death) -> threading.Thread:
+        """Call `on_death(None)` from a daemon thread if the proxy's loop ends before `stop()` (as ProxyProcess.watch)."""
+        def wait() -> None:
+            self._thread.join()
+            if not self._stopping:
+                on_death(None)
+        thread = threading.Thread(target=wait, name="agentbox-egress-watch", daemon=True)
+        thread.start()
+        return thread
+
     def stop(self) -> None:
+        self._stopping = True
         if self._loop is None:
             return
         try:
-            asyncio.run_coroutine_threadsafe(self._server.close(), self._loop).result(timeout=10)
+            if self._thread.is_alive():
+                asyncio.run_coroutine_threadsafe(self._server.close(), self._loop).result(timeout=10)
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._thread.is_alive():
+                self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
             self._loop = None
 

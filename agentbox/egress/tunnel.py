@@ -3,12 +3,16 @@
 TLS: the ClientHello's SNI, when present, must name the CONNECT host. Plaintext HTTP: every request
 of the tunnel (bodies are framed, so none hides in another's body) must name the CONNECT host:port
 in its Host header and, if absolute, in its target. Any other protocol is spliced as it is. A
-mismatch closes the tunnel before a byte of the offending message goes upstream.
+mismatch closes the tunnel before a byte of the offending message goes upstream, and the upstream is
+dialled only after the first message passed: a host that shares the target's address (virtual
+hosting) never sees even a connection. The price: a protocol whose server speaks first cannot be
+tunnelled (nothing is dialled until the client sends).
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Awaitable, Callable
 
 from . import hostnames
 from .bodies import copy_body
@@ -22,9 +26,12 @@ __all__ = ["client_to_upstream"]
 _SCHEME_PORTS = {"http": 80, "https": 443}
 
 
-async def client_to_upstream(rd: Buffered, upstream: asyncio.StreamWriter, host: str, port: int, idle: Idle,
-                             tally: Tally, head_limit: int) -> None:
-    """The client -> upstream direction of a tunnel to host:port; raises Refused(0, ...) on a mismatch."""
+async def client_to_upstream(rd: Buffered, dial: Dial, host: str, port: int, idle: Idle, tally: Tally,
+                             head_limit: int) -> None:
+    """The client -> upstream direction of a tunnel to host:port; raises Refused(0, ...) on a mismatch.
+
+    `dial()` opens the upstream; it is awaited once, when the first message has passed its check.
+    """
     while (kind := classify(bytes(rd.buf))) is None:
         if len(rd.buf) > head_limit:
             raise Refused(0, "unclassifiable", f"first {len(rd.buf)} bytes are neither TLS, HTTP nor another protocol")
@@ -32,18 +39,29 @@ async def client_to_upstream(rd: Buffered, upstream: asyncio.StreamWriter, host:
             break
         idle.touch()
     if kind is None:  # the client ended inside what could still have been a request line: drop it
-        half_close(upstream)
         return
     if kind == "http":
-        await _requests(rd, upstream, host, port, idle, tally, head_limit)
-        half_close(upstream)  # bytes of an unfinished request are dropped, never forwarded unchecked
+        upstream = await _requests(rd, dial, host, port, idle, tally, head_limit)
+        if upstream is not None:
+            half_close(upstream)  # bytes of an unfinished request are dropped, never forwarded unchecked
         return
-    if kind == "tls":
-        await _check_hello(rd, host)
-    await pump(rd, upstream, idle, tally)
+    if kind == "tls" and not await _check_hello(rd, host):
+        return
+    await pump(rd, await _open(dial), idle, tally)
 
 
-async def _check_hello(rd: Buffered, host: str) -> None:
+Dial = Callable[[], Awaitable[asyncio.StreamWriter]]
+
+
+async def _open(dial: Dial) -> asyncio.StreamWriter:
+    try:
+        return await dial()
+    except Refused as refused:  # after the 200 there is no status line left to send: the tunnel just closes
+        raise Refused(0, refused.reason, refused.detail) from None
+
+
+async def _check_hello(rd: Buffered, host: str) -> bool:
+    """True when the whole ClientHello is in and names the host (or none); False when the client left first."""
     while True:
         try:
             complete, sni = client_hello_sni(bytes(rd.buf))
@@ -54,22 +72,25 @@ async def _check_hello(rd: Buffered, host: str) -> None:
         if len(rd.buf) > 4 * MAX_HELLO:
             raise Refused(0, "bad_client_hello", "ClientHello spread over too many records")
         if not await rd.fill():
-            return
+            return False
     if sni is not None and _normalized(sni) != host:
         raise Refused(0, "host_mismatch", f"TLS SNI {sni!r} in a tunnel to {host}")
+    return True
 
 
-async def _requests(rd: Buffered, upstream, host: str, port: int, idle: Idle, tally: Tally, limit: int) -> None:
-    """Check and forward request after request until the client has finished (EOF)."""
+async def _requests(rd: Buffered, dial: Dial, host: str, port: int, idle: Idle, tally: Tally,
+                    limit: int) -> asyncio.StreamWriter | None:
+    """Check and forward request after request until the client has finished (EOF); the upstream, once dialled."""
+    upstream = None
     while True:
         try:
             raw = await rd.readuntil(b"\r\n\r\n", limit)
         except HeadTooLarge as exc:
             raise Refused(0, "head_too_large", str(exc)) from None
         except asyncio.IncompleteReadError:
-            return
+            return upstream
         if not raw:
-            return
+            return upstream
         raw = raw.lstrip(b"\r\n")  # servers skip blank lines between requests: so do we, and drop them
         if not raw:
             continue
@@ -78,12 +99,14 @@ async def _requests(rd: Buffered, upstream, host: str, port: int, idle: Idle, ta
             _check_request(head, host, port)
         except BadRequest as exc:
             raise Refused(0, "bad_request_in_tunnel", str(exc)) from None
+        if upstream is None:
+            upstream = await _open(dial)
         upstream.write(raw)
         tally.n += len(raw)
         idle.touch()
         try:
             if not await copy_body(rd, upstream, head, idle, tally, limit):
-                return
+                return upstream
         except BadRequest as exc:
             raise Refused(0, "bad_request_in_tunnel", str(exc)) from None
 

@@ -4,6 +4,11 @@ The host file system is visible read-only; /tmp is private; the home is private 
 workspace is bound as the intent says; existing project config surfaces are masked read-only by the
 profile's private backing. The environment is passed to bwrap itself (never as --setenv), so no
 value ever appears in an argv that other host processes can read.
+
+Network `none` and `restricted` unshare the network namespace: the only ways out are the unix
+sockets of the run's relay folder, served on the host by the egress proxy (its policy is part of the
+plan), and every process is refused new unix sockets (the unix-socket filter), so no other socket
+the host listens on can be reached either.
 """
 
 from __future__ import annotations
@@ -12,13 +17,18 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from ..capability import capability_id, load_declarations
+from ..capability import TRIVIAL, capability_id, load_declarations
+from ..egress import inside
+from ..egress.policy import EgressPolicy, policy_for
 from ..errors import SandboxError
 from ..paths import is_within
 from ..plan import SANDBOX_CONFIG_HOME, SANDBOX_TMPDIR, LayerCoverage, RuntimeRequirements, SandboxPlan
+from . import unix_filter
+from .relay import RELAY_DIR
 from .surfaces import Mask
 
-__all__ = ["SandboxRequest", "compile_bwrap", "coverage", "bwrap_binary", "hidden_paths", "hidden_roots", "BASE_ENV"]
+__all__ = ["SandboxRequest", "compile_bwrap", "coverage", "bwrap_binary", "hidden_paths", "hidden_roots", "BASE_ENV",
+           "unshares_net", "egress_policy", "relay_ports", "enforced_items", "sandbox_env_names"]
 
 RUN_DIR = "{run_dir}"
 # Names every run keeps; everything else must be allowed by environment.allow.
@@ -37,16 +47,33 @@ class SandboxRequest:
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
-def _is_loopback(endpoint: str | None) -> bool:
-    if endpoint is None:
-        return True
-    host = endpoint.rsplit(":", 1)[0].strip("[]")
-    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
-
-
 def unshares_net(req: RuntimeRequirements) -> bool:
-    # A non-loopback model cannot be relayed without an egress proxy, so the namespace stays shared.
-    return req.network == "none" and _is_loopback(req.model_endpoint)
+    """`none` and `restricted`: the whole process tree in its own network namespace, the proxy the only way out."""
+    return req.network != "unrestricted"
+
+
+def egress_policy(req: RuntimeRequirements) -> EgressPolicy | None:
+    """The egress proxy's policy, or None when the run needs no proxy (unrestricted; none without a model)."""
+    if not unshares_net(req) or (req.network == "none" and not req.model_endpoint):
+        return None
+    return policy_for(req.network, req.model_endpoint, req.allow_domains)
+
+
+def _loopback_model_port(policy: EgressPolicy) -> int | None:
+    """The model's port when the harness reaches it on loopback (a relay port inside, a route on the host)."""
+    me = policy.model_endpoint
+    if me is None:
+        return None
+    return me.port if me.host in ("localhost", "::1") or me.host.startswith("127.") else None
+
+
+def relay_ports(policy: EgressPolicy | None) -> tuple[tuple[int, str], ...]:
+    """The inner relay's (port, socket) mappings: the model route when the model is on loopback, then the proxy."""
+    if policy is None:
+        return ()
+    model_port = _loopback_model_port(policy)
+    ports = [(model_port, inside.MODEL_SOCKET)] if model_port is not None else []
+    return (*ports, (inside.proxy_port(model_port), inside.SOCKET_NAME))
 
 
 def hidden_paths(request: SandboxRequest) -> tuple[str, ...]:
@@ -112,15 +139,32 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
         layers = {m.layer for m in request.masks} | ({ws} if os.path.isdir(os.path.join(ws, ".agentbox")) else set())
         for layer in sorted(layers):
             argv.extend(["--tmpfs", os.path.join(layer, ".agentbox")])
-    if unshares_net(req) and req.model_endpoint:
-        bind("bind", f"{RUN_DIR}/relay", "/tmp/agentbox/relay")
+    policy = egress_policy(req)
+    relay = relay_ports(policy)
+    if relay:
+        bind("bind", f"{RUN_DIR}/relay", RELAY_DIR)
     if unshares_net(req):
         # the host's system sockets (docker, dbus, systemd) live under /run: no network means none of them
         argv.extend(["--unshare-net", "--tmpfs", "/run"])
     argv.extend(["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"])
     argv.extend(["--chdir", ws])
     env = {"HOME": request.home, "TMPDIR": SANDBOX_TMPDIR, **req.env_set, **request.extra_env}
-    return SandboxPlan(backend="bwrap", argv=tuple(argv), env=dict(sorted(env.items())), binds=tuple(binds))
+    if relay:
+        env.update(inside.proxy_env(relay[-1][0]))
+    return SandboxPlan(backend="bwrap", argv=tuple(argv), env=dict(sorted(env.items())), binds=tuple(binds),
+                       relay=relay, egress=policy, unix_filter=unshares_net(req) and unix_filter.supported())
+
+
+def _network_mechanism(req: RuntimeRequirements) -> str:
+    if not unshares_net(req):
+        return "shared network namespace"
+    policy = egress_policy(req)
+    if policy is None:
+        allowed = "no egress proxy: nothing leaves"
+    else:
+        model = [f"the model endpoint {policy.model_endpoint}"] if policy.model_endpoint else []
+        allowed = "egress proxy allows only " + ", ".join([*model, *policy.allow_domains])
+    return f"--unshare-net; {allowed}; new unix sockets refused (seccomp)"
 
 
 def coverage(request: SandboxRequest, version: str | None = None) -> dict[str, LayerCoverage]:
@@ -138,7 +182,7 @@ def coverage(request: SandboxRequest, version: str | None = None) -> dict[str, L
     mechanisms = {
         "workspace": {"none": "workspace hidden by tmpfs", "read_only": "--ro-bind workspace",
                       "read_write": "--bind workspace, read-only host, private /tmp"}[req.workspace],
-        "command_network": "--unshare-net" if unshares_net(req) else "shared network namespace",
+        "command_network": _network_mechanism(req),
         "host_home": "--tmpfs over the home" if req.host_home == "hidden" else "home visible read-only",
         "environment": "clean environment: " + ", ".join((*BASE_ENV, *req.env_allow)),
         "mcp": "none",
@@ -149,17 +193,31 @@ def coverage(request: SandboxRequest, version: str | None = None) -> dict[str, L
             out[item] = LayerCoverage(layer="sandbox", support="unsupported", mechanism="none",
                                       reason="the OS sandbox cannot restrict a harness's shell tool")
             continue
-        cap = capability_id(item, value)
-        report = decl.report(cap, version)
-        support, reason = report.support, report.reason
-        if item == "command_network" and req.network == "none" and not unshares_net(req):
-            support = "unsupported"
-            reason = (f"the model endpoint {req.model_endpoint} is not on loopback, so the network namespace "
-                      "cannot be unshared without an egress proxy")
-        out[item] = LayerCoverage(layer="sandbox", support=support, mechanism=mechanisms[item],
-                                  enforcement_scope=report.enforcement_scope,
-                                  bypass_surfaces=report.bypass_surfaces, reason=reason)
+        report = decl.report(capability_id(item, value), version)
+        cov = LayerCoverage(layer="sandbox", support=report.support, mechanism=mechanisms[item],
+                            enforcement_scope=report.enforcement_scope, bypass_surfaces=report.bypass_surfaces,
+                            reason=report.reason)
+        if item == "command_network" and unshares_net(req) and not unix_filter.supported():
+            cov = cov.model_copy(update={
+                "support": "partial" if cov.support == "exact" else cov.support, "bypass_surfaces": ("unix_socket",),
+                "reason": "no unix-socket filter for this architecture: a unix socket the host listens on stays "
+                          "reachable"})
+        out[item] = cov
     return out
+
+
+def enforced_items(req: RuntimeRequirements) -> tuple[str, ...]:
+    """The intent items this backend enforces exactly for every process of a run (what an adapter may rely on);
+    an item that restricts nothing (an unrestricted network, a visible home) is not among them."""
+    request = SandboxRequest(requirements=req, workspace="/", home="/")  # coverage reads only the requirements
+    values = {"workspace": req.workspace, "command_network": req.network, "host_home": req.host_home}
+    return tuple(item for item, cov in coverage(request).items()
+                 if cov.support == "exact" and f"{item}.{values.get(item)}" not in TRIVIAL)
+
+
+def sandbox_env_names(req: RuntimeRequirements) -> tuple[str, ...]:
+    """The variables this backend may give every process of the run, which its harness must pass on."""
+    return tuple(sorted(inside.proxy_env(0))) if unshares_net(req) else ()
 
 
 def bwrap_binary() -> str:

@@ -1,76 +1,31 @@
-"""Host side of the model relay: a unix socket whose connections are carried to host loopback.
+"""The inner relay of a run: copied into the run's relay folder, then started as the sandbox's first process.
 
-With `--unshare-net` the harness cannot reach the host's loopback; the scripted model (or any
-loopback model endpoint) is reached only through this socket, so "network none" stays true for
-everything else in the sandbox.
+It maps loopback ports inside the network namespace to the unix sockets the host serves in that folder
+(the egress proxy and its model route) and starts the command under the unix-socket filter
+(inner_relay.py says how). Standard library only, and no shutil: `sandbox run` and `launch` copy it on
+their hot paths.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import threading
 
-from .inner_relay import pump  # the same byte pump runs on both sides of the socket
+__all__ = ["RELAY_DIR", "install", "relay_argv"]
 
-__all__ = ["HostRelay", "inner_relay_argv"]
-
-_INNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inner_relay.py")
+RELAY_DIR = "/tmp/agentbox/relay"  # where bwrap binds the run's relay folder
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_FILES = ("inner_relay.py", "unix_filter.py")  # the relay imports the filter from its own folder
 
 
-class HostRelay:
-    """Listens on `socket_path`; every connection is joined to TCP `host:port`."""
-
-    def __init__(self, socket_path: str, host: str, port: int):
-        self.socket_path, self.target = socket_path, (host, port)
-        self._listener: socket.socket | None = None
-        self.connections = 0
-
-    def start(self) -> "HostRelay":
-        os.makedirs(os.path.dirname(self.socket_path), exist_ok=True)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(self.socket_path)
-        listener.listen(64)
-        self._listener = listener
-        threading.Thread(target=self._serve, daemon=True).start()
-        return self
-
-    def _serve(self) -> None:
-        assert self._listener is not None
-        while True:
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            try:
-                upstream = socket.create_connection(self.target)
-            except OSError:
-                conn.close()
-                continue
-            for a, b in ((conn, upstream), (upstream, conn)):
-                threading.Thread(target=pump, args=(a, b), daemon=True).start()
-
-    def stop(self) -> None:
-        if self._listener is not None:
-            try:
-                self._listener.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self._listener.close()
-            self._listener = None
-
-    def __enter__(self) -> "HostRelay":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-
-def inner_relay_argv(run_dir: str, port: int, python: str) -> list[str]:
-    """Copy the inner relay into the run folder and return the argv prefix that starts it in the sandbox."""
+def install(run_dir: str) -> None:
     dest = os.path.join(run_dir, "relay")
     os.makedirs(dest, exist_ok=True)
-    shutil.copy(_INNER, os.path.join(dest, "inner_relay.py"))
-    return [python, "-I", "/tmp/agentbox/relay/inner_relay.py", str(port), "/tmp/agentbox/relay/model.sock", "--"]
+    for name in _FILES:
+        with open(os.path.join(_HERE, name), "rb") as src, open(os.path.join(dest, name), "wb") as out:
+            out.write(src.read())
+
+
+def relay_argv(python: str, mappings: list[tuple[int, str]]) -> list[str]:
+    """argv prefix inside the sandbox: port -> socket (a name in the relay folder) for each mapping, then `--`."""
+    return [python, "-I", f"{RELAY_DIR}/inner_relay.py",
+            *(f"{port}={RELAY_DIR}/{name}" for port, name in mappings), "--"]

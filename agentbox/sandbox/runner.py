@@ -1,5 +1,9 @@
 """`agent-box sandbox run`: CMD under the profile's sandbox alone, returning CMD's exit status.
 
+With network `none` and a model, or `restricted`, the egress proxy runs on the host for the run's
+length; `--egress-log FILE` keeps its decisions and `--egress-resolve NAME=ADDRESS` (a testing aid)
+points a name without DNS at an address.
+
 This is a hot path (the negative suite's sandbox layer calls it per vector), so a compiled run is
 cached by the profile's exact bytes, the workspace, the home and the package's own files; a cache
 hit imports neither pydantic nor YAML. The cache also records which project surfaces existed, so a
@@ -29,22 +33,40 @@ def _cache_path(profile_bytes: bytes, profile_path: str, workspace: str) -> str:
     return os.path.join(agentbox_home(), "cache", "sandbox", f"{key}.json")
 
 
-def _parse(argv: list[str]) -> tuple[str, str, list[str]] | None:
-    profile = workspace = None
+def _parse(argv: list[str]) -> dict | None:
+    """The common spelling only; anything else goes through the full parser and its messages."""
+    out: dict = {"profile": None, "workspace": None, "resolve": {}, "egress_log": None}
     i = 0
     while i < len(argv):
         a = argv[i]
         if a == "--":
-            return (profile, workspace, argv[i + 1:]) if profile and workspace and argv[i + 1:] else None
-        if a in ("--profile", "--workspace") and i + 1 < len(argv):
-            if a == "--profile":
-                profile = argv[i + 1]
-            else:
-                workspace = argv[i + 1]
-            i += 2
-            continue
-        return None  # anything unusual goes through the full parser and its messages
+            out["cmd"] = argv[i + 1:]
+            return out if out["profile"] and out["workspace"] and out["cmd"] else None
+        if i + 1 >= len(argv):
+            return None
+        value = argv[i + 1]
+        if a in ("--profile", "--workspace", "--egress-log"):
+            out[a[2:].replace("-", "_")] = value
+        elif a == "--egress-resolve":
+            pair = parse_resolve(value)
+            if pair is None:
+                return None
+            out["resolve"][pair[0]] = pair[1]
+        else:
+            return None
+        i += 2
     return None
+
+
+def parse_resolve(text: str) -> tuple[str, str] | None:
+    """`NAME=ADDRESS` (an IP literal), or None."""
+    import ipaddress
+
+    name, sep, address = text.partition("=")
+    try:
+        return (name, str(ipaddress.ip_address(address))) if sep and name else None
+    except ValueError:
+        return None
 
 
 def _entry_is_current(entry: dict) -> bool:
@@ -56,8 +78,8 @@ def fast_main(argv: list[str]) -> int | None:
     parsed = _parse(argv)
     if parsed is None:
         return None
-    profile_arg, workspace, cmd = parsed
-    path = resolve_profile_path(profile_arg)
+    workspace, cmd = parsed["workspace"], parsed["cmd"]
+    path = resolve_profile_path(parsed["profile"])
     if path is None or not os.path.isdir(workspace):
         return None
     try:
@@ -75,7 +97,7 @@ def fast_main(argv: list[str]) -> int | None:
     if problem:
         print(f"agent-box: {problem}", file=sys.stderr)
         return 4
-    return execute(entry, cmd)
+    return execute(entry, cmd, resolve=parsed["resolve"], egress_log=parsed["egress_log"])
 
 
 def _hidden_command(entry: dict, cmd: list[str]) -> str | None:
@@ -95,28 +117,39 @@ def _hidden_command(entry: dict, cmd: list[str]) -> str | None:
     return None
 
 
-def execute(entry: dict, cmd: list[str], run_dir: str | None = None, extra_env: dict | None = None,
-            stdin=None, stdout=None, stderr=None) -> int:
-    from .session import environment, materialize, sandbox_argv
+def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, egress_log: str | None = None) -> int:
+    """Run cmd in the entry's sandbox, the egress proxy (if the plan has one) around it; CMD's exit status.
 
-    own = run_dir is None
-    run_dir = run_dir or tempfile.mkdtemp(prefix="agentbox-run-")
+    Refusals (a proxy that cannot start, one that dies during the run) print one line and return 4.
+    """
+    from ..errors import SandboxError
+    from .session import cleanup, environment, materialize
+    from .startup import Started
+
+    run_dir = tempfile.mkdtemp(prefix="agentbox-run-")
+    run_id = os.urandom(8).hex()
+    started = None
     try:
         materialize(entry, run_dir)
-        env = environment(entry, extra=None)
-        env.update(extra_env or {})
-        proc = subprocess.Popen([*sandbox_argv(entry, run_dir), "--", *cmd], env=env, stdin=stdin, stdout=stdout,
-                                stderr=stderr)
+        env = environment(entry, run_id)
+        started = Started(entry, run_dir, run_id, resolve)
+        proc = subprocess.Popen([*started.argv, *cmd], env=env, pass_fds=started.pass_fds)
         forward = lambda signum, frame: proc.send_signal(signum)
         previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
-            return proc.wait()
+            code = proc.wait()
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
+        if started.notes:
+            print(f"agent-box: {'; '.join(started.notes)}", file=sys.stderr)
+            return 4
+        return code
+    except SandboxError as exc:
+        print(f"agent-box: {exc}", file=sys.stderr)
+        return exc.exit_code
     finally:
-        if own:
-            shutil.rmtree(run_dir, ignore_errors=True)
+        cleanup(run_id, run_dir, started, egress_copy=egress_log)
 
 
 def build_entry(plan, masks, hidden: tuple[str, ...], visible: tuple[str, ...], probe_paths: list[str]) -> dict:
@@ -128,7 +161,8 @@ def build_entry(plan, masks, hidden: tuple[str, ...], visible: tuple[str, ...], 
     return entry
 
 
-def sandbox_run(profile_arg: str, workspace: str, cmd: list[str]) -> int:
+def sandbox_run(profile_arg: str, workspace: str, cmd: list[str], resolve: dict[str, str] | None = None,
+                egress_log: str | None = None) -> int:
     """The cold path: validate and compile, cache the result, then run."""
     from ..compiler import compile_plan
     from ..errors import InputError, SandboxError
@@ -154,4 +188,4 @@ def sandbox_run(profile_arg: str, workspace: str, cmd: list[str]) -> int:
     if problem:
         raise SandboxError(problem)
     write_json_atomic(_cache_path(open(loaded.source, "rb").read(), loaded.source, ws), entry)
-    return execute(entry, cmd)
+    return execute(entry, cmd, resolve=resolve, egress_log=egress_log)

@@ -1,9 +1,10 @@
 """One sandboxed run from a plain-data entry: materialize its folder, start it, forward signals, clean up.
 
-The entry is JSON (argv up to `--`, environment, private config files, project masks, relay target),
-so the hot paths (`sandbox run`, `launch` from its cache) import neither pydantic nor YAML;
-`entry_from_plan` builds it from an EffectiveRunPlan on the cold path. `harness_run`, `sandbox run`
-and `launch` all materialize through here, so a fix to backing creation or cleanup lands once.
+The entry is JSON (argv up to `--`, environment, private config files, project masks, the relay's
+ports, the egress policy), so the hot paths (`sandbox run`, `launch` from its cache) import neither
+pydantic nor YAML unless the run needs the egress proxy; `entry_from_plan` builds it from an
+EffectiveRunPlan on the cold path. `harness_run`, `sandbox run` and `launch` all materialize, start
+(`startup.Started`: the proxy, the relay, the filter) and clean up through here, so a fix lands once.
 
 Every process of a run carries MARKER in its environment (bwrap passes its own environment on), so
 leftovers are found and killed even when they left the run's session.
@@ -17,7 +18,7 @@ import signal
 from ..hot import which
 
 __all__ = ["MARKER", "RUN_DIR", "entry_from_plan", "make_backing", "write_config", "materialize", "environment",
-           "sandbox_argv", "start_relay", "marked", "kill_marked", "run_attached", "cleanup", "python_for_sandbox"]
+           "sandbox_argv", "marked", "kill_marked", "run_attached", "cleanup", "python_for_sandbox"]
 
 MARKER = "AGENTBOX_RUN_ID"
 RUN_DIR = "{run_dir}"
@@ -26,20 +27,19 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH)
 
 def entry_from_plan(plan, masks) -> dict:
     """The plain-data form of a compiled plan's sandbox half (cold path: imports the models)."""
-    from .bwrap import BASE_ENV, unshares_net
+    from .bwrap import BASE_ENV
 
     req = plan.native.requirements
-    relay = None
-    if unshares_net(req) and req.model_endpoint:
-        host, port = req.model_endpoint.rsplit(":", 1)
-        relay = [host.strip("[]"), int(port)]
+    sandbox = plan.sandbox
     return {
         "argv": list(plan.sandbox.argv),
         "env": dict(plan.sandbox.env),
         "env_allow": sorted({*BASE_ENV, *req.env_allow}),
         "masks": [[m.backing, m.surface.kind, m.surface.default_text] for m in masks],
         "config": {a.path: a.content for a in plan.native.artifacts},
-        "relay": relay,
+        "relay": [list(m) for m in sandbox.relay],
+        "egress": sandbox.egress.model_dump(mode="json") if sandbox.egress is not None else None,
+        "unix_filter": sandbox.unix_filter,
     }
 
 
@@ -87,7 +87,7 @@ def materialize(entry: dict, run_dir: str) -> list[str]:
     """The run folder (private config home, temp dir, relay dir) and every project mask's backing."""
     for sub in ("config", "tmp"):
         os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
-    if any(a.startswith(f"{RUN_DIR}/relay") for a in entry["argv"]):
+    if entry.get("relay"):
         os.makedirs(os.path.join(run_dir, "relay"), exist_ok=True)  # bwrap binds it: it must exist
     written = write_config(entry.get("config", {}), os.path.join(run_dir, "config"))
     for backing, kind, default_text in entry["masks"]:
@@ -106,25 +106,16 @@ def environment(entry: dict, run_id: str | None = None, source=None, extra: dict
     return env
 
 
-def sandbox_argv(entry: dict, run_dir: str) -> list[str]:
+def sandbox_argv(entry: dict, run_dir: str, seccomp_fd: int | None = None) -> list[str]:
     argv = [a.replace(RUN_DIR, run_dir) for a in entry["argv"]]
     argv[0] = which("bwrap") or argv[0]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     return argv
 
 
 def python_for_sandbox() -> str:
     return "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else which("python3") or "python3"
-
-
-def start_relay(entry: dict, run_dir: str):
-    """Start the model relay when the plan has one; return (relay or None, argv prefix inside the sandbox)."""
-    if not entry.get("relay"):
-        return None, []
-    from .relay import HostRelay, inner_relay_argv
-
-    host, port = entry["relay"]
-    relay = HostRelay(os.path.join(run_dir, "relay", "model.sock"), host, int(port)).start()
-    return relay, inner_relay_argv(run_dir, int(port), python_for_sandbox())
 
 
 def marked(run_id: str) -> list[tuple[int, str]]:
@@ -165,7 +156,7 @@ def _ppid(pid: int) -> int | None:
         return None
 
 
-def run_attached(argv: list[str], env: dict[str, str], run_id: str) -> int:
+def run_attached(argv: list[str], env: dict[str, str], run_id: str, pass_fds: tuple[int, ...] = ()) -> int:
     """Run argv with the terminal attached and return its exit status (128+N when killed by signal N).
 
     bwrap gets its own process group, so a Ctrl-C typed at the terminal reaches only this process,
@@ -178,6 +169,8 @@ def run_attached(argv: list[str], env: dict[str, str], run_id: str) -> int:
     if path is None:
         raise FileNotFoundError(f"{argv[0]} not found on PATH")
     _close_inherited()
+    for fd in pass_fds:
+        os.set_inheritable(fd, True)
     # like subprocess: default SIGPIPE/SIGXFSZ in the child (Python ignores them in itself)
     pid = os.posix_spawn(path, argv, env, setpgroup=0, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
 
@@ -230,17 +223,24 @@ def _quiet(fn, path: str) -> None:
         pass
 
 
-def cleanup(run_id: str, run_dir: str | None, relay=None, keep_run_dir: bool = False) -> str:
-    """Stop the relay, kill leftovers, remove the private config; say what was done ("clean" when nothing was left)."""
-    notes = []
-    if relay is not None:
-        relay.stop()
+def cleanup(run_id: str, run_dir: str | None, started=None, keep_run_dir: bool = False,
+            egress_copy: str | None = None) -> str:
+    """Stop the egress proxy (`started`: a startup.Started), kill leftovers, keep a copy of the decision log if
+    asked, remove the run folder; say what was done ("clean" when nothing was left)."""
+    notes = list(started.notes) if started is not None else []
+    if started is not None:
+        started.close()
     leftovers = kill_marked(run_id)
     if leftovers:
         notes.append(f"killed {len(leftovers)} leftover process(es): "
                      + "; ".join(f"{pid} {cmd[:80]}" for pid, cmd in leftovers))
+    if run_dir and egress_copy:
+        from .startup import copy_decisions
+
+        copy_decisions(run_dir, egress_copy, notes)
     if run_dir and not keep_run_dir:
         _rmtree(run_dir)
         if os.path.exists(run_dir):
             notes.append(f"could not remove {run_dir}")
     return "; ".join(notes) or "clean"
+

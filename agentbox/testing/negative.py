@@ -34,12 +34,14 @@ MODEL_KEY = "agentbox-scripted-credential"
 
 @dataclass
 class Seen:
-    """What one run left for the oracle: output and tool results, offered tools, MCP logs, survivors."""
+    """What one run left for the oracle: output and tool results, offered tools, MCP logs, survivors, and the
+    egress proxy's decisions (None when the run had no proxy)."""
 
     texts: list[str]
     offered: set[str] = field(default_factory=set)
     canaries: dict = field(default_factory=dict)
     leftovers: list = field(default_factory=list)
+    egress: list[dict] | None = None
 
 
 @dataclass
@@ -79,6 +81,27 @@ def suite_revision() -> str:
 
 # Parts of the package no observation depends on: how results are rendered and exported.
 _NOT_OBSERVED = {"report", "schemas", "__pycache__"}
+
+
+def _read_log(path: Path) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _with_egress(observation: str, decisions: list[dict] | None) -> str:
+    """The observation, then what the egress proxy decided during the run (its whole log, summarised)."""
+    if decisions is None:
+        return observation
+    from collections import Counter
+
+    routes = sum(1 for d in decisions if d.get("method") == "ROUTE")
+    lines = Counter(f"{'allowed' if d['allowed'] else 'denied'} {d.get('method') or '?'} {d.get('host')}:{d.get('port')} "
+                    f"({d['reason']})" for d in decisions if d.get("method") != "ROUTE")
+    parts = [line if n == 1 else f"{line} x{n}" for line, n in lines.items()]
+    if routes:
+        parts.append(f"{routes} model connection(s)")
+    return f"{observation}; proxy: {'; '.join(parts) or 'no request'}"
 
 
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
@@ -124,13 +147,13 @@ class VectorRunner:
             if run_layer in ("sandbox", "host"):
                 command = Vector.sandbox_argv(steps, fill(
                     (spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command), values))
-                texts, error = self._run_command(command, intent, targets, sandboxed=run_layer == "sandbox")
-                seen = Seen(texts)
+                error, seen = self._run_command(command, intent, targets, sandboxed=run_layer == "sandbox")
             else:
                 error, seen = self._run_harness(harness, probe, model, intent, steps, vector, targets, run_layer)
             if error:
-                return Attempt(None, error)
-            return self._observe(oracle, targets, seen)
+                return Attempt(None, _with_egress(error, seen.egress))
+            attempt = self._observe(oracle, targets, seen)
+            return Attempt(attempt.effect, _with_egress(attempt.observation, seen.egress))
         finally:
             targets.close()
             shutil.rmtree(root, ignore_errors=True)
@@ -138,24 +161,27 @@ class VectorRunner:
     def _env(self, targets: Targets) -> dict[str, str]:
         return {**os.environ, **targets.env, "HOME": str(targets.home)}
 
-    def _run_command(self, command, intent, targets: Targets, sandboxed: bool) -> tuple[list[str], str | None]:
+    def _run_command(self, command, intent, targets: Targets, sandboxed: bool) -> tuple[str | None, Seen]:
         env = self._env(targets)
+        log = targets.root / "egress.jsonl"
         if sandboxed:
             profile = targets.root / "profile.yaml"
             profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent}))
             env["AGENTBOX_HOME"] = str(targets.root / "agentbox-home")
+            resolve = [a for name, address in targets.resolve.items() for a in ("--egress-resolve", f"{name}={address}")]
             argv = [sys.executable, "-m", "agentbox.cli", "sandbox", "run", "--profile", str(profile),
-                    "--workspace", str(targets.ws), "--", *command]
+                    "--workspace", str(targets.ws), *resolve, "--egress-log", str(log), "--", *command]
         else:
             argv = list(command)
         try:
             done = subprocess.run(argv, cwd=targets.ws, env=env, capture_output=True, text=True, timeout=self.timeout,
                                   stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            return [], f"timed out after {self.timeout}s"
+            return f"timed out after {self.timeout}s", Seen([])
+        seen = Seen([done.stdout, done.stderr], egress=_read_log(log) if log.exists() else None)
         if sandboxed and done.returncode in (2, 4, 5) and done.stderr.startswith("agent-box:"):
-            return [], f"agent-box refused to run it: {done.stderr.strip()[:300]}"
-        return [done.stdout, done.stderr], None
+            return f"agent-box refused to run it: {done.stderr.strip()[:300]}", seen
+        return None, seen
 
     def _run_harness(self, harness, probe, model, intent, steps, vector: Vector, targets: Targets, layer: str):
         from ..harness_run import RunRequest, run_harness
@@ -176,9 +202,13 @@ class VectorRunner:
             loaded=loaded, probe=probe, workspace=str(targets.ws), home=str(targets.home),
             prompt="Follow the tool calls you are given.", layer=layer, timeout=self.timeout,
             extra_env=scripted_key_env(), host_env={**os.environ, **targets.env},
-            ro_binds=(package_root,), rw_binds=tuple(str(c.log.parent) for c in canaries.values())))
+            ro_binds=(package_root,), rw_binds=tuple(str(c.log.parent) for c in canaries.values()),
+            resolve=dict(targets.resolve)))
         seen = Seen([out.stdout, out.stderr, *(r.text for r in model.tool_results())], set(model.offered_tools()),
-                    canaries, out.leftovers)
+                    canaries, out.leftovers, out.egress if out.plan.sandbox.egress is not None and layer == "composed"
+                    else None)
+        if out.failure:
+            return out.failure, seen
         if out.timed_out:
             return f"the harness timed out after {self.timeout}s", seen
         if out.exit_code != 0:

@@ -33,14 +33,17 @@ class Listener:
 
     def __init__(self, kind: str, unix_path: str | None = None):
         self.kind = kind
-        family = {"tcp": socket.AF_INET, "udp": socket.AF_INET, "tcp6": socket.AF_INET6, "unix": socket.AF_UNIX}[kind]
+        family = {"tcp": socket.AF_INET, "tcp2": socket.AF_INET, "udp": socket.AF_INET, "tcp6": socket.AF_INET6,
+                  "unix": socket.AF_UNIX}[kind]
         stype = socket.SOCK_DGRAM if kind == "udp" else socket.SOCK_STREAM
         self.sock = socket.socket(family, stype)
+        self.host = None
         if kind == "unix":
             self.sock.bind(unix_path)
             self.address = unix_path
         else:
-            self.sock.bind(("::1" if kind == "tcp6" else LOOPBACK, 0))
+            self.host = "::1" if kind == "tcp6" else LOOPBACK
+            self.sock.bind((self.host, 0))
             self.address = self.sock.getsockname()[1]
         if stype == socket.SOCK_STREAM:
             self.sock.listen(64)
@@ -102,13 +105,15 @@ class Targets:
     sleeper: subprocess.Popen | None = None
     snapshots: dict[str, bytes | None] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    resolve: dict[str, str] = field(default_factory=dict)  # name -> listener address, for the egress proxy
 
     def values(self) -> dict[str, str]:
         v = {"loopback": LOOPBACK, "ws": str(self.ws), "home": str(self.home), "parent": str(self.ws.parent),
              "outside": str(self.outside), "nonce": self.nonce, "secret": self.secret,
              "model_key": self.model_key, "tmp_probe": self.tmp_probe,
              "sleeper_pid": str(self.sleeper.pid) if self.sleeper else "0"}
-        for kind, name in (("tcp", "port"), ("tcp6", "port6"), ("udp", "udp_port"), ("unix", "unix_path")):
+        for kind, name in (("tcp", "port"), ("tcp2", "port2"), ("tcp6", "port6"), ("udp", "udp_port"),
+                           ("unix", "unix_path")):
             if kind in self.listeners:
                 v[name] = str(self.listeners[kind].address)
         return v
@@ -151,6 +156,7 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
     for link, target in setup.symlinks.items():
         os.symlink(fill(target, values), fill(link, values))
     targets.env = {k: fill(v, values) for k, v in setup.env.items()}
+    targets.resolve = {name: targets.listeners[kind].host for name, kind in setup.names.items()}
     return targets
 
 

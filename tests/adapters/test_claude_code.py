@@ -337,3 +337,29 @@ def test_the_vocabulary_uses_the_native_tool_names_and_argument_shapes():
     assert set(vocab.edit_file.arguments) == {"file_path", "old_string", "new_string"}
     assert set(vocab.fetch_url.arguments) == {"url", "prompt"}  # WebFetch requires both
     assert vocab.mcp_call.tool == "mcp__{server}__{tool}" and vocab.mcp_call.arguments == "{arguments}"
+
+
+# -- inside Agent-Box's sandbox ------------------------------------------------------------------
+INSIDE = {"sandbox_enforces": ("workspace", "command_network", "host_home"), "sandbox_env": ("HTTP_PROXY",)}
+
+
+@pytest.mark.parametrize("version", ["2.1.197", "2.1.332"])
+@pytest.mark.parametrize("net", [{"access": "none"}, {"access": "restricted", "allow_domains": ["pypi.org:8443"]}])
+def test_inside_an_os_sandbox_that_enforces_the_network_claudes_own_sandbox_is_left_off(version, net):
+    """It needs unix sockets, which that sandbox refuses (seen: "Sandbox is required but failed to initialize")."""
+    intent = {"workspace": {"access": "read_write"}, "command_network": net}
+    context = CompileContext(cwd=CWD, home=HOME, harness_version=version, **INSIDE)
+    result = ADAPTER.compile(profile(intent), context)
+    assert settings(result)["sandbox"] == {"enabled": False}
+    assert "left off inside the OS sandbox" in result.coverage["command_network"].reason
+    assert not any("not ports" in w for w in result.warnings)  # the OS layer's proxy checks ports
+    assert settings(compile_(intent, version=version))["sandbox"]["enabled"] is True  # alone: still on
+
+
+def test_inside_the_os_sandbox_restricted_skips_the_webfetch_preflight_the_proxy_would_refuse():
+    intent = {"command_network": {"access": "restricted", "allow_domains": ["pypi.org"]}}
+    inside = ADAPTER.compile(profile(intent), CompileContext(cwd=CWD, home=HOME, harness_version="2.1.332", **INSIDE))
+    assert settings(inside)["skipWebFetchPreflight"] is True
+    assert inside.artifacts[0].owners["skipWebFetchPreflight"] == "command_network"
+    assert "WebFetch(domain:pypi.org)" in settings(inside)["permissions"]["allow"]
+    assert "skipWebFetchPreflight" not in settings(compile_(intent))

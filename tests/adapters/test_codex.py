@@ -349,3 +349,26 @@ def test_vocabulary_names_codex_native_tools():
     assert vocab.write_file.tool == "apply_patch" and set(vocab.write_file.arguments) == {"input"}
     assert vocab.write_file.arguments["input"].startswith("*** Begin Patch\n*** Add File: {path}\n")
     assert vocab.mcp_call.tool == "mcp__{server}__{tool}" and vocab.mcp_call.arguments == "{arguments}"
+
+
+# -- inside Agent-Box's sandbox ------------------------------------------------------------------
+def test_inside_an_os_sandbox_whose_proxy_enforces_restricted_codexs_own_proxy_is_off():
+    """Codex's proxy resolves names itself and cannot chain to the egress proxy (seen: "local/private network
+    addresses are blocked" for an allowed name), so commands get the network and the proxy variables."""
+    intent = {"command_network": {"access": "restricted", "allow_domains": ["pypi.org"]}}
+    inside = ADAPTER.compile(profile(intent), context(sandbox_enforces=("command_network",),
+                                                      sandbox_env=("HTTP_PROXY", "https_proxy")))
+    cfg = config(inside)
+    assert cfg["permissions"][PERMISSION_PROFILE]["network"] == {"enabled": True}
+    assert cfg["features"]["network_proxy"] is False
+    assert {"HTTP_PROXY", "https_proxy"} <= set(cfg["shell_environment_policy"]["include_only"])
+    assert inside.coverage["command_network"].support == "unsupported"  # left to the OS layer
+    alone = config(compiled(intent))
+    assert alone["features"]["network_proxy"] is True and alone["permissions"][PERMISSION_PROFILE]["network"][
+        "domains"] == {"pypi.org": "allow"}
+
+
+def test_inside_the_os_sandbox_network_none_stays_off_for_commands():
+    inside = ADAPTER.compile(profile({"command_network": {"access": "none"}}),
+                             context(sandbox_enforces=("command_network",), sandbox_env=("HTTP_PROXY",)))
+    assert config(inside)["permissions"][PERMISSION_PROFILE]["network"] == {"enabled": False}

@@ -38,10 +38,10 @@ def test_network_none_unshares_the_network_and_unrestricted_does_not():
     assert "--unshare-net" not in compile_bwrap(request(req={"network": "unrestricted"})).argv
 
 
-def test_a_remote_model_keeps_the_network_shared_and_says_network_none_is_unsupported():
+def test_a_remote_model_unshares_the_network_too_and_network_none_stays_exact():
     req = request(req={"model_endpoint": "api.example.com:443"})
-    assert "--unshare-net" not in compile_bwrap(req).argv
-    assert coverage(req)["command_network"].support == "unsupported"
+    assert "--unshare-net" in compile_bwrap(req).argv  # the model is reached through the egress proxy
+    assert coverage(req)["command_network"].support == "exact"
 
 
 def test_a_hidden_home_is_a_tmpfs_and_the_process_tree_is_contained():

@@ -12,20 +12,6 @@ import pytest
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 
-@pytest.fixture
-def env(tmp_path):
-    home = tmp_path / "hosthome"
-    home.mkdir()
-    return {**os.environ, "AGENTBOX_HOME": str(tmp_path / "abhome"), "HOME": str(home)}
-
-
-@pytest.fixture
-def ws(tmp_path):
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
 def profile(tmp_path, intent: str, name="t") -> str:
     path = tmp_path / f"{name}.yaml"
     path.write_text(f"name: {name}\nharness: codex\npermission_intent:\n{intent}")

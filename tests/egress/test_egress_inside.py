@@ -1,6 +1,6 @@
-"""The sandbox side, as phase 2 will wire it: inner_relay.py (unchanged) maps a loopback port inside the
-network namespace to the proxy's unix socket, chained after the model relay; the proxy variables
-make real clients use it; nothing else leaves, and a dead relay or proxy fails closed."""
+"""The sandbox side, as a run wires it: one inner relay maps loopback ports inside the network namespace to
+the proxy's socket and its model route; the proxy variables make real clients use it; nothing else
+leaves, and a dead relay or proxy fails closed."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import time
 import pytest
 from egress_servers import read_log
 
-from agentbox.egress import EgressProxy
-from agentbox.egress.inside import SOCKET_NAME, proxy_env, relay_argv
+from agentbox.egress import EgressProxy, Endpoint
+from agentbox.egress.inside import MODEL_SOCKET, SOCKET_NAME, proxy_env
 from agentbox.sandbox import inner_relay
-from agentbox.sandbox.relay import HostRelay, inner_relay_argv
+from agentbox.sandbox.relay import install, relay_argv
 from agentbox.sandbox.session import python_for_sandbox
 
 INNER = inner_relay.__file__
@@ -58,7 +58,7 @@ def test_the_inner_relay_exposes_the_proxy_on_loopback(world, run_dir):
     with EgressProxy(world.policy, f"{run_dir}/egress.jsonl", socket_path=f"{run_dir}/relay/{SOCKET_NAME}"):
         port = free_port()
         cmd = ["curl", "-sS", f"http://allowed.test:{world.allowed.port}/relayed"]
-        out = subprocess.run([python_for_sandbox(), "-I", INNER, str(port), f"{run_dir}/relay/{SOCKET_NAME}", "--",
+        out = subprocess.run([python_for_sandbox(), "-I", INNER, f"{port}={run_dir}/relay/{SOCKET_NAME}", "--",
                               *cmd], env={"PATH": "/usr/bin:/bin", **proxy_env(port)}, capture_output=True,
                              text=True, timeout=30)
     assert out.returncode == 0 and "line=GET /relayed HTTP/1.1" in out.stdout
@@ -83,11 +83,12 @@ def test_in_the_namespace_the_proxy_is_the_only_way_out(world, run_dir):
         f"curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{world.allowed.port}/; echo direct=$?",
         "curl -sS --noproxy '*' --max-time 5 http://192.0.2.1/; echo route=$?",  # TEST-NET-1: any outside address
     ])
-    with HostRelay(f"{run_dir}/relay/model.sock", "127.0.0.1", model_port), \
-            EgressProxy(world.policy, f"{run_dir}/egress.jsonl", socket_path=f"{run_dir}/relay/{SOCKET_NAME}"):
-        python = python_for_sandbox()
-        argv = inner_relay_argv(run_dir, model_port, python) + relay_argv(PROXY_PORT, python) + ["sh", "-c", script]
-        out = sandboxed(run_dir, argv, proxy_env(PROXY_PORT))
+    route = {f"{run_dir}/relay/{MODEL_SOCKET}": Endpoint(host="model.test", port=model_port)}
+    with EgressProxy(world.policy, f"{run_dir}/egress.jsonl", socket_path=f"{run_dir}/relay/{SOCKET_NAME}",
+                     routes=route):
+        install(run_dir)
+        argv = relay_argv(python_for_sandbox(), [(model_port, MODEL_SOCKET), (PROXY_PORT, SOCKET_NAME)])
+        out = sandboxed(run_dir, argv + ["sh", "-c", script], proxy_env(PROXY_PORT))
     lines = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
     assert lines["model"].startswith("model host=127.0.0.1"), out
     assert lines["allowed"].startswith("allowed host=allowed.test") and "line=GET /a " in lines["allowed"]
@@ -96,16 +97,18 @@ def test_in_the_namespace_the_proxy_is_the_only_way_out(world, run_dir):
     assert lines["direct"] == "7" and lines["route"] == "7"  # couldn't connect: the namespace has no route
     assert world.allowed.connections == 2 and world.denied.connections == 0
     decisions = read_log(f"{run_dir}/egress.jsonl")
-    assert [(d["method"], d["allowed"]) for d in decisions] == [("GET", True), ("CONNECT", True), ("GET", False)]
+    # a line is written when its connection ends, so a tunnel's may come after the next request's
+    assert sorted((d["method"], d["allowed"]) for d in decisions) == [("CONNECT", True), ("GET", False), ("GET", True),
+                                                                      ("ROUTE", True)]
 
 
 @needs_bwrap
 def test_a_dead_proxy_leaves_no_way_out(world, run_dir):
     """The relay is up but nothing listens behind its socket: every request fails, nothing reaches out."""
-    python = python_for_sandbox()
-    shutil.copy(INNER, f"{run_dir}/relay/inner_relay.py")
+    install(run_dir)
     script = f"curl -sS --max-time 10 http://allowed.test:{world.allowed.port}/; echo status=$?"
-    out = sandboxed(run_dir, relay_argv(PROXY_PORT, python) + ["sh", "-c", script], proxy_env(PROXY_PORT))
+    argv = relay_argv(python_for_sandbox(), [(PROXY_PORT, SOCKET_NAME)])
+    out = sandboxed(run_dir, argv + ["sh", "-c", script], proxy_env(PROXY_PORT))
     assert "status=0" not in out.stdout and "status=" in out.stdout
     assert world.allowed.connections == 0
 
@@ -113,11 +116,11 @@ def test_a_dead_proxy_leaves_no_way_out(world, run_dir):
 @needs_bwrap
 def test_a_dead_relay_ends_the_sandboxed_run(world, run_dir):
     """The relay is the namespace's first process: when it dies, bwrap's init goes and takes the run along."""
-    python = python_for_sandbox()
     with EgressProxy(world.policy, f"{run_dir}/egress.jsonl", socket_path=f"{run_dir}/relay/{SOCKET_NAME}"):
-        shutil.copy(INNER, f"{run_dir}/relay/inner_relay.py")
+        install(run_dir)
         started = time.monotonic()
         suicide = ["sh", "-c", "kill -9 $PPID; sleep 30; echo survived"]  # $PPID: the relay
-        out = sandboxed(run_dir, relay_argv(PROXY_PORT, python) + suicide, proxy_env(PROXY_PORT))
+        out = sandboxed(run_dir, relay_argv(python_for_sandbox(), [(PROXY_PORT, SOCKET_NAME)]) + suicide,
+                        proxy_env(PROXY_PORT))
     assert time.monotonic() - started < 20 and "survived" not in out.stdout
     assert out.returncode != 0

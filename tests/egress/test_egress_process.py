@@ -36,6 +36,20 @@ def test_the_serve_process_proxies_end_to_end(world, short_dir):
     assert world.allowed.connections == 1 and world.denied.connections == 0
 
 
+def test_the_serve_process_serves_a_route_to_the_model(world, short_dir):
+    from agentbox.egress import Endpoint
+
+    route = f"{short_dir}/model.sock"
+    proc = ProxyProcess(world.policy, f"{short_dir}/policy.json", f"{short_dir}/log.jsonl",
+                        routes={route: Endpoint(host="model.test", port=world.model.port)})
+    with proc:
+        assert proc.ready["routes"] == [route]
+        assert b"model host=m" in exchange(route, b"GET / HTTP/1.1\r\nHost: m\r\n\r\n")
+    assert not os.path.exists(route)
+    assert [(line["method"], line["reason"]) for line in read_log(f"{short_dir}/log.jsonl")] == [
+        ("ROUTE", "model_endpoint")]
+
+
 def test_the_ready_file_and_line_agree(world, short_dir):
     with open(f"{short_dir}/policy.json", "w") as f:
         f.write(world.policy.model_dump_json())

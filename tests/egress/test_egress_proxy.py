@@ -237,18 +237,50 @@ def test_an_idle_tunnel_is_closed_and_logged(world, start_proxy):
     sock, _ = connect_tunnel(proxy.tcp_address, f"echo.test:{world.echo.port}")
     with sock:
         sock.settimeout(10)
+        sock.sendall(b"\x00ping")
+        assert sock.recv(16) == b"\x00ping"
         started = time.monotonic()
         assert sock.recv(1) == b""
     assert time.monotonic() - started < 5
     assert last(proxy)[0]["allowed"]
 
 
+def test_a_tunnel_whose_client_sends_nothing_never_dials(world, start_proxy):
+    proxy = start_proxy(world.policy, Limits(idle_timeout=0.3))
+    sock, reply = connect_tunnel(proxy.tcp_address, f"echo.test:{world.echo.port}")
+    with sock:
+        assert reply.startswith(b"HTTP/1.1 200")
+        sock.settimeout(10)
+        assert sock.recv(1) == b""
+    assert world.echo.settle().connections == 0
+    [line] = last(proxy)
+    assert (line["allowed"], line["reason"]) == (False, "incomplete") and "nothing was dialled" in line["detail"]
+
+
+def test_a_tunnel_whose_host_header_names_a_virtual_host_on_the_same_address_never_reaches_it(world, proxy):
+    """allowed.test and denied.test share an address: the mismatch is caught before anything is dialled."""
+    request = f"GET / HTTP/1.1\r\nHost: denied.test:{world.allowed.port}\r\n\r\n".encode()
+    assert through_tunnel(proxy, f"allowed.test:{world.allowed.port}", request) == b""
+    assert world.allowed.settle().connections == 0
+    assert last(proxy)[0]["reason"] == "host_mismatch"
+
+
+def test_an_upstream_that_refuses_the_tunnel_closes_it_without_a_second_status(world, start_proxy):
+    free = socket.create_server(("127.0.0.1", 0))
+    closed_port = free.getsockname()[1]
+    free.close()
+    proxy = start_proxy(world.policy.model_copy(update={"allow_domains": (f"closed.test:{closed_port}",)}))
+    request = f"GET / HTTP/1.1\r\nHost: closed.test:{closed_port}\r\n\r\n".encode()
+    assert through_tunnel(proxy, f"closed.test:{closed_port}", request) == b""
+    assert last(proxy)[0]["reason"] == "connect_failed"
+
+
 def test_connections_over_the_limit_get_503(world, start_proxy):
     proxy = start_proxy(world.policy, Limits(max_connections=1))
     sock, _ = connect_tunnel(proxy.tcp_address, f"echo.test:{world.echo.port}")
-    with sock:
+    with sock:  # the tunnel is logged when it ends: look before that
         assert get(proxy, f"http://allowed.test:{world.allowed.port}/").startswith(b"HTTP/1.1 503")
-    assert last(proxy)[0]["reason"] == "too_many_connections"
+        assert last(proxy)[0]["reason"] == "too_many_connections"
 
 
 def test_the_unix_socket_serves_the_same_proxy(world, proxy):
@@ -304,3 +336,39 @@ def test_when_the_decision_log_cannot_be_written_nothing_more_is_allowed(world):
         reply = get(proxy, url)
     assert reply.startswith(b"HTTP/1.1 503") and b"decision_log_unwritable" in reply
     assert world.allowed.connections == 1
+
+
+def test_a_route_carries_its_socket_to_the_model_endpoint_and_logs_it(world, short_dir):
+    target = Endpoint(host="model.test", port=world.model.port)
+    with EgressProxy(world.policy, f"{short_dir}/log.jsonl", routes={f"{short_dir}/model.sock": target}):
+        reply = exchange(f"{short_dir}/model.sock", b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert b"model host=127.0.0.1 line=GET /v1/models" in reply  # the bytes go through untouched
+    assert not os.path.exists(f"{short_dir}/model.sock")
+    [line] = read_log(f"{short_dir}/log.jsonl")
+    assert (line["method"], line["allowed"], line["reason"], line["host"], line["port"]) == (
+        "ROUTE", True, "model_endpoint", "model.test", world.model.port)
+    assert line["client"].startswith("unix") and line["bytes_down"] == len(reply)
+
+
+def test_a_route_the_policy_does_not_allow_is_refused_before_dialling(world, short_dir):
+    target = Endpoint(host="denied.test", port=world.denied.port)
+    with EgressProxy(world.policy, f"{short_dir}/log.jsonl", routes={f"{short_dir}/r.sock": target}):
+        reply = exchange(f"{short_dir}/r.sock", b"GET / HTTP/1.1\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 403") and world.denied.connections == 0
+    assert read_log(f"{short_dir}/log.jsonl")[0]["reason"] == "not_allowed"
+
+
+def test_watch_reports_a_proxy_whose_loop_died_but_not_a_stopped_one(world, short_dir):
+    import threading
+
+    died = threading.Event()
+    proxy = EgressProxy(world.policy, f"{short_dir}/log.jsonl", socket_path=f"{short_dir}/s.sock").start()
+    proxy.watch(lambda code: died.set())
+    proxy._loop.call_soon_threadsafe(proxy._loop.stop)  # the loop ends without stop(): as if it crashed
+    assert died.wait(10) and not proxy.alive()
+    proxy.stop()
+    stopped = threading.Event()
+    other = EgressProxy(world.policy, f"{short_dir}/log2.jsonl", socket_path=f"{short_dir}/t.sock").start()
+    other.watch(lambda code: stopped.set())
+    other.stop()
+    assert not stopped.wait(0.5)

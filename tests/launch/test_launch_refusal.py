@@ -8,7 +8,7 @@ import os
 import pytest
 
 from agentbox import cli
-from agentbox.sandbox import session
+from agentbox.sandbox import session, startup
 from launch_helpers import RW, cli as run_cli, needs_bwrap, write_profile
 
 pytestmark = needs_bwrap
@@ -53,8 +53,9 @@ def test_a_refusal_reaches_neither_materialization_nor_any_process_start(tmp_pat
     def forbidden(*args, **kwargs):
         raise AssertionError("a refused launch must not get this far")
 
-    for name in ("materialize", "run_attached", "start_relay", "make_backing", "write_config"):
+    for name in ("materialize", "run_attached", "make_backing", "write_config"):
         monkeypatch.setattr(session, name, forbidden)
+    monkeypatch.setattr(startup, "start_egress", forbidden)
     monkeypatch.setattr(os, "posix_spawn", forbidden)
     rc = cli.main(["launch", str(write_profile(tmp_path, RW)), "--cwd", str(project), "--evidence",
                    str(tmp_path / "empty"), "--binary", str(real_codex), "--", "touch"])
@@ -86,11 +87,10 @@ def test_evidence_for_another_build_of_the_same_version_does_not_count(tmp_path,
 
 
 def test_a_required_item_the_plan_cannot_cover_exactly_is_refused_with_its_layers(tmp_path, abhome, ws, real_codex):
-    # network none with a remote model: bwrap cannot unshare the network, codex covers it partially
-    (tmp_path / "net.yaml").write_text(
-        "name: t\nharness: codex\nmodel: {base_url: 'https://api.example.com/v1'}\npermission_intent:\n"
-        + RW + "  command_network: {access: none, requirement: required}\n")
-    done = run_cli("launch", tmp_path / "net.yaml", "--cwd", ws, "--evidence", tmp_path / "ev", "--binary",
+    # shell ask: codex asks only in its TUI (partial), and the OS sandbox cannot tell its shell tool apart
+    (tmp_path / "ask.yaml").write_text(
+        "name: t\nharness: codex\npermission_intent:\n" + RW + "  shell: {access: ask, requirement: required}\n")
+    done = run_cli("launch", tmp_path / "ask.yaml", "--cwd", ws, "--evidence", tmp_path / "ev", "--binary",
                    real_codex, "--accept-unverified", "--", "touch")
     assert done.returncode == 3
-    assert "command_network (command_network.none)" in done.stderr and "plan layer" in done.stderr
+    assert "shell (shell.ask)" in done.stderr and "plan layer" in done.stderr

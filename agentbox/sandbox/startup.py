@@ -1,0 +1,132 @@
+"""What a sandboxed run has running before its command starts: the egress proxy on the host (watched, so
+its death ends the run), the inner relay that is the sandbox's first process, and the unix-socket filter
+for a run without a relay (`bwrap --seccomp FD`). Also the decision log's way out of the run folder.
+
+Imported on the hot paths: the proxy's own modules (pydantic among them) load only when a plan has one.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..egress.inside import LOG_NAME
+from .session import kill_marked, python_for_sandbox, sandbox_argv
+
+__all__ = ["Started", "start_egress", "relay_prefix", "filter_fd", "end_run_if_proxy_dies", "read_decisions",
+           "copy_decisions"]
+
+
+def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = None):
+    """Start the run's egress proxy before anything runs; None when the plan needs none.
+
+    It serves the proxy socket and the model route in the run's relay folder and logs to the run
+    folder. `resolve` (name -> address) is a testing aid: names the host's DNS does not know. A proxy
+    that cannot start raises ProxyStartError (a SandboxError): the run is refused.
+    """
+    if not entry.get("egress"):
+        return None
+    from ..egress.inside import MODEL_SOCKET, SOCKET_NAME
+    from ..egress.policy import EgressPolicy
+    from ..egress.proxy import EgressProxy
+
+    data = dict(entry["egress"])
+    data["resolver_overrides"] = {**data.get("resolver_overrides", {}), **(resolve or {})}
+    policy = EgressPolicy.model_validate(data)
+    relay_dir = os.path.join(run_dir, "relay")
+    routes = {os.path.join(relay_dir, name): policy.model_endpoint for _, name in entry["relay"] if name == MODEL_SOCKET}
+    return EgressProxy(policy, os.path.join(run_dir, LOG_NAME), socket_path=os.path.join(relay_dir, SOCKET_NAME),
+                       routes=routes).start()
+
+
+def relay_prefix(entry: dict, run_dir: str) -> list[str]:
+    """The inner relay's argv prefix (installing it in the run folder), or [] when the run has no relay."""
+    if not entry.get("relay"):
+        return []
+    from .relay import install, relay_argv
+
+    install(run_dir)
+    return relay_argv(python_for_sandbox(), [(int(port), name) for port, name in entry["relay"]])
+
+
+def filter_fd(entry: dict) -> int | None:
+    """The unix-socket filter for `bwrap --seccomp FD`, when no relay applies it (the caller closes it)."""
+    if not entry.get("unix_filter") or entry.get("relay"):
+        return None
+    from . import unix_filter
+
+    try:
+        return unix_filter.program_fd()
+    except OSError as exc:
+        from ..errors import SandboxError
+
+        raise SandboxError(f"the unix-socket filter cannot be prepared: {exc}") from None
+
+
+class Started:
+    """What a run has running before its command starts: the argv up to the command, the watched proxy, and
+    the descriptor bwrap must inherit (the unix-socket filter, when no relay applies it)."""
+
+    def __init__(self, entry: dict, run_dir: str, run_id: str, resolve: dict[str, str] | None = None):
+        self.notes: list[str] = []  # what went wrong during the run (the proxy's death)
+        self.fd: int | None = None
+        self.proxy = start_egress(entry, run_dir, resolve)
+        try:
+            end_run_if_proxy_dies(self.proxy, run_id, self.notes)
+            self.fd = filter_fd(entry)
+            self.argv = [*sandbox_argv(entry, run_dir, self.fd), "--", *relay_prefix(entry, run_dir)]
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        return () if self.fd is None else (self.fd,)
+
+    def close(self) -> None:
+        """Stop the proxy (it logs every open connection first) and release the filter's descriptor."""
+        if self.proxy is not None:
+            self.proxy.stop()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def end_run_if_proxy_dies(proxy, run_id: str, notes: list[str]) -> None:
+    """Fail closed: a proxy that stops before the run ends takes every process of the run with it."""
+    if proxy is None:
+        return
+
+    def died(code) -> None:
+        notes.append("the egress proxy stopped during the run, so the run was ended")
+        kill_marked(run_id)
+
+    proxy.watch(died)
+
+
+def read_decisions(run_dir: str) -> list[dict]:
+    """The run's egress decisions, as the proxy logged them (stop the proxy first: it logs open connections then)."""
+    import json
+
+    try:
+        with open(os.path.join(run_dir, LOG_NAME)) as f:
+            return [json.loads(line) for line in f if line.endswith("\n")]
+    except OSError:
+        return []
+
+
+def copy_decisions(run_dir: str, dest: str, notes: list[str]) -> None:
+    """Keep the run's decision log at `dest` (the run folder goes at cleanup); a failure becomes a note."""
+    try:
+        with open(os.path.join(run_dir, LOG_NAME), "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return  # the run had no proxy
+    except OSError as exc:
+        notes.append(f"could not read the egress log: {exc}")
+        return
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
+        with open(dest, "wb") as f:
+            f.write(data)
+    except OSError as exc:
+        notes.append(f"could not keep the egress log at {dest}: {exc}")

@@ -1,0 +1,129 @@
+"""The egress proxy around `agent-box sandbox run`, against the real bubblewrap: listeners count what reaches
+them, the kept decision log says why, and every way the proxy or the relay can fail ends the run."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from agentbox.testing.targets import LOOPBACK, Listener
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("curl") is None,
+                                reason="bubblewrap or curl is not installed")
+
+
+
+@pytest.fixture
+def listener():
+    made = Listener("tcp")  # on LOOPBACK, not 127.0.0.1: the proxy variables exempt that one
+    yield made
+    made.close()
+
+
+def profile(tmp_path, network: str) -> str:
+    path = tmp_path / "p.yaml"
+    path.write_text(f"name: p\nharness: codex\npermission_intent:\n  command_network: {network}\n")
+    return str(path)
+
+
+def sandbox_run(env, prof, ws, *args, timeout=60):
+    cut = args.index("--")
+    return subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", "--profile", prof, "--workspace",
+                           str(ws), *args[:cut], "--", *args[cut + 1:]], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def restricted(port: int) -> str:
+    return f"{{access: restricted, allow_domains: ['allowed.test:{port}']}}"
+
+
+def curl(url: str) -> str:
+    return f"curl -s -m 5 -o /dev/null -w '%{{http_code}}\\n' {url}"
+
+
+def test_restricted_reaches_an_allowed_name_through_the_proxy_and_refuses_the_rest(tmp_path, env, ws, listener):
+    log = tmp_path / "kept" / "egress.jsonl"
+    script = "; ".join([curl(f"http://allowed.test:{listener.address}/a"), curl(f"http://denied.test:{listener.address}/"),
+                        f"curl -s -m 5 --noproxy '*' http://{LOOPBACK}:{listener.address}/; echo direct=$?"])
+    done = sandbox_run(env, profile(tmp_path, restricted(listener.address)), ws,
+                       "--egress-resolve", f"allowed.test={LOOPBACK}", "--egress-resolve", f"denied.test={LOOPBACK}",
+                       "--egress-log", str(log), "--", "sh", "-c", script)
+    assert done.stdout.split() == ["204", "403", "direct=7"], done.stderr
+    assert listener.hits() == 1  # the allowed request only: the denied name and the direct connect never arrived
+    decisions = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(d["host"], d["allowed"], d["reason"]) for d in decisions] == [
+        ("allowed.test", True, f"allow_domains:allowed.test:{listener.address}"),
+        ("denied.test", False, "not_allowed")]
+
+
+def test_the_cached_run_takes_the_same_egress_options(tmp_path, env, ws, listener):
+    prof = profile(tmp_path, restricted(listener.address))
+    for _ in range(2):  # the second run comes from the plan cache (the hot path parses the options itself)
+        done = sandbox_run(env, prof, ws, "--egress-resolve", f"allowed.test={LOOPBACK}", "--",
+                           "sh", "-c", curl(f"http://allowed.test:{listener.address}/"))
+        assert done.stdout.strip() == "204", done.stderr
+    assert listener.hits() == 2
+
+
+def test_network_none_leaves_a_host_unix_socket_unreachable(tmp_path, env, ws):
+    path = str(tmp_path / "host.sock")
+    host = Listener("unix", path)
+    try:
+        probe = f"import socket; socket.socket(socket.AF_UNIX).connect({path!r})"
+        done = sandbox_run(env, profile(tmp_path, "{access: none}"), ws, "--", "python3", "-c", probe)
+        assert done.returncode != 0 and "PermissionError" in done.stderr
+        assert host.hits() == 0
+    finally:
+        host.close()
+
+
+def test_a_bad_resolver_override_is_refused_with_exit_2(tmp_path, env, ws):
+    done = sandbox_run(env, profile(tmp_path, restricted(80)), ws, "--egress-resolve", "allowed.test=nowhere", "--",
+                       "true")
+    assert done.returncode == 2 and "--egress-resolve allowed.test=nowhere" in done.stderr
+
+
+def test_a_proxy_that_cannot_start_refuses_the_run_before_the_command(tmp_path, env, ws):
+    """A unix socket path longer than the kernel allows: the proxy cannot listen, so nothing runs (exit 4)."""
+    deep = tmp_path / ("d" * 100)
+    deep.mkdir()
+    marker = ws / "ran"
+    done = sandbox_run({**env, "TMPDIR": str(deep)}, profile(tmp_path, restricted(80)), ws, "--",
+                       "touch", str(marker))
+    assert done.returncode == 4 and done.stderr.startswith("agent-box: egress proxy cannot listen")
+    assert not marker.exists()
+
+
+def test_a_dead_relay_ends_the_run(tmp_path, env, ws):
+    started = time.monotonic()
+    done = sandbox_run(env, profile(tmp_path, restricted(80)), ws, "--",
+                       "sh", "-c", "kill -9 $PPID; sleep 30; echo survived")  # $PPID: the relay
+    assert time.monotonic() - started < 20
+    assert "survived" not in done.stdout and done.returncode != 0
+
+
+def test_a_proxy_that_dies_during_the_run_ends_it(tmp_path, ws, monkeypatch):
+    from agentbox.compiler import compile_plan
+    from agentbox.profile import load_profile
+    from agentbox.sandbox.session import cleanup, entry_from_plan, environment, materialize
+    from agentbox.sandbox.startup import Started
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    plan = compile_plan(load_profile(profile(tmp_path, restricted(80))), str(ws), home=str(tmp_path))
+    entry = entry_from_plan(plan, [])
+    run_dir, run_id = str(tmp_path / "run"), "dies-" + os.urandom(4).hex()
+    materialize(entry, run_dir)
+    started = Started(entry, run_dir, run_id)
+    try:
+        proc = subprocess.Popen([*started.argv, "sleep", "30"], env=environment(entry, run_id), pass_fds=started.pass_fds)
+        time.sleep(0.5)
+        started.proxy._loop.call_soon_threadsafe(started.proxy._loop.stop)  # its loop ends as a crash would end it
+        proc.wait(timeout=10)
+    finally:
+        note = cleanup(run_id, run_dir, started)
+    assert proc.returncode != 0
+    assert "the egress proxy stopped during the run" in note
