@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 
 from .profile import McpServer
 
@@ -28,6 +29,11 @@ def _locked_down(command: str, args: tuple[str, ...]) -> tuple[str, list[str]]:
     fresh = sorted({os.path.dirname(a) for a in args if os.path.isabs(a) and not a.startswith("/tmp/")
                     and not os.path.exists(a) and os.path.isdir(os.path.dirname(a)) and os.path.dirname(a) != "/"})
     made += [x for d in fresh for x in ("--tmpfs", d)]
+    # A server started from this interpreter (`python -m ...`) must still find its packages when they
+    # live under /tmp (an editable install in a temporary checkout, a PYTHONPATH entry).
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    keep = sorted({p for p in (*sys.path, here) if p.startswith("/tmp/") and os.path.isdir(p)})
+    made += [x for d in keep for x in ("--ro-bind", d, d)]
     return bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *made,
                    "--unshare-net", "--unshare-pid", "--die-with-parent", "--", command, *args]
 
