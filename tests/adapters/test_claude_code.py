@@ -153,7 +153,7 @@ def test_the_older_dialect_keeps_its_sandbox_off_a_read_only_workspace():
     assert settings(result)["sandbox"] == {"enabled": False}
     assert "Edit" in settings(result)["permissions"]["deny"]
     assert result.coverage["workspace"].support == "partial"
-    assert "shell" in result.coverage["command_network"].bypass_surfaces
+    assert {"Bash", "Monitor"} <= set(result.coverage["command_network"].bypass_surfaces)
 
 
 def test_the_older_dialect_uses_its_sandbox_for_a_read_write_workspace_without_v2_keys():
