@@ -13,6 +13,7 @@ from typing import Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .claims import latest_by_run
 from .evidence import EvidenceRecord
 from .vectors import Catalogue
 
@@ -78,10 +79,8 @@ def _judge(subject: str, mine: list[EvidenceRecord], catalogue: Catalogue, suite
     same_catalogue = [r for r in same_suite if r.run_info.catalogue_digest == catalogue.digest]
     if not same_catalogue:
         return stale("vector catalogue changed since the evidence was recorded")
-    # The newest record of each run decides, as in the claims: an error after a block is a gap.
-    latest: dict[tuple[str, str], EvidenceRecord] = {}
-    for r in sorted(same_catalogue, key=lambda r: r.when):
-        latest[(r.vector_id, r.layer)] = r
+    # The newest record of each run decides, exactly as in the claims: an error after a block is a gap.
+    latest = latest_by_run(enumerate(same_catalogue))
     covered = {k for k in wanted if k in latest and latest[k].outcome in OBSERVED}
     if len(covered) < total:
         gaps = sorted(f"{v}[{layer}]" for v, layer in wanted - covered)

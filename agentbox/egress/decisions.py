@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 from .streams import Tally
 
-__all__ = ["DecisionLog", "Exchange"]
+__all__ = ["DecisionLog", "Exchange", "read_log"]
 
 
 class Exchange:
@@ -67,3 +67,9 @@ class DecisionLog:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def read_log(path: str | os.PathLike) -> list[dict]:
+    """Every decision of a log (or a copy of one); a last line still being written is left out."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.endswith("\n") and line.strip()]

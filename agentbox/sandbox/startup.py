@@ -105,11 +105,10 @@ def end_run_if_proxy_dies(proxy, run_id: str, notes: list[str]) -> None:
 
 def read_decisions(run_dir: str) -> list[dict]:
     """The run's egress decisions, as the proxy logged them (stop the proxy first: it logs open connections then)."""
-    import json
+    from ..egress.decisions import read_log
 
     try:
-        with open(os.path.join(run_dir, LOG_NAME)) as f:
-            return [json.loads(line) for line in f if line.endswith("\n")]
+        return read_log(os.path.join(run_dir, LOG_NAME))
     except OSError:
         return []
 

@@ -57,13 +57,12 @@ class CanaryPlugin:
     def _decide(self):
         from ..canary import Build
         from ..errors import AgentBoxError
-        from ..evidence import read_records
         from ..freshness import freshness, sandbox_freshness
         from .negative import bwrap_version, suite_revision
 
         catalogue = self.session.catalogue()
         try:
-            records = list(read_records(self.session.evidence_dir)) if self.session.evidence_dir.exists() else []
+            records = self._records()
         except AgentBoxError as exc:
             raise pytest.UsageError(f"--agentbox-canary: {exc}") from None
         revision = suite_revision()
@@ -83,6 +82,12 @@ class CanaryPlugin:
                                 freshness=fresh, action="reused" if fresh.current else "reverified"))
         sandbox = [sandbox_freshness(records, catalogue, revision, backend="bwrap", version=bwrap_version())]
         return builds, sandbox
+
+    def _records(self) -> list:
+        from ..evidence import read_records
+
+        store = self.session.evidence_dir
+        return list(read_records(store)) if store.exists() else []
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -129,13 +134,11 @@ class CanaryPlugin:
         from ..canary import build_report
         from ..claims import reconcile
         from ..errors import AgentBoxError
-        from ..evidence import read_records
         from .negative import suite_revision
 
         passed = self.ran - self.failed
         try:
-            records = list(read_records(self.session.evidence_dir)) if self.session.evidence_dir.exists() else []
-            table = reconcile(records, self.session.catalogue())
+            table = reconcile(self._records(), self.session.catalogue())
             self.report = build_report(table, self.builds, suite_revision=suite_revision(), sandbox=self.sandbox,
                                        failed_tests=self.failed, ran_tests=passed, baseline=self.baseline)
             self._write(self.report)

@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from ..capability import load_declarations
+from ..egress.decisions import read_log
 from ..evidence import EvidenceRecord, RunInfo, host_facts
 from ..vectors import Catalogue, Oracle, Vector, expected_outcome, fill
 from .targets import Targets, kill_all, prepare, process_alive
@@ -81,12 +82,6 @@ def suite_revision() -> str:
 
 # Parts of the package no observation depends on: how results are rendered and exported.
 _NOT_OBSERVED = {"report", "schemas", "__pycache__"}
-
-
-def _read_log(path: Path) -> list[dict]:
-    import json
-
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _with_egress(observation: str, decisions: list[dict] | None) -> str:
@@ -178,7 +173,7 @@ class VectorRunner:
                                   stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return f"timed out after {self.timeout}s", Seen([])
-        seen = Seen([done.stdout, done.stderr], egress=_read_log(log) if log.exists() else None)
+        seen = Seen([done.stdout, done.stderr], egress=read_log(log) if log.exists() else None)
         if sandboxed and done.returncode in (2, 4, 5) and done.stderr.startswith("agent-box:"):
             return f"agent-box refused to run it: {done.stderr.strip()[:300]}", seen
         return None, seen
