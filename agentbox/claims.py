@@ -57,6 +57,7 @@ class Claim(BaseModel):
     version: str  # the harness version, or the backend version on a backend row
     binary_sha256: str | None = None
     backend: str
+    privilege: str = "?"  # root | user: who ran the suite ("?": recorded before that was recorded)
     capability: str
     declared: Support
     claim: ClaimState
@@ -108,8 +109,9 @@ class ClaimsTable(BaseModel):
         return self.model_copy(update={"claims": keep})
 
     def lines(self) -> list[str]:
-        head = ("harness", "version", "backend", "capability", "declared", "claim", "blocked/total", "notes")
-        rows = [(c.harness, c.version, c.backend, c.capability, c.declared, c.label, f"{c.blocked}/{c.total}",
+        head = ("harness", "version", "backend", "as", "capability", "declared", "claim", "blocked/total", "notes")
+        rows = [(c.harness, c.version, c.backend, c.privilege, c.capability, c.declared, c.label,
+                 f"{c.blocked}/{c.total}",
                  c.note_text()) for c in self.claims]
         widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head) - 1)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
@@ -226,25 +228,27 @@ def reconcile(records: Iterable[EvidenceRecord], catalogue: Catalogue,
     notes = [f"{unknown} record(s) name vectors that are not in this catalogue; ignored"] if unknown else []
 
     # Sandbox-alone records, per backend version: they make the backend rows and feed harness drift.
-    sandbox: dict[tuple[str, str], list[tuple[int, EvidenceRecord]]] = {}
-    harnessed: dict[tuple[str, str], list[tuple[int, EvidenceRecord]]] = {}
+    # Who ran the suite splits every row: root's evidence proves nothing for a user's launch, and the reverse.
+    sandbox: dict[tuple[str, str, str], list[tuple[int, EvidenceRecord]]] = {}
+    harnessed: dict[tuple[str, str, str], list[tuple[int, EvidenceRecord]]] = {}
     for i, r in indexed:
         ri = r.run_info
         if ri.harness is None:
-            sandbox.setdefault((backend_of(r), ri.sandbox_version or UNKNOWN), []).append((i, r))
+            sandbox.setdefault((backend_of(r), ri.sandbox_version or UNKNOWN, ri.level), []).append((i, r))
         else:
-            harnessed.setdefault((ri.harness, ri.version or UNKNOWN), []).append((i, r))
+            harnessed.setdefault((ri.harness, ri.version or UNKNOWN, ri.level), []).append((i, r))
 
     claims: list[Claim] = []
-    for (backend, bversion), recs in sandbox.items():
-        claims += _backend_rows(backend, bversion, recs, catalogue, declarations)
-    for (harness, version), recs in harnessed.items():
-        claims += _harness_rows(harness, version, recs, sandbox, catalogue, declarations, notes)
-    claims.sort(key=lambda c: (c.harness != NO_HARNESS, c.harness, version_key(c.version), c.backend, c.capability))
+    for (backend, bversion, level), recs in sandbox.items():
+        claims += _backend_rows(backend, bversion, level, recs, catalogue, declarations)
+    for (harness, version, level), recs in harnessed.items():
+        claims += _harness_rows(harness, version, level, recs, sandbox, catalogue, declarations, notes)
+    claims.sort(key=lambda c: (c.harness != NO_HARNESS, c.harness, version_key(c.version), c.backend, c.privilege,
+                               c.capability))
     return ClaimsTable(catalogue_digest=catalogue.digest, claims=claims, notes=notes)
 
 
-def _backend_rows(backend: str, bversion: str, recs: list[tuple[int, EvidenceRecord]], catalogue: Catalogue,
+def _backend_rows(backend: str, bversion: str, level: str, recs: list[tuple[int, EvidenceRecord]], catalogue: Catalogue,
                   declarations: DeclarationSource) -> list[Claim]:
     latest = latest_by_run(recs)
     out = []
@@ -252,20 +256,21 @@ def _backend_rows(backend: str, bversion: str, recs: list[tuple[int, EvidenceRec
         vectors = [v for v in catalogue.for_capability(cap) if "sandbox" in v.run_layers()]
         if not vectors:
             continue
-        sr = declared_report(declarations, backend, cap, None)
+        sr = declared_report(declarations, backend, cap, None if bversion == UNKNOWN else bversion)
         declared = _declared(None, sr)
         state, blocked, escaped, unverified = _judge(
             vectors, "sandbox", latest, lambda v: expected_outcome(v, "sandbox", None, sr), declared)
         drift = _drift(vectors, latest, lambda v, layer: expected_outcome(v, layer, None, sr))
         used = [latest[(v.id, "sandbox")] for v in vectors if (v.id, "sandbox") in latest]
-        out.append(Claim(harness=NO_HARNESS, version=bversion, backend=backend, capability=cap, declared=declared,
+        out.append(Claim(harness=NO_HARNESS, version=bversion, backend=backend, privilege=level, capability=cap,
+                         declared=declared,
                          claim=state, blocked=blocked, total=len(vectors), escaped=tuple(escaped),
                          unverified=unverified, drift=drift, notes=_stale(used, catalogue.digest)))
     return out
 
 
-def _harness_rows(harness: str, version: str, recs: list[tuple[int, EvidenceRecord]],
-                  sandbox: dict[tuple[str, str], list[tuple[int, EvidenceRecord]]], catalogue: Catalogue,
+def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, EvidenceRecord]],
+                  sandbox: dict[tuple[str, str, str], list[tuple[int, EvidenceRecord]]], catalogue: Catalogue,
                   declarations: DeclarationSource, table_notes: list[str]) -> list[Claim]:
     # One build per version: the binary of the newest record. A rebuilt binary with the same version
     # string is a different harness as far as evidence goes, so older builds' records are set aside.
@@ -284,21 +289,25 @@ def _harness_rows(harness: str, version: str, recs: list[tuple[int, EvidenceReco
         mine = [(i, r) for i, r in recs
                 if r.layer == "harness" or backend_of(r) == backend]
         # The sandbox alone for this backend, whatever its version: the newest run of each vector.
-        mine += [ir for (b, _), srecs in sandbox.items() if b == backend for ir in srecs]
+        mine += [ir for (b, _, lv), srecs in sandbox.items() if b == backend and lv == level for ir in srecs]
         latest = latest_by_run(mine)
+        # the backend as the newest composed run of this version met it (its tested range applies)
+        composed_runs = [r for _, r in mine if r.layer == "composed"]
+        bversion = max(composed_runs, key=lambda r: r.when).run_info.sandbox_version if composed_runs else None
         for cap in catalogue.capabilities:
             applicable = catalogue.for_capability(cap, harness)
             composed = [v for v in applicable if "composed" in v.run_layers()]
             if not composed:
                 continue
             hr = declared_report(declarations, harness, cap, hversion)
-            sr = declared_report(declarations, backend, cap, None)
+            sr = declared_report(declarations, backend, cap, bversion)
             declared = _declared(hr, sr)
             state, blocked, escaped, unverified = _judge(
                 composed, "composed", latest, lambda v: expected_outcome(v, "composed", hr, sr), declared)
             drift = _drift(applicable, latest, lambda v, layer: expected_outcome(v, layer, hr, sr))
             used = [latest[(v.id, "composed")] for v in composed if (v.id, "composed") in latest]
-            out.append(Claim(harness=harness, version=version, binary_sha256=sha, backend=backend, capability=cap,
+            out.append(Claim(harness=harness, version=version, binary_sha256=sha, backend=backend, privilege=level,
+                             capability=cap,
                              declared=declared, claim=state, blocked=blocked, total=len(composed),
                              escaped=tuple(escaped), unverified=unverified, drift=drift,
                              notes=_stale(used, catalogue.digest)))

@@ -112,7 +112,7 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
                                    ro_binds=(*roots, *ro_binds), rw_binds=rw_binds,
                                    config_files=tuple(a.path for a in native.artifacts))
     sandbox = bwrap.compile_bwrap(request)
-    sandbox_cov = bwrap.coverage(request)
+    sandbox_cov = bwrap.coverage(request, bwrap.backend_version())
 
     items: list[ItemPlan] = []
     errors = list(native.errors)
@@ -145,11 +145,12 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
     )
 
 
-def sandbox_facts(intent: Any) -> dict[str, tuple[str, ...]]:
+def sandbox_facts(intent: Any) -> dict[str, Any]:
     """What the OS layer will enforce and set, from the intent alone (the adapter has not compiled yet)."""
     req = RuntimeRequirements(workspace=intent.workspace.access, network=intent.command_network.access,
                               allow_domains=intent.command_network.allow_domains, host_home=intent.host_home.access)
-    return {"sandbox_enforces": bwrap.enforced_items(req), "sandbox_env": bwrap.sandbox_env_names(req)}
+    return {"sandbox_enforces": bwrap.enforced_items(req), "sandbox_env": bwrap.sandbox_env_names(req),
+            "user_namespaces": bwrap.USER_NAMESPACES}
 
 
 def refusal_message(plan: EffectiveRunPlan) -> str:

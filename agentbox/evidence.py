@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from . import __version__
 from .errors import InputError
 
-__all__ = ["SCHEMA_VERSION", "RunInfo", "EvidenceRecord", "append", "read_records", "EvidenceError",
+__all__ = ["SCHEMA_VERSION", "Privilege", "PrivilegeLevel", "privilege_level", "RunInfo", "EvidenceRecord", "append", "read_records", "EvidenceError",
            "host_facts", "json_schema"]
 
 SCHEMA_VERSION = 1
@@ -35,6 +35,28 @@ Layer = Literal["sandbox", "harness", "composed"]
 
 class EvidenceError(InputError, ValueError):
     """A store the reader cannot trust (another schema version, a torn line): exit 2, naming file:line."""
+
+
+class Privilege(BaseModel):
+    """Who the suite ran as and what the layer's processes held: evidence taken as root proves nothing for an
+    unprivileged launch (other capabilities, other kernel paths), and the reverse."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    uid: int  # the effective uid that started the layer (the test run's)
+    user_namespace: bool | None = None  # its processes had their own user namespace (None: not observed)
+    capabilities: str | None = None  # CapEff observed inside the layer's processes, hex as /proc shows it
+
+    @property
+    def level(self) -> PrivilegeLevel:
+        return "root" if self.uid == 0 else "user"
+
+
+PrivilegeLevel = Literal["root", "user"]
+
+
+def privilege_level(uid: int | None = None) -> PrivilegeLevel:
+    """This process's level (what a launch from here would run as)."""
+    return "root" if (os.geteuid() if uid is None else uid) == 0 else "user"
 
 
 class RunInfo(BaseModel):
@@ -51,6 +73,11 @@ class RunInfo(BaseModel):
     agentbox_version: str
     suite_revision: str
     catalogue_digest: str
+    privilege: Privilege | None = None  # None: recorded before privilege was recorded; matches no launch
+
+    @property
+    def level(self) -> str:
+        return self.privilege.level if self.privilege is not None else "?"
 
 
 class EvidenceRecord(BaseModel):

@@ -24,7 +24,7 @@ from pathlib import Path
 __all__ = ["INDEX_NAME", "lookup", "sync", "signature", "index_path"]
 
 INDEX_NAME = ".index.sqlite"
-_FORMAT = "2"  # bump when the tables change: an old index is then rebuilt
+_FORMAT = "3"  # bump when the tables change: an old index is then rebuilt
 _DEFAULT_BACKEND = "bwrap"  # as claims.DEFAULT_BACKEND: a composed record that names none ran under it
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -32,13 +32,14 @@ _SCHEMA = (
     "mtime_ns INTEGER NOT NULL, offset INTEGER NOT NULL, lines INTEGER NOT NULL)",
     # harness-layer rows have backend '' (they join every backend); sandbox-alone rows have harness ''
     "CREATE TABLE IF NOT EXISTS latest (harness TEXT NOT NULL, version TEXT NOT NULL, sha TEXT NOT NULL, "
-    "backend TEXT NOT NULL, kernel TEXT NOT NULL, vector TEXT NOT NULL, layer TEXT NOT NULL, t INTEGER NOT NULL, "
-    "ord TEXT NOT NULL, line TEXT NOT NULL, PRIMARY KEY (harness, version, sha, backend, kernel, vector, layer)) "
+    "backend TEXT NOT NULL, kernel TEXT NOT NULL, privilege TEXT NOT NULL, sversion TEXT NOT NULL, "
+    "vector TEXT NOT NULL, layer TEXT NOT NULL, t INTEGER NOT NULL, ord TEXT NOT NULL, line TEXT NOT NULL, "
+    "PRIMARY KEY (harness, version, sha, backend, kernel, privilege, sversion, vector, layer)) "
     "WITHOUT ROWID",
 )
 _UPSERT = (
-    "INSERT INTO latest VALUES (?,?,?,?,?,?,?,?,?,?) "
-    "ON CONFLICT (harness, version, sha, backend, kernel, vector, layer) "
+    "INSERT INTO latest VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (harness, version, sha, backend, kernel, privilege, sversion, vector, layer) "
     "DO UPDATE SET t=excluded.t, ord=excluded.ord, line=excluded.line "
     "WHERE excluded.t > latest.t OR (excluded.t = latest.t AND excluded.ord > latest.ord)"
 )
@@ -85,13 +86,17 @@ def _micros(stamp: str) -> int:
     return (when - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
 
 
-def _key(data: dict) -> tuple[str, str, str, str, str]:
+def _key(data: dict) -> tuple[str, str, str, str, str, str, str]:
     info = data["run_info"]
     kernel = info.get("kernel") or ""
-    if info.get("harness") is None:  # the sandbox alone: every version of the backend feeds a harness row
-        return "", "", "", info.get("sandbox_backend") or _DEFAULT_BACKEND, kernel
+    privilege = info.get("privilege") or {}
+    level = ("root" if privilege["uid"] == 0 else "user") if "uid" in privilege else "?"
+    sversion = "" if data["layer"] == "harness" else info.get("sandbox_version") or "?"
+    if info.get("harness") is None:
+        return "", "", "", info.get("sandbox_backend") or _DEFAULT_BACKEND, kernel, level, sversion
     backend = "" if data["layer"] == "harness" else info.get("sandbox_backend") or _DEFAULT_BACKEND
-    return info["harness"], info.get("version") or "?", info.get("binary_sha256") or "", backend, kernel
+    return info["harness"], info.get("version") or "?", info.get("binary_sha256") or "", backend, kernel, level, \
+        sversion
 
 
 def _rows(path: Path, start: int, first_line: int):
@@ -198,10 +203,12 @@ def _catch_up(con: sqlite3.Connection, files: list[Path]) -> int:
 
 
 def lookup(store: str | os.PathLike, harness: str, version: str | None, sha: str | None,
-           backend: str = _DEFAULT_BACKEND, kernel: str | None = None) -> list[dict]:
+           backend: str = _DEFAULT_BACKEND, kernel: str | None = None, *, privilege: str,
+           backend_version: str | None) -> list[dict]:
     """The records that decide one build's claims: its composed records on `backend`, its harness-layer
     records, and the sandbox-alone records of `backend`, each the latest of its (vector, layer), all
-    recorded on `kernel` (default: this host's).
+    recorded on `kernel` (default: this host's) at `privilege` ("root" or "user": what the launch runs as),
+    the sandbox layers on `backend_version` (another bubblewrap is another sandbox).
 
     An absent or empty store writes nothing and gives nothing.
     """
@@ -213,10 +220,11 @@ def lookup(store: str | os.PathLike, harness: str, version: str | None, sha: str
     try:
         _catch_up(con, files)
         rows = con.execute(
-            "SELECT line FROM latest WHERE kernel=? AND ("
+            "SELECT line FROM latest WHERE kernel=? AND privilege=? AND (layer='harness' OR sversion=?) AND ("
             "(harness=? AND version=? AND sha=? AND (backend=? OR layer='harness')) "
             "OR (harness='' AND backend=? AND layer='sandbox'))",
-            (kernel or platform.release(), harness, version or "?", sha or "", backend, backend)).fetchall()
+            (kernel or platform.release(), privilege, backend_version or "?", harness, version or "?", sha or "",
+             backend, backend)).fetchall()
     finally:
         con.close()
     return [json.loads(line) for (line,) in rows]

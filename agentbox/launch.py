@@ -104,6 +104,8 @@ def _current(entry: dict, binary_arg: str | None) -> bool:
         return False
     if surface_state(list(check["surfaces"])) != check["surfaces"]:
         return False
+    if check.get("uid") != os.geteuid() or stat_key(which("bwrap") or "") != check.get("sandbox_binary"):
+        return False
     return signature(check["evidence"]) == check["evidence_signature"]
 
 

@@ -92,8 +92,9 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
           binary: str | None = None) -> Built:
     """Everything the gate decides from, and its decision. Writes nothing but caches."""
     from .claims import default_catalogue_dir, reconcile
-    from .evidence import EvidenceRecord
+    from .evidence import EvidenceRecord, privilege_level
     from .evidence_index import lookup, signature
+    from .sandbox import bwrap
     from .home import evidence_dir
     from .vectors import load_catalogue
 
@@ -106,10 +107,14 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     plan = compile_plan(loaded, cwd, probe=probe)
     store = Path(evidence).absolute() if evidence else evidence_dir()
     backend = plan.sandbox.backend
+    # the gate's answer holds for this user (evidence matches the privilege a launch runs with) and this
+    # bubblewrap (its version is part of the evidence key)
+    check.update(uid=os.geteuid(), sandbox_binary=stat_key(bwrap.bwrap_binary()))
     check.update(invoked=invoked, resolved=resolved, stat=stat, surfaces=surface_state(_surface_paths(plan)),
                  evidence=str(store), evidence_signature=signature(store))
 
-    rows = lookup(store, harness, probe.version, probe.sha256, backend)
+    rows = lookup(store, harness, probe.version, probe.sha256, backend, privilege=privilege_level(),
+                  backend_version=bwrap.backend_version())
     catalogue = load_catalogue(default_catalogue_dir())
     table = reconcile([EvidenceRecord.model_validate(r) for r in rows], catalogue)
     claims = {c.capability: c for c in table.claims if c.harness == harness and c.backend == backend}

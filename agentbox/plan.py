@@ -64,6 +64,10 @@ class CompileContext(_Frozen):
     # Variables the OS sandbox gives every process and the harness must hand on to the commands it runs
     # (the egress proxy's), by name.
     sandbox_env: tuple[str, ...] = ()
+    # Whether processes of the run may create user namespaces. An OS sandbox that refuses them (least
+    # privilege: a nested namespace hands back CAP_SYS_ADMIN) breaks a harness sandbox built on one, so its
+    # adapter must pick a mechanism that needs none, or leave it to the OS layer.
+    user_namespaces: bool = True
 
 
 class Artifact(_Frozen):

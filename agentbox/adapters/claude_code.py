@@ -118,11 +118,16 @@ class ClaudeCodeAdapter(HarnessAdapter):
         # and then refuses every command ("Sandbox is required but failed to initialize: EACCES ... listen
         # srt-mux-*.sock", 2.1.332). That OS layer confines the workspace, the network and the home of
         # every process, so Claude's sandbox is left off there.
+        # Its sandbox is bubblewrap too, which needs a user namespace: inside an OS sandbox that refuses them it
+        # cannot start at all, so there it is left off whatever the network.
         shell_on = intent.shell.access != "deny"
-        outer = "command_network" in context.sandbox_enforces
+        no_userns = not context.user_namespaces
+        outer = "command_network" in context.sandbox_enforces or no_userns
         sandbox_on = shell_on and (v2 or intent.workspace.access == "read_write") and not outer
-        unused = ("Claude Code's sandbox is left off inside the OS sandbox, which refuses it the unix sockets it "
-                  "needs" if outer else "Claude Code's sandbox is not used in this plan")
+        unused = ("Claude Code's sandbox is left off inside the OS sandbox, which refuses it the user namespace it "
+                  "needs" if no_userns
+                  else "Claude Code's sandbox is left off inside the OS sandbox, which refuses it the unix sockets "
+                  "it needs" if outer else "Claude Code's sandbox is not used in this plan")
         sandbox_items: list[str] = []
 
         # workspace -----------------------------------------------------------------------------

@@ -40,6 +40,8 @@ _IGNORE_RULES_FROM = Version.parse("0.125")  # `codex exec --ignore-rules`
 
 _LEFT_TO_SANDBOX = ("network enabled for commands, which reach only the OS sandbox's egress proxy (its variables "
                     "kept in their environment); Codex's network proxy off")
+_NESTED_OFF = ("left to the OS sandbox: Codex's own sandbox needs a user namespace, which the OS sandbox refuses, "
+               "so its permission profile restricts nothing")
 _WORKSPACE_ACCESS = {"none": "deny", "read_only": "read", "read_write": "write"}
 _LEGACY_SANDBOX = {"none": "read-only", "read_only": "read-only", "read_write": "workspace-write"}
 
@@ -100,6 +102,7 @@ class CodexAdapter(HarnessAdapter):
         # network proxy resolves and dials by itself, which that sandbox's network has no route for (seen:
         # "local/private network addresses are blocked"), so commands get the network and the proxy variables.
         proxied = network == "restricted" and "command_network" in context.sandbox_enforces and dialect != LEGACY
+        nested_off = not context.user_namespaces and dialect != LEGACY
         if is_within(context.config_home, context.tmpdir):
             errors.append(f"CODEX_HOME {context.config_home} lies under TMPDIR {context.tmpdir}: Codex then refuses "
                           "to create its sandbox helper (execvp codex-linux-sandbox fails); give the run a TMPDIR "
@@ -184,6 +187,16 @@ class CodexAdapter(HarnessAdapter):
                 net["domains"] = {domain: "allow" for domain in intent.command_network.allow_domains}
                 warnings.append("command_network: restricted relies on Codex's experimental network proxy "
                                 "(features.network_proxy); its domain rules are not verified here")
+            if nested_off:
+                # Codex's Linux sandbox is bubblewrap, which needs a user namespace: inside an OS sandbox that
+                # refuses them every command fails ("bwrap: Creating new namespace failed ... ENOSPC"), and its
+                # Landlock fallback refuses a restricted file system ("filesystem-restricted execution requires
+                # bubblewrap", 0.171.0). A profile with nothing to restrict runs commands without it; the OS
+                # sandbox holds the workspace, the home and the network for every process instead.
+                filesystem = {":root": "write"}
+                net = {"enabled": True}
+                for item in ("workspace", "command_network", "host_home"):
+                    mechanisms[item] = _NESTED_OFF
             top["default_permissions"] = PERMISSION_PROFILE
             if workspace == "none":
                 # Codex reads AGENTS.md through the same profile and refuses to start on a denied cwd.
@@ -281,13 +294,17 @@ class CodexAdapter(HarnessAdapter):
             argv=argv,
             env=env,
             requirements=requirements,
-            coverage=self._coverage(intent, version, mechanisms, proxied),
+            coverage=self._coverage(intent, version, mechanisms, proxied, nested_off),
             warnings=tuple(warnings),
             errors=tuple(errors),
         )
 
-    def _coverage(self, intent, version: str | None, mechanisms: dict[str, str], proxied: bool):
+    def _coverage(self, intent, version: str | None, mechanisms: dict[str, str], proxied: bool, nested_off: bool):
         coverage = self.coverage(intent, version, mechanisms)
+        if nested_off:
+            for item in ("workspace", "command_network", "host_home"):
+                coverage[item] = coverage[item].model_copy(update={
+                    "support": "unsupported", "bypass_surfaces": (), "enforcement_scope": "", "reason": _NESTED_OFF})
         if proxied:
             coverage["command_network"] = coverage["command_network"].model_copy(update={
                 "support": "unsupported", "bypass_surfaces": (),

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..capability import TRIVIAL, capability_id, load_declarations
 from ..egress import inside
@@ -27,10 +29,12 @@ from . import unix_filter
 from .relay import RELAY_DIR
 from .surfaces import Mask
 
-__all__ = ["SandboxRequest", "compile_bwrap", "coverage", "bwrap_binary", "hidden_paths", "hidden_roots", "BASE_ENV",
-           "unshares_net", "egress_policy", "relay_ports", "enforced_items", "sandbox_env_names"]
+__all__ = ["SandboxRequest", "compile_bwrap", "coverage", "bwrap_binary", "hidden_paths", "hidden_roots", "BASE_ENV", "backend_version",
+           "unshares_net", "USER_NAMESPACES", "egress_policy", "relay_ports", "enforced_items", "sandbox_env_names"]
 
 RUN_DIR = "{run_dir}"
+# Processes of a run may not create user namespaces (--disable-userns, and the seccomp denylist).
+USER_NAMESPACES = False
 # Names every run keeps; everything else must be allowed by environment.allow.
 BASE_ENV = ("PATH", "TERM", "LANG", "LC_ALL")
 
@@ -141,11 +145,26 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
             argv.extend(["--tmpfs", os.path.join(layer, ".agentbox")])
     policy = egress_policy(req)
     relay = relay_ports(policy)
+    low = [port for port, _ in relay if port < 1024]
+    if low:
+        raise SandboxError(f"the model endpoint's loopback port {low[0]} is below 1024: the run holds no capability, "
+                           "so its relay cannot listen there inside the sandbox; serve the model on a port >= 1024")
     if relay:
         bind("bind", f"{RUN_DIR}/relay", RELAY_DIR)
     if unshares_net(req):
-        # the host's system sockets (docker, dbus, systemd) live under /run: no network means none of them
-        argv.extend(["--unshare-net", "--tmpfs", "/run"])
+        argv.append("--unshare-net")
+    # The host's own agents listen under /run (docker, containerd, podman, the D-Bus buses, systemd's private
+    # socket; /var/run is a link to it): a process that can reach one acts with the host's authority, whatever
+    # the network setting, so /run is private in every run. Only the resolver file a shared network needs is
+    # bound back when it lives there (systemd-resolved's stub).
+    argv.extend(["--tmpfs", "/run"])
+    if not unshares_net(req):
+        for path in _run_resolver_files():
+            bind("ro-bind", path, path)
+    # Least privilege (the same whoever starts Agent-Box, root included): the run gets its own user namespace,
+    # keeps no capability in it, and may not create another one (a nested namespace would hand back
+    # CAP_SYS_ADMIN over new mounts); the seccomp denylist refuses the same family of calls again.
+    argv.extend(["--unshare-user", "--disable-userns", "--cap-drop", "ALL"])
     argv.extend(["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"])
     argv.extend(["--chdir", ws])
     env = {"HOME": request.home, "TMPDIR": SANDBOX_TMPDIR, **req.env_set, **request.extra_env}
@@ -153,6 +172,16 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
         env.update(inside.proxy_env(relay[-1][0]))
     return SandboxPlan(backend="bwrap", argv=tuple(argv), env=dict(sorted(env.items())), binds=tuple(binds),
                        relay=relay, egress=policy, unix_filter=unshares_net(req) and unix_filter.supported())
+
+
+def _run_resolver_files() -> tuple[str, ...]:
+    """The files under /run that name resolution reads (resolv.conf as a link into /run), to bind back."""
+    out = []
+    for name in ("/etc/resolv.conf",):
+        real = os.path.realpath(name)
+        if real != name and is_within(real, "/run") and os.path.isfile(real):
+            out.append(real)
+    return tuple(out)
 
 
 def _network_mechanism(req: RuntimeRequirements) -> str:
@@ -167,8 +196,9 @@ def _network_mechanism(req: RuntimeRequirements) -> str:
     return f"--unshare-net; {allowed}; new unix sockets refused (seccomp)"
 
 
-def coverage(request: SandboxRequest, version: str | None = None) -> dict[str, LayerCoverage]:
-    """What this backend enforces for each intent item of the request."""
+def coverage(request: SandboxRequest, version: str | None) -> dict[str, LayerCoverage]:
+    """What this backend, at `version`, enforces for each intent item of the request (a version outside the
+    tested range, or an unknown one, is never exact)."""
     decl = load_declarations("bwrap")
     req = request.requirements
     values = {
@@ -211,13 +241,25 @@ def enforced_items(req: RuntimeRequirements) -> tuple[str, ...]:
     an item that restricts nothing (an unrestricted network, a visible home) is not among them."""
     request = SandboxRequest(requirements=req, workspace="/", home="/")  # coverage reads only the requirements
     values = {"workspace": req.workspace, "command_network": req.network, "host_home": req.host_home}
-    return tuple(item for item, cov in coverage(request).items()
+    # what the mechanism does, whatever the installed version's claims: the tested range speaks to evidence
+    tested = load_declarations("bwrap").tested_range.get("max")
+    return tuple(item for item, cov in coverage(request, tested).items()
                  if cov.support == "exact" and f"{item}.{values.get(item)}" not in TRIVIAL)
 
 
 def sandbox_env_names(req: RuntimeRequirements) -> tuple[str, ...]:
     """The variables this backend may give every process of the run, which its harness must pass on."""
     return tuple(sorted(inside.proxy_env(0))) if unshares_net(req) else ()
+
+
+@lru_cache(maxsize=None)
+def backend_version() -> str | None:
+    """The installed bubblewrap's version ("0.8.0"), or None when it cannot be asked."""
+    try:
+        out = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, timeout=10).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out[-1] if out else None
 
 
 def bwrap_binary() -> str:

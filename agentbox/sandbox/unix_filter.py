@@ -17,7 +17,7 @@ import os
 import platform
 import struct
 
-__all__ = ["supported", "program", "apply", "program_fd"]
+__all__ = ["supported", "program", "apply", "install", "program_fd"]
 
 # (AUDIT_ARCH, socket, io_uring_setup) per machine
 _ARCH = {"x86_64": (0xC000003E, 41, 425), "aarch64": (0xC00000B7, 198, 425)}
@@ -69,9 +69,13 @@ def program() -> bytes:
 
 def apply() -> None:
     """Install the filter on this process (and so on everything it executes); raises OSError on failure."""
+    install(program())
+
+
+def install(code: bytes) -> None:
+    """Install a seccomp program (`struct sock_filter` array) on this process; also syscall_filter's loader."""
     import ctypes
 
-    code = program()
     libc = ctypes.CDLL(None, use_errno=True)
     buf = ctypes.create_string_buffer(code, len(code))
 

@@ -21,9 +21,11 @@ from pathlib import Path
 import yaml
 
 from ..capability import load_declarations
+from ..sandbox.bwrap import backend_version as bwrap_version
 from ..egress.decisions import read_log
 from ..evidence import EvidenceRecord, RunInfo, host_facts
 from ..vectors import Catalogue, Oracle, Vector, expected_outcome, fill
+from .privilege import observed
 from .targets import Targets, kill_all, prepare, process_alive
 
 __all__ = ["Attempt", "VectorRunner", "expected_for"]
@@ -49,15 +51,6 @@ class Seen:
 class Attempt:
     effect: bool | None  # None: the attempt could not be judged (infrastructure error)
     observation: str
-
-
-@lru_cache(maxsize=None)
-def bwrap_version() -> str | None:
-    try:
-        out = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.split()[-1] if out.split() else None
 
 
 @lru_cache(maxsize=None)
@@ -270,7 +263,7 @@ class VectorRunner:
             sandbox_backend="bwrap" if layer in ("sandbox", "composed") else None,
             sandbox_version=bwrap_version() if layer in ("sandbox", "composed") else None,
             kernel=facts["kernel"], agentbox_version=facts["agentbox_version"], suite_revision=suite_revision(),
-            catalogue_digest=self.catalogue.digest)
+            catalogue_digest=self.catalogue.digest, privilege=observed(layer))
         return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
                               outcome=outcome, observation=observation, control_outcome=control_outcome,
                               duration=round(time.monotonic() - start, 3), nodeid=self.nodeid)

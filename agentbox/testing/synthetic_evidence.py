@@ -8,20 +8,25 @@ many records of other builds, the bulk a long-lived store accumulates.
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timedelta, timezone
 from typing import Iterable, Iterator
 
-from ..evidence import EvidenceRecord, RunInfo, host_facts
+from ..evidence import EvidenceRecord, Privilege, RunInfo, host_facts
+from ..sandbox.bwrap import backend_version
 from ..vectors import Catalogue
 
 __all__ = ["proving_records", "filler_lines"]
 
 
 def _info(catalogue: Catalogue, harness: str, version: str, sha: str, backend: str) -> RunInfo:
+    """As this host would record it: its kernel, its bubblewrap, its user (what a launch from here matches)."""
     facts = host_facts()
     return RunInfo(harness=harness, version=version, binary_sha256=sha, dialect=None, sandbox_backend=backend,
-                   sandbox_version="0.8.0", kernel=facts["kernel"], agentbox_version=facts["agentbox_version"],
-                   suite_revision="synthetic", catalogue_digest=catalogue.digest)
+                   sandbox_version=backend_version() or "0.8.0", kernel=facts["kernel"],
+                   agentbox_version=facts["agentbox_version"], suite_revision="synthetic",
+                   catalogue_digest=catalogue.digest,
+                   privilege=Privilege(uid=os.geteuid(), user_namespace=True, capabilities="0000000000000000"))
 
 
 def proving_records(catalogue: Catalogue, harness: str, version: str, sha: str, capabilities: Iterable[str],

@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 import yaml
 
 from ..capability import Declarations
-from ..evidence import EvidenceRecord, RunInfo
+from ..evidence import EvidenceRecord, Privilege, RunInfo
 from ..vectors import Catalogue, Vector, expected_outcome, load_catalogue
 
 __all__ = ["BACKEND", "SANDBOX_VERSION", "write_catalogue", "declarations", "records", "Twist"]
@@ -81,7 +81,8 @@ def _info(catalogue: Catalogue, harness: str | None, version: str | None, layer:
     return RunInfo(harness=harness, version=version, binary_sha256=sha, dialect=None,
                    sandbox_backend=None if layer == "harness" else BACKEND,
                    sandbox_version=None if layer == "harness" else SANDBOX_VERSION, kernel="6.1.0-synthetic",
-                   agentbox_version="0.1.0", suite_revision="synthetic", catalogue_digest=catalogue.digest)
+                   agentbox_version="0.1.0", suite_revision="synthetic", catalogue_digest=catalogue.digest,
+                   privilege=Privilege(uid=0))
 
 
 def records(catalogue: Catalogue, source: Callable[[str], Declarations], harnesses: Iterable[str],

@@ -41,7 +41,25 @@ def test_network_none_unshares_the_network_and_unrestricted_does_not():
 def test_a_remote_model_unshares_the_network_too_and_network_none_stays_exact():
     req = request(req={"model_endpoint": "api.example.com:443"})
     assert "--unshare-net" in compile_bwrap(req).argv  # the model is reached through the egress proxy
-    assert coverage(req)["command_network"].support == "exact"
+    assert coverage(req, "0.8.0")["command_network"].support == "exact"
+
+
+def test_a_bubblewrap_outside_its_tested_range_is_never_exact():
+    assert coverage(request(), "0.11.0")["workspace"].support == "partial"
+    assert coverage(request(), None)["workspace"].support == "partial"
+
+
+def test_the_run_holds_no_capability_and_cannot_make_a_user_namespace_whoever_starts_it():
+    argv = compile_bwrap(request()).argv
+    assert "--unshare-user" in argv and "--disable-userns" in argv
+    assert ("--cap-drop", "ALL") in [tuple(argv[i:i + 2]) for i in range(len(argv))]
+
+
+@pytest.mark.parametrize("network", ["none", "restricted", "unrestricted"])
+def test_the_hosts_own_sockets_under_run_are_hidden_under_every_network_setting(network):
+    extra = {"allow_domains": ("example.com",)} if network == "restricted" else {}
+    argv = compile_bwrap(request(req={"network": network, **extra})).argv
+    assert ("--tmpfs", "/run") in [tuple(argv[i:i + 2]) for i in range(len(argv))]
 
 
 def test_a_hidden_home_is_a_tmpfs_and_the_process_tree_is_contained():
@@ -70,3 +88,8 @@ def test_binaries_under_a_hidden_path_stay_visible_read_only():
 def test_no_environment_value_ever_reaches_the_argv():
     plan = compile_bwrap(request(req={"env_allow": ("SECRET_TOKEN",)}))
     assert not any("SECRET" in a for a in plan.argv)
+
+
+def test_a_loopback_model_on_a_privileged_port_is_refused_with_the_reason():
+    with pytest.raises(SandboxError, match="below 1024"):
+        compile_bwrap(request(req={"model_endpoint": "127.0.0.1:80"}))

@@ -49,7 +49,7 @@ def test_a_remote_model_is_reached_through_the_proxy_not_a_route():
     assert not plan.egress.decide("api.example.com", 80).allowed
     assert coverage(SandboxRequest(requirements=RuntimeRequirements(
         workspace="read_write", network="none", host_home="hidden", model_endpoint="api.example.com:443"),
-        workspace="/w/p", home="/home/u"))["command_network"].support == "exact"
+        workspace="/w/p", home="/home/u"), "0.8.0")["command_network"].support == "exact"
 
 
 def test_network_none_without_a_model_has_no_proxy_and_no_relay_but_keeps_the_filter():

@@ -7,7 +7,7 @@ import itertools
 import yaml
 
 from agentbox.capability import Declarations
-from agentbox.evidence import EvidenceRecord, RunInfo
+from agentbox.evidence import EvidenceRecord, Privilege, RunInfo
 from agentbox.vectors import Catalogue, load_catalogue
 
 RO = {"workspace": {"access": "read_only"}}
@@ -57,7 +57,7 @@ def make_record(catalogue: Catalogue, vector_id, layer, outcome, control="passed
                    binary_sha256=None if sandbox_alone else sha, dialect=None,
                    sandbox_backend=None if layer == "harness" else backend, sandbox_version="0.8.0",
                    kernel="6.1", agentbox_version="0.1.0", suite_revision="test",
-                   catalogue_digest=digest or catalogue.digest)
+                   catalogue_digest=digest or catalogue.digest, privilege=Privilege(uid=0))
     tick = next(_clock)
     stamp = f"2025-01-01T{tick // 3600 % 24:02d}:{tick // 60 % 60:02d}:{tick % 60:02d}.000+00:00"
     return EvidenceRecord(run_info=info, vector_id=vector_id, capability="workspace.read_only", layer=layer,

@@ -134,9 +134,9 @@ def test_records_of_vectors_outside_the_catalogue_are_ignored_and_counted(catalo
 def test_the_table_has_one_aligned_line_per_claim_under_a_header(catalogue, record):
     records = [*as_declared(record), record("ro-shell", "harness", "blocked")]
     lines = reconcile(records, catalogue, declarations()).lines()
-    assert lines[0].split() == ["harness", "version", "backend", "capability", "declared", "claim", "blocked/total",
+    assert lines[0].split() == ["harness", "version", "backend", "as", "capability", "declared", "claim", "blocked/total",
                                 "notes"]
-    assert lines[2].split()[:7] == ["toy", "1.0", "box", "workspace.read_only", "exact", "exact+drift", "2/2"]
+    assert lines[2].split()[:8] == ["toy", "1.0", "box", "root", "workspace.read_only", "exact", "exact+drift", "2/2"]
     assert "drift: ro-shell[harness] expected escaped saw blocked" in lines[2]
     assert len({line.index("capability") if i == 0 else line.index("workspace") for i, line in enumerate(lines)}) == 1
 

@@ -7,11 +7,12 @@ import random
 import pytest
 
 from agentbox.claims import default_catalogue_dir, reconcile
-from agentbox.evidence import EvidenceError, EvidenceRecord, RunInfo, append, read_records
+from agentbox.evidence import EvidenceError, EvidenceRecord, Privilege, RunInfo, append, read_records
 from agentbox.evidence_index import index_path, lookup, sync
 from agentbox.vectors import load_catalogue
 
 CATALOGUE = load_catalogue(default_catalogue_dir())
+AS_ROOT = {"privilege": "root", "backend_version": "0.8.0"}
 KERNEL = "6.1"  # the host the lookups ask for; records of "5.10" were recorded elsewhere
 BUILDS = [("codex", "0.171.0", "a" * 64), ("codex", "0.171.0", "b" * 64), ("codex", "0.170.0", "c" * 64),
           ("claude-code", "2.1.332", "d" * 64)]
@@ -24,8 +25,9 @@ def record(rng: random.Random, stamp: str) -> EvidenceRecord:
     info = RunInfo(harness=None if sandbox_alone else harness, version=None if sandbox_alone else version,
                    binary_sha256=None if sandbox_alone else sha, dialect=None,
                    sandbox_backend=None if layer == "harness" else rng.choice(["bwrap", "bwrap", None, "other"]),
-                   sandbox_version=rng.choice(["0.8.0", "0.9.0"]), kernel=rng.choice(["6.1", "6.1", "5.10"]), agentbox_version="0.1.0",
-                   suite_revision="t", catalogue_digest=CATALOGUE.digest)
+                   sandbox_version=rng.choice(["0.8.0", "0.8.0", "0.9.0"]), kernel=rng.choice(["6.1", "6.1", "5.10"]),
+                   agentbox_version="0.1.0", suite_revision="t", catalogue_digest=CATALOGUE.digest,
+                   privilege=rng.choice([Privilege(uid=0), Privilege(uid=0), Privilege(uid=1000), None]))
     vector = rng.choice(CATALOGUE.vectors[:12])
     return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
                           outcome=rng.choice(["blocked", "blocked", "escaped", "error"]), observation="t",
@@ -45,7 +47,9 @@ def mixed_store(tmp_path, seed: int, n: int = 400):
 def claims_by_full_scan(store, harness, version, sha, backend="bwrap"):
     def feeds(r):
         ri = r.run_info
-        if ri.kernel != KERNEL:
+        if ri.kernel != KERNEL or ri.level != "root":
+            return False
+        if r.layer != "harness" and ri.sandbox_version != "0.8.0":
             return False
         if ri.harness is None:
             return (ri.sandbox_backend or "bwrap") == backend
@@ -57,7 +61,7 @@ def claims_by_full_scan(store, harness, version, sha, backend="bwrap"):
 
 
 def claims_by_index(store, harness, version, sha, backend="bwrap"):
-    rows = lookup(store, harness, version, sha, backend, kernel=KERNEL)
+    rows = lookup(store, harness, version, sha, backend, kernel=KERNEL, privilege="root", backend_version="0.8.0")
     table = reconcile([EvidenceRecord.model_validate(r) for r in rows], CATALOGUE)
     return [c.model_dump() for c in table.claims if c.harness == harness and c.backend == backend]
 
@@ -112,13 +116,13 @@ def test_a_store_of_another_schema_is_a_clear_error(tmp_path):
     store.mkdir()
     (store / "evidence.jsonl").write_text('{"schema_version": 99}\n')
     with pytest.raises(EvidenceError, match="evidence.jsonl:1"):
-        lookup(store, "codex", "0.171.0", "a" * 64)
+        lookup(store, "codex", "0.171.0", "a" * 64, **AS_ROOT)
 
 
 def test_an_absent_or_empty_store_writes_nothing(tmp_path):
-    assert lookup(tmp_path / "nowhere", "codex", "0.171.0", "a") == []
+    assert lookup(tmp_path / "nowhere", "codex", "0.171.0", "a", **AS_ROOT) == []
     (tmp_path / "empty").mkdir()
-    assert lookup(tmp_path / "empty", "codex", "0.171.0", "a") == []
+    assert lookup(tmp_path / "empty", "codex", "0.171.0", "a", **AS_ROOT) == []
     assert list((tmp_path / "empty").iterdir()) == []
     assert not (tmp_path / "nowhere").exists()
 
@@ -132,6 +136,16 @@ def test_the_index_lives_beside_the_store_where_full_scans_never_read_it(tmp_pat
 
 def test_records_of_another_kernel_never_decide_this_hosts_claims(tmp_path):
     store = mixed_store(tmp_path, 6)
-    rows = lookup(store, "codex", "0.171.0", "a" * 64, kernel="5.10")
+    rows = lookup(store, "codex", "0.171.0", "a" * 64, kernel="5.10", **AS_ROOT)
     assert rows and all(r["run_info"]["kernel"] == "5.10" for r in rows)
-    assert lookup(store, "codex", "0.171.0", "a" * 64, kernel="4.19") == []
+    assert lookup(store, "codex", "0.171.0", "a" * 64, kernel="4.19", **AS_ROOT) == []
+
+
+def test_records_taken_as_another_user_or_on_another_bubblewrap_never_decide_a_launch(tmp_path):
+    store = mixed_store(tmp_path, 6)
+    as_user = lookup(store, "codex", "0.171.0", "a" * 64, kernel=KERNEL, privilege="user", backend_version="0.8.0")
+    assert as_user and all(r["run_info"]["privilege"]["uid"] != 0 for r in as_user)
+    newer = lookup(store, "codex", "0.171.0", "a" * 64, kernel=KERNEL, privilege="root", backend_version="0.9.0")
+    assert all(r["run_info"]["sandbox_version"] == "0.9.0" for r in newer if r["layer"] != "harness")
+    assert lookup(store, "codex", "0.171.0", "a" * 64, kernel=KERNEL, privilege="root", backend_version="9") == [
+        r for r in newer if r["layer"] == "harness"]

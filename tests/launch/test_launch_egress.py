@@ -22,7 +22,7 @@ NONE_WITH_MODEL = RW + "  command_network: {access: none, requirement: advisory}
 
 def with_model(tmp_path, intent: str):
     path = write_profile(tmp_path, intent)
-    path.write_text(path.read_text().replace("permission_intent:", "model: {base_url: 'http://127.0.0.1:9/v1'}\n"
+    path.write_text(path.read_text().replace("permission_intent:", "model: {base_url: 'http://127.0.0.1:47999/v1'}\n"
                                                                    "permission_intent:"))
     return path
 
