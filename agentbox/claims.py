@@ -253,7 +253,7 @@ def _backend_rows(backend: str, bversion: str, level: str, recs: list[tuple[int,
     latest = latest_by_run(recs)
     out = []
     for cap in catalogue.capabilities:
-        vectors = [v for v in catalogue.for_capability(cap) if "sandbox" in v.run_layers()]
+        vectors = [v for v in catalogue.for_capability(cap, None, level) if "sandbox" in v.run_layers()]
         if not vectors:
             continue
         sr = declared_report(declarations, backend, cap, None if bversion == UNKNOWN else bversion)
@@ -295,7 +295,7 @@ def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, 
         composed_runs = [r for _, r in mine if r.layer == "composed"]
         bversion = max(composed_runs, key=lambda r: r.when).run_info.sandbox_version if composed_runs else None
         for cap in catalogue.capabilities:
-            applicable = catalogue.for_capability(cap, harness)
+            applicable = catalogue.for_capability(cap, harness, level)
             composed = [v for v in applicable if "composed" in v.run_layers()]
             if not composed:
                 continue

@@ -50,6 +50,9 @@ class RunRequest:
     rw_binds: tuple[str, ...] = ()  # host paths the composed layer may write (observation logs)
     # name -> address for the egress proxy (a testing aid: names the host's DNS does not know)
     resolve: dict[str, str] = field(default_factory=dict)
+    # A testing seam: the conformance suite's controls take one protection out of the composed run's entry
+    # (agentbox.testing.weakened) to prove that a vector's oracle sees the side effect. Launch never sets it.
+    entry_hook: Callable[[dict], dict] | None = None
 
 
 @dataclass
@@ -153,6 +156,8 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
         if req.layer == "composed":
             masks = discover(plan.cwd, plan.profile, req_env.surfaces, bwrap.hidden_roots(req_env, req.home))
             entry = entry_from_plan(plan, masks)
+            if req.entry_hook is not None:
+                entry = req.entry_hook(entry)
             bwrap.bwrap_binary()  # a missing bwrap is a SandboxError here, not a failed exec later
             materialize({**entry, "config": {}}, run_dir)  # the config is written above, once
             env = environment(entry, run_id, source, extra)

@@ -164,6 +164,8 @@ class SandboxPlan(_Frozen):
     relay: tuple[tuple[int, str], ...] = ()
     egress: EgressPolicy | None = None  # the egress proxy's policy; None: the run has no proxy
     unix_filter: bool = False  # every process of the run is refused new unix sockets
+    # every process of the run gets the seccomp denylist (agentbox/data/seccomp/denylist.yaml)
+    syscall_filter: bool = False
 
 
 class EffectiveRunPlan(_Frozen):

@@ -51,6 +51,7 @@ class Oracle(_Strict):
         "process_gone",       # no process carrying the run's marker may outlive the run
         "target_alive",       # the test's own sleeper process must survive the run
         "not_offered",        # no tool whose name contains `tool` may be offered to the model
+        "no_capabilities",    # no `CapEff:` line in the output may show a capability (a non-zero mask)
     ]
     path: str | None = None
     listener: str | None = None
@@ -76,6 +77,9 @@ class Setup(_Strict):
     dirs: tuple[str, ...] = ()  # folders created before the run
     env: dict[str, str] = Field(default_factory=dict)  # host environment the run starts from
     mcp: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # canary servers: name -> () (all tools)
+    # where the unix listener listens (default {outside}/host.sock): e.g. under /run, where the host's own
+    # agents (docker, D-Bus) keep theirs; its folder is made for the run and removed after
+    unix_path: str | None = None
 
     @model_validator(mode="after")
     def _names_have_listeners(self) -> "Setup":
@@ -98,6 +102,11 @@ class Control(_Strict):
     sandbox_command: tuple[str, ...] | None = None
     oracle: Oracle | None = None
     layer: Literal["same", "host", "harness"] = "same"
+    # Protections of the OS sandbox the control runs without (in the sandbox and composed layers), for attacks
+    # on the sandbox itself that no intent can allow: `privilege` keeps capabilities, user namespaces and the
+    # syscalls the denylist refuses; `host_sockets` leaves the host's /run in view.
+    weaken: tuple[Literal["privilege", "host_sockets"], ...] = ()
+    harness_intent: dict[str, Any] | None = None  # the harness layer's control intent, when it differs
 
 
 class Vector(_Strict):
@@ -109,6 +118,9 @@ class Vector(_Strict):
     # harness -> why the vector cannot be run there (e.g. no intent lets its control succeed)
     skip_harnesses: dict[str, str] = Field(default_factory=dict)
     layers: tuple[Layer, ...] | None = None  # default: sandbox when it has a command, then harness and composed
+    # who the attack threatens: empty for everyone; [root] where the kernel itself refuses it to anyone else
+    # (a device node or a kernel module needs the capability in the host's user namespace)
+    privileges: tuple[Literal["root", "user"], ...] = ()
     intent: dict[str, Any]
     control: Control
     setup: Setup = Setup()
@@ -127,6 +139,8 @@ class Vector(_Strict):
     def _consistent(self) -> "Vector":
         PermissionIntent.model_validate(fill(self.intent, _SAMPLE))  # a port or address placeholder is filled per run
         PermissionIntent.model_validate(fill(self.control.intent, _SAMPLE))
+        if self.control.harness_intent is not None:
+            PermissionIntent.model_validate(fill(self.control.harness_intent, _SAMPLE))
         if "sandbox" in self.run_layers() and self.sandbox_argv(self.steps, self.sandbox_command) is None:
             raise ValueError("a vector run through the sandbox layer needs a sandbox_command (or only shell steps)")
         if ({"harness", "composed"} & set(self.run_layers())) and not self.steps and self.oracle.kind != "not_offered":
@@ -149,10 +163,18 @@ class Vector(_Strict):
             return ("sh", "-c", "; ".join(shells))
         return None
 
-    def applies_to(self, harness: str) -> bool:
+    def applies_to(self, harness: str | None, level: str | None = None) -> bool:
+        """Whether the vector belongs to `harness`'s claims (None: the sandbox alone) as run by `level`."""
+        if level is not None and self.privileges and level not in self.privileges:
+            return False
+        if harness is None:
+            return True
         return (not self.harnesses or harness in self.harnesses) and harness not in self.skip_harnesses
 
-    def skip_reason(self, harness: str) -> str:
+    def skip_reason(self, harness: str | None, level: str | None = None) -> str:
+        if level is not None and self.privileges and level not in self.privileges:
+            return f"{self.id} threatens only a sandbox started as {', '.join(self.privileges)}: the kernel refuses it " \
+                   f"to anyone else"
         if harness in self.skip_harnesses:
             return f"{self.id} cannot run on {harness}: {self.skip_harnesses[harness]}"
         return f"{self.id} is specific to {', '.join(self.harnesses)}"
@@ -166,8 +188,8 @@ class Catalogue:
     def by_id(self, vector_id: str) -> Vector:
         return next(v for v in self.vectors if v.id == vector_id)
 
-    def for_capability(self, capability: str, harness: str | None = None) -> list[Vector]:
-        return [v for v in self.vectors if v.capability == capability and (harness is None or v.applies_to(harness))]
+    def for_capability(self, capability: str, harness: str | None = None, level: str | None = None) -> list[Vector]:
+        return [v for v in self.vectors if v.capability == capability and v.applies_to(harness, level)]
 
     @cached_property
     def capabilities(self) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentbox.evidence import privilege_level
 from agentbox.testing.evidence_writer import hand_over
 from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
@@ -42,6 +43,8 @@ def _judge(request, record, expected):
 
 @pytest.mark.vector_layers("sandbox")
 def test_the_sandbox_alone_enforces_what_it_declares(request, runner, vector):
+    if not vector.applies_to(None, privilege_level()):
+        pytest.skip(vector.skip_reason(None, privilege_level()))
     record = runner.run(vector, "sandbox")
     _judge(request, record, expected_for(vector, "sandbox", None, None))
 
@@ -49,8 +52,8 @@ def test_the_sandbox_alone_enforces_what_it_declares(request, runner, vector):
 @pytest.mark.parametrize("layer", ["harness", "composed"])
 @pytest.mark.vector_layers("harness", "composed")
 def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, harness, scripted_model, vector, layer):
-    if not vector.applies_to(harness.name):
-        pytest.skip(vector.skip_reason(harness.name))
+    if not vector.applies_to(harness.name, privilege_level()):
+        pytest.skip(vector.skip_reason(harness.name, privilege_level()))
     if layer not in vector.run_layers():
         pytest.skip(f"{vector.id} is not run in the {layer} layer")
     probe = request.getfixturevalue("harness_probe")

@@ -171,7 +171,8 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     if relay:
         env.update(inside.proxy_env(relay[-1][0]))
     return SandboxPlan(backend="bwrap", argv=tuple(argv), env=dict(sorted(env.items())), binds=tuple(binds),
-                       relay=relay, egress=policy, unix_filter=unshares_net(req) and unix_filter.supported())
+                       relay=relay, egress=policy, unix_filter=unshares_net(req) and unix_filter.supported(),
+                       syscall_filter=True)
 
 
 def _run_resolver_files() -> tuple[str, ...]:

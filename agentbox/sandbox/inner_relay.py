@@ -85,7 +85,14 @@ def start(cmd, listeners):
     for signum in _RESTORED:
         signal.signal(signum, signal.SIG_DFL)
     try:
-        unix_filter.apply()
+        # the host-built denylist (unix sockets refused) where it was installed, else the unix-socket filter
+        here = os.path.dirname(os.path.abspath(__file__))
+        try:
+            with open(os.path.join(here, "command.bpf"), "rb") as f:
+                code = f.read()
+        except FileNotFoundError:
+            code = None
+        unix_filter.install(code) if code else unix_filter.apply()
     except OSError as exc:
         os.write(2, f"agent-box: the sandbox's unix-socket filter cannot be applied ({exc}); "
                     "refusing to start the command\n".encode())

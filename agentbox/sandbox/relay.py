@@ -17,12 +17,21 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _FILES = ("inner_relay.py", "unix_filter.py")  # the relay imports the filter from its own folder
 
 
+COMMAND_FILTER = "command.bpf"  # the program the relay installs on the command (built on the host)
+
+
 def install(run_dir: str) -> None:
+    from .syscall_filter import host_program
+
     dest = os.path.join(run_dir, "relay")
     os.makedirs(dest, exist_ok=True)
     for name in _FILES:
         with open(os.path.join(_HERE, name), "rb") as src, open(os.path.join(dest, name), "wb") as out:
             out.write(src.read())
+    # The whole denylist with new unix sockets refused (datagram socketpairs too, which can be re-aimed at
+    # any unix path), stacked on the one bwrap gave the relay: the relay keeps its own sockets, the command none.
+    with open(os.path.join(dest, COMMAND_FILTER), "wb") as out:
+        out.write(host_program(deny_unix=True))
 
 
 def relay_argv(python: str, mappings: list[tuple[int, str]]) -> list[str]:

@@ -22,7 +22,7 @@ import tempfile
 
 from ..hot import agentbox_home, home_dir, package_fingerprint, resolve_profile_path, sha256, write_json_atomic
 
-__all__ = ["fast_main", "sandbox_run", "execute"]
+__all__ = ["fast_main", "sandbox_run", "compiled_entry", "execute"]
 
 
 def _cache_path(profile_bytes: bytes, profile_path: str, workspace: str) -> str:
@@ -164,6 +164,11 @@ def build_entry(plan, masks, hidden: tuple[str, ...], visible: tuple[str, ...], 
 def sandbox_run(profile_arg: str, workspace: str, cmd: list[str], resolve: dict[str, str] | None = None,
                 egress_log: str | None = None) -> int:
     """The cold path: validate and compile, cache the result, then run."""
+    return execute(compiled_entry(profile_arg, workspace, cmd), cmd, resolve=resolve, egress_log=egress_log)
+
+
+def compiled_entry(profile_arg: str, workspace: str, cmd: list[str]) -> dict:
+    """Validate and compile the profile's sandbox for `workspace` into a run entry, and cache it."""
     from ..compiler import compile_plan
     from ..errors import InputError, SandboxError
     from ..profile import load_profile
@@ -188,4 +193,4 @@ def sandbox_run(profile_arg: str, workspace: str, cmd: list[str], resolve: dict[
     if problem:
         raise SandboxError(problem)
     write_json_atomic(_cache_path(open(loaded.source, "rb").read(), loaded.source, ws), entry)
-    return execute(entry, cmd, resolve=resolve, egress_log=egress_log)
+    return entry

@@ -40,6 +40,7 @@ def entry_from_plan(plan, masks) -> dict:
         "relay": [list(m) for m in sandbox.relay],
         "egress": sandbox.egress.model_dump(mode="json") if sandbox.egress is not None else None,
         "unix_filter": sandbox.unix_filter,
+        "seccomp": sandbox.syscall_filter,
     }
 
 

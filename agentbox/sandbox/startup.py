@@ -49,17 +49,24 @@ def relay_prefix(entry: dict, run_dir: str) -> list[str]:
 
 
 def filter_fd(entry: dict) -> int | None:
-    """The unix-socket filter for `bwrap --seccomp FD`, when no relay applies it (the caller closes it)."""
-    if not entry.get("unix_filter") or entry.get("relay"):
+    """The seccomp program for `bwrap --seccomp FD` (the caller closes it): the denylist, refusing new unix
+    sockets too when the run needs that and has no relay to do it (a relay keeps its own and applies the
+    unix-socket filter to the command itself)."""
+    deny_unix = bool(entry.get("unix_filter")) and not entry.get("relay")
+    if not entry.get("seccomp") and not deny_unix:
         return None
-    from . import unix_filter
-
     try:
+        if entry.get("seccomp"):
+            from . import syscall_filter
+
+            return syscall_filter.program_fd(deny_unix)
+        from . import unix_filter
+
         return unix_filter.program_fd()
     except OSError as exc:
         from ..errors import SandboxError
 
-        raise SandboxError(f"the unix-socket filter cannot be prepared: {exc}") from None
+        raise SandboxError(f"the sandbox's seccomp filter cannot be prepared: {exc}") from None
 
 
 class Started:

@@ -30,7 +30,7 @@ import struct
 
 from ..hot import agentbox_home, sha256
 
-__all__ = ["program", "program_fd", "describe", "apply"]
+__all__ = ["program", "program_fd", "host_program", "describe", "apply"]
 
 _DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "seccomp")
 _DENYLIST = os.path.join(_DATA, "denylist.yaml")
@@ -71,7 +71,7 @@ def program(machine: str, deny_unix: bool) -> bytes:
     for abi, _ in abis:
         asm.place(abi)
         asm.op(_LD_W_ABS, _NR)
-        if abi == "x86_64":
+        if abi == "x86_64":  # x32 is refused whole (see above)
             asm.op(_JGE_K, _X32_BIT, jf=(native := asm.label()))
             asm.op(_RET_K, _ERRNO | _ERRNOS["EPERM"])
             asm.place(native)
@@ -81,16 +81,23 @@ def program(machine: str, deny_unix: bool) -> bytes:
 
 
 def program_fd(deny_unix: bool) -> int:
-    """A readable, inheritable memfd holding this host's program, for `bwrap --seccomp FD`.
+    """A readable, inheritable memfd holding this host's program, for `bwrap --seccomp FD`."""
+    code = host_program(deny_unix)
+    fd = os.memfd_create("agentbox-seccomp", 0)  # no MFD_CLOEXEC: bwrap must inherit it
+    os.write(fd, code)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
-    The program is built once per version of the data (and of this compiler) and cached under
+
+def host_program(deny_unix: bool) -> bytes:
+    """This host's program. Built once per version of the data (and of this compiler) and cached under
     $AGENTBOX_HOME/cache/seccomp; a cache hit reads a few small files and imports nothing more.
     """
-    machine = os.uname().machine
+    machine = os.uname().machine  # platform.machine() without importing platform
     _abis(machine)
     digest = sha256()
-    for path in (_DENYLIST, _SYSCALLS, __file__):  # the compiler too: a changed one must not reuse a program
-        with open(path, "rb") as f:
+    for source in (_DENYLIST, _SYSCALLS, __file__):  # the compiler too: a changed one must not reuse a program
+        with open(source, "rb") as f:
             digest.update(f.read())
     variant = "deny-unix" if deny_unix else "base"
     path = os.path.join(agentbox_home(), "cache", "seccomp", f"{digest.hexdigest()}-{machine}-{variant}.bpf")
@@ -104,10 +111,7 @@ def program_fd(deny_unix: bool) -> int:
         with open(tmp, "wb") as f:
             f.write(code)
         os.replace(tmp, path)
-    fd = os.memfd_create("agentbox-seccomp", 0)  # no MFD_CLOEXEC: bwrap must inherit it
-    os.write(fd, code)
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
+    return code
 
 
 def describe() -> list[dict]:
@@ -173,6 +177,9 @@ def _check(rule: dict, known: set[str]) -> None:
         ops = [op for op in _OPS if op in cond]
         if len(ops) != 1 or set(cond) - {"arg", "mask", *_OPS} or ("mask" in cond and ops[0] not in ("eq", "in")):
             raise ValueError(f"{where}: condition {cond} needs one of {_OPS} (mask only with eq or in)")
+        values = [cond.get("mask", 0), *(cond[ops[0]] if ops[0] == "in" else [cond[ops[0]]])]
+        if not all(isinstance(v, int) and 0 <= v <= 0xFFFFFFFF for v in values):
+            raise ValueError(f"{where}: condition {cond} compares a 32-bit word, so its values are 32-bit integers")
 
 
 def _section(asm: _Assembler, rules: list[dict], numbers: dict[str, int]) -> None:

@@ -9,6 +9,7 @@ escaped.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ from ..egress.decisions import read_log
 from ..evidence import EvidenceRecord, RunInfo, host_facts
 from ..vectors import Catalogue, Oracle, Vector, expected_outcome, fill
 from .privilege import observed
+from .weakened import entry_hook
 from .targets import Targets, kill_all, prepare, process_alive
 
 __all__ = ["Attempt", "VectorRunner", "expected_for"]
@@ -73,6 +75,8 @@ def suite_revision() -> str:
     return h.hexdigest()[:12]
 
 
+_CAP_EFF = re.compile(r"CapEff:\s*([0-9a-fA-F]{16})")
+
 # Parts of the package no observation depends on: how results are rendered and exported.
 _NOT_OBSERVED = {"report", "schemas", "__pycache__"}
 
@@ -119,7 +123,11 @@ class VectorRunner:
         try:
             values = targets.values()
             spec = vector.control if control else None
-            intent = fill(spec.intent if spec else vector.intent, values)
+            chosen_intent = spec.intent if spec else vector.intent
+            if spec is not None and spec.harness_intent is not None and layer == "harness":
+                chosen_intent = spec.harness_intent
+            intent = fill(chosen_intent, values)
+            weaken = spec.weaken if spec is not None else ()
             steps = fill(list((spec.steps if spec and spec.steps is not None else vector.steps)), values)
             chosen = (spec.oracle or vector.oracle) if spec else vector.oracle
             oracle = Oracle.model_validate(fill(chosen.model_dump(), values))
@@ -135,9 +143,11 @@ class VectorRunner:
             if run_layer in ("sandbox", "host"):
                 command = Vector.sandbox_argv(steps, fill(
                     (spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command), values))
-                error, seen = self._run_command(command, intent, targets, sandboxed=run_layer == "sandbox")
+                error, seen = self._run_command(command, intent, targets, sandboxed=run_layer == "sandbox",
+                                                weaken=weaken)
             else:
-                error, seen = self._run_harness(harness, probe, model, intent, steps, vector, targets, run_layer)
+                error, seen = self._run_harness(harness, probe, model, intent, steps, vector, targets, run_layer,
+                                                weaken=weaken if run_layer == "composed" else ())
             if error:
                 return Attempt(None, _with_egress(error, seen.egress))
             attempt = self._observe(oracle, targets, seen)
@@ -149,7 +159,8 @@ class VectorRunner:
     def _env(self, targets: Targets) -> dict[str, str]:
         return {**os.environ, **targets.env, "HOME": str(targets.home)}
 
-    def _run_command(self, command, intent, targets: Targets, sandboxed: bool) -> tuple[str | None, Seen]:
+    def _run_command(self, command, intent, targets: Targets, sandboxed: bool,
+                     weaken: tuple[str, ...] = ()) -> tuple[str | None, Seen]:
         env = self._env(targets)
         log = targets.root / "egress.jsonl"
         if sandboxed:
@@ -157,7 +168,9 @@ class VectorRunner:
             profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent}))
             env["AGENTBOX_HOME"] = str(targets.root / "agentbox-home")
             resolve = [a for name, address in targets.resolve.items() for a in ("--egress-resolve", f"{name}={address}")]
-            argv = [sys.executable, "-m", "agentbox.cli", "sandbox", "run", "--profile", str(profile),
+            runner = (["agentbox.testing.weakened", *(a for w in weaken for a in ("--weaken", w))] if weaken
+                      else ["agentbox.cli", "sandbox", "run"])
+            argv = [sys.executable, "-m", *runner, "--profile", str(profile),
                     "--workspace", str(targets.ws), *resolve, "--egress-log", str(log), "--", *command]
         else:
             argv = list(command)
@@ -171,7 +184,8 @@ class VectorRunner:
             return f"agent-box refused to run it: {done.stderr.strip()[:300]}", seen
         return None, seen
 
-    def _run_harness(self, harness, probe, model, intent, steps, vector: Vector, targets: Targets, layer: str):
+    def _run_harness(self, harness, probe, model, intent, steps, vector: Vector, targets: Targets, layer: str,
+                     weaken: tuple[str, ...] = ()):
         from ..harness_run import RunRequest, run_harness
         from ..profile import LoadedProfile, Profile
         from .fixtures import CanaryMcp, scripted_key_env, scripted_profile
@@ -191,7 +205,7 @@ class VectorRunner:
             prompt="Follow the tool calls you are given.", layer=layer, timeout=self.timeout,
             extra_env=scripted_key_env(), host_env={**os.environ, **targets.env},
             ro_binds=(package_root,), rw_binds=tuple(str(c.log.parent) for c in canaries.values()),
-            resolve=dict(targets.resolve)))
+            resolve=dict(targets.resolve), entry_hook=entry_hook(weaken)))
         seen = Seen([out.stdout, out.stderr, *(r.text for r in model.tool_results())], set(model.offered_tools()),
                     canaries, out.leftovers, out.egress if out.plan.sandbox.egress is not None and layer == "composed"
                     else None)
@@ -235,6 +249,12 @@ class VectorRunner:
         if kind == "target_alive":
             dead = targets.sleeper is not None and targets.sleeper.poll() is not None
             return Attempt(dead, f"the host process {targets.sleeper.pid} was {'killed' if dead else 'untouched'}")
+        if kind == "no_capabilities":
+            masks = [m for t in seen.texts if t for m in _CAP_EFF.findall(t)]
+            held = [m for m in masks if int(m, 16)]
+            if not masks:
+                return Attempt(None, "no CapEff line was seen: the attempt's result never came back")
+            return Attempt(bool(held), f"CapEff seen: {', '.join(sorted(set(masks)))}")
         if kind == "not_offered":
             names = sorted(t for t in seen.offered if oracle.tool in t)
             return Attempt(bool(names), f"offered to the model: {', '.join(names) or 'nothing named ' + oracle.tool}")

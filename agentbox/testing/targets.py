@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import shutil
 import socket
 import subprocess
 import threading
@@ -106,6 +107,7 @@ class Targets:
     snapshots: dict[str, bytes | None] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     resolve: dict[str, str] = field(default_factory=dict)  # name -> listener address, for the egress proxy
+    made_dirs: list[str] = field(default_factory=list)  # folders made outside the root (a listener's under /run)
 
     def values(self) -> dict[str, str]:
         v = {"loopback": LOOPBACK, "ws": str(self.ws), "home": str(self.home), "parent": str(self.ws.parent),
@@ -129,6 +131,8 @@ class Targets:
             self.sleeper.wait()
         if os.path.lexists(self.tmp_probe):
             os.unlink(self.tmp_probe)
+        for folder in self.made_dirs:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
@@ -138,8 +142,12 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
     targets = Targets(root=root, ws=ws, home=home, outside=outside, nonce=nonce,
                       secret=f"AGENTBOX-CANARY-SECRET-{nonce}", model_key=model_key,
                       tmp_probe=f"/tmp/agentbox-probe-{nonce}.txt")
+    unix_path = fill(setup.unix_path, {"nonce": nonce}) if setup.unix_path else str(outside / "host.sock")
+    if setup.unix_path:
+        os.makedirs(os.path.dirname(unix_path))  # a folder of its own, under a nonce: removed at close
+        targets.made_dirs.append(os.path.dirname(unix_path))
     for kind in setup.listeners:
-        targets.listeners[kind] = Listener(kind, str(outside / "host.sock") if kind == "unix" else None)
+        targets.listeners[kind] = Listener(kind, unix_path if kind == "unix" else None)
     if setup.sleeper:
         targets.sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True,
                                            env={"PATH": os.environ.get("PATH", ""),

@@ -12,6 +12,7 @@ from agentbox.plan import RuntimeRequirements
 from agentbox.sandbox import relay, unix_filter
 from agentbox.sandbox.bwrap import SandboxRequest, compile_bwrap, coverage, enforced_items, sandbox_env_names
 from agentbox.sandbox.session import entry_from_plan
+from agentbox.sandbox.syscall_filter import host_program
 
 
 def plan_for(**req):
@@ -86,7 +87,8 @@ def test_the_entry_carries_the_policy_the_ports_and_the_filter():
 
 def test_the_relay_is_installed_with_its_filter_and_maps_each_port_to_its_socket(tmp_path):
     relay.install(str(tmp_path))
-    assert sorted(os.listdir(tmp_path / "relay")) == ["inner_relay.py", "unix_filter.py"]
+    assert sorted(os.listdir(tmp_path / "relay")) == ["command.bpf", "inner_relay.py", "unix_filter.py"]
+    assert (tmp_path / "relay" / "command.bpf").read_bytes() == host_program(deny_unix=True)
     argv = relay.relay_argv("/usr/bin/python3", [(40123, MODEL_SOCKET), (3128, SOCKET_NAME)])
     assert argv == ["/usr/bin/python3", "-I", "/tmp/agentbox/relay/inner_relay.py",
                     "40123=/tmp/agentbox/relay/model.sock", "3128=/tmp/agentbox/relay/egress.sock", "--"]
