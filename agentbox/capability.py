@@ -62,6 +62,9 @@ class _Declared(BaseModel):
     bypass_surfaces: tuple[str, ...] = ()
     reason: str = ""
     dialects: tuple[str, ...] = ()  # empty: every dialect
+    # the layers the entry speaks for (empty: every one); an entry for `composed` says what the harness does
+    # inside the OS sandbox, where its own may be left off (a bubblewrap-based one cannot nest)
+    layers: tuple[Literal["harness", "composed"], ...] = ()
 
 
 class _Dialect(BaseModel):
@@ -98,7 +101,7 @@ class Declarations(BaseModel):
             return False
         return in_range(Version.parse(version), self.tested_range.get("min"), self.tested_range.get("max"))
 
-    def report(self, capability: str, version: str | None) -> CapabilityReport:
+    def report(self, capability: str, version: str | None, layer: str | None = None) -> CapabilityReport:
         if capability in TRIVIAL:
             return CapabilityReport(
                 capability=capability,
@@ -109,6 +112,8 @@ class Declarations(BaseModel):
             )
         dialect = self.dialect_for(version)
         for entry in self.capabilities.get(capability, ()):
+            if entry.layers and layer not in entry.layers:
+                continue
             if not entry.dialects or dialect in entry.dialects:
                 report = CapabilityReport(
                     capability=capability,

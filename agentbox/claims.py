@@ -123,15 +123,16 @@ class ClaimsTable(BaseModel):
 DeclarationSource = Callable[[str], Declarations]
 
 
-def declared_report(source: DeclarationSource, layer: str, capability: str, version: str | None) -> CapabilityReport | None:
+def declared_report(source: DeclarationSource, layer: str, capability: str, version: str | None,
+                    in_layer: str | None = None) -> CapabilityReport | None:
     try:
         decl = source(layer)
     except FileNotFoundError:
         return None  # a layer without a declaration file declares nothing: every vector escapes it
     try:
-        return decl.report(capability, version)
+        return decl.report(capability, version, in_layer)
     except ValueError:
-        return decl.report(capability, None)  # an unparsable version is an unknown one: never exact
+        return decl.report(capability, None, in_layer)  # an unparsable version is an unknown one: never exact
 
 
 def _declared(harness: CapabilityReport | None, sandbox: CapabilityReport | None) -> Support:
@@ -299,12 +300,12 @@ def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, 
             composed = [v for v in applicable if "composed" in v.run_layers()]
             if not composed:
                 continue
-            hr = declared_report(declarations, harness, cap, hversion)
+            hr = {lay: declared_report(declarations, harness, cap, hversion, lay) for lay in ("harness", "composed")}
             sr = declared_report(declarations, backend, cap, bversion)
-            declared = _declared(hr, sr)
+            declared = _declared(hr["composed"], sr)
             state, blocked, escaped, unverified = _judge(
-                composed, "composed", latest, lambda v: expected_outcome(v, "composed", hr, sr), declared)
-            drift = _drift(applicable, latest, lambda v, layer: expected_outcome(v, layer, hr, sr))
+                composed, "composed", latest, lambda v: expected_outcome(v, "composed", hr["composed"], sr), declared)
+            drift = _drift(applicable, latest, lambda v, layer: expected_outcome(v, layer, hr.get(layer), sr))
             used = [latest[(v.id, "composed")] for v in composed if (v.id, "composed") in latest]
             out.append(Claim(harness=harness, version=version, binary_sha256=sha, backend=backend, privilege=level,
                              capability=cap,

@@ -97,7 +97,7 @@ def _with_egress(observation: str, decisions: list[dict] | None) -> str:
 
 
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
-    harness_report = load_declarations(harness).report(vector.capability, version) if harness else None
+    harness_report = load_declarations(harness).report(vector.capability, version, layer) if harness else None
     sandbox_report = load_declarations("bwrap").report(vector.capability, bwrap_version())
     return expected_outcome(vector, layer, harness_report, sandbox_report)
 

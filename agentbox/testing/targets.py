@@ -142,7 +142,11 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
     targets = Targets(root=root, ws=ws, home=home, outside=outside, nonce=nonce,
                       secret=f"AGENTBOX-CANARY-SECRET-{nonce}", model_key=model_key,
                       tmp_probe=f"/tmp/agentbox-probe-{nonce}.txt")
-    unix_path = fill(setup.unix_path, {"nonce": nonce}) if setup.unix_path else str(outside / "host.sock")
+    # {run} is /run (an unprivileged pass names a folder of its own under it: AGENTBOX_VECTOR_RUN), {var_run}
+    # the same folder through the /var/run link
+    run = os.environ.get("AGENTBOX_VECTOR_RUN", "/run")
+    paths = {"nonce": nonce, "run": run, "var_run": "/var" + run if run.startswith("/run") else run}
+    unix_path = fill(setup.unix_path, paths) if setup.unix_path else str(outside / "host.sock")
     if setup.unix_path:
         os.makedirs(os.path.dirname(unix_path))  # a folder of its own, under a nonce: removed at close
         targets.made_dirs.append(os.path.dirname(unix_path))

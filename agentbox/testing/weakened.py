@@ -36,7 +36,10 @@ def _without_privilege(entry: dict) -> dict:
             skip = _PRIVILEGE_FLAGS[arg]
             continue
         out.append(arg)
-    return {**entry, "argv": [*out, "--cap-add", "ALL"], "seccomp": False}
+    # Root keeps the host's own user namespace; anyone else needs one to hold capabilities in, and uid 0 in it
+    # (mount(8) and umount(8) refuse any other uid before they ask the kernel).
+    extra = [] if os.geteuid() == 0 else ["--unshare-user", "--uid", "0", "--gid", "0"]
+    return {**entry, "argv": [*out, *extra, "--cap-add", "ALL"], "seccomp": False}
 
 
 def _with_host_sockets(entry: dict) -> dict:
