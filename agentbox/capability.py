@@ -51,6 +51,7 @@ class CapabilityReport(BaseModel):
     support: Support
     enforcement_scope: str = ""
     bypass_surfaces: tuple[str, ...] = ()
+    holds_against: tuple[str, ...] = ()  # vectors of a bypassed surface the layer is seen to block anyway
     tested_versions: tuple[str, ...] = ()
     reason: str = ""
 
@@ -60,6 +61,9 @@ class _Declared(BaseModel):
     support: Support
     enforcement_scope: str = ""
     bypass_surfaces: tuple[str, ...] = ()
+    # vector ids of a bypassed surface that the layer is seen to block all the same (a surface is coarser than
+    # what a harness protects: Codex keeps .codex read-only, not .mcp.json); the reason says what was seen
+    holds_against: tuple[str, ...] = ()
     reason: str = ""
     dialects: tuple[str, ...] = ()  # empty: every dialect
     # the layers the entry speaks for (empty: every one); an entry for `composed` says what the harness does
@@ -120,6 +124,7 @@ class Declarations(BaseModel):
                     support=entry.support,
                     enforcement_scope=entry.enforcement_scope,
                     bypass_surfaces=entry.bypass_surfaces,
+                    holds_against=entry.holds_against,
                     tested_versions=self.tested_versions,
                     reason=entry.reason,
                 )

@@ -7,8 +7,10 @@ vector against what the declarations predict (`vectors.expected_outcome`) and na
   positive control passed;
 - `partial`: declared partial or unsupported, and every composed outcome is the predicted one;
 - `refuted`: a composed run escaped where the declarations predicted a block (the vectors are named);
-- `unverified`: a vector is missing, errored, skipped, or was "blocked" without a passing control
-  (a block whose control failed proves nothing).
+- `unverified`: a vector is missing, errored, skipped, stale (recorded by another suite revision or
+  against another catalogue), or was "blocked" without a passing control (a block whose control failed
+  proves nothing). A vector the catalogue cannot run on a harness (`skip_harnesses`) still counts: the
+  capability is unverified there, never exact on what was left.
 
 Refuted outranks unverified: one real escape is a finding however much else is missing. Apart from
 the verdict, `drift` lists every observation in any layer that differs from the prediction, so a
@@ -20,12 +22,13 @@ Sandbox-layer records (no harness) also make rows of their own, with harness "-"
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable, Literal
+from typing import Callable, Iterable, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from .capability import CapabilityReport, Declarations, Support, load_declarations
-from .evidence import EvidenceRecord
+from .evidence import EvidenceRecord, Layer
+from .observed import Observed, by_layer
 from .vectors import Catalogue, Vector, expected_outcome
 
 __all__ = ["ClaimState", "Drift", "Claim", "ClaimsTable", "reconcile", "default_catalogue_dir", "NO_HARNESS"]
@@ -62,11 +65,15 @@ class Claim(BaseModel):
     declared: Support
     claim: ClaimState
     blocked: int
-    total: int
+    total: int  # the vectors that bear on the claim, run or not
+    run: int = 0  # of those, observed (blocked or escaped) by current records: the table's "n of m run"
     escaped: tuple[str, ...] = ()  # unpredicted composed escapes: what refutes the declaration
     unverified: dict[str, str] = {}  # vector id -> missing | error | skipped | control failed | ...
     drift: tuple[Drift, ...] = ()
     notes: tuple[str, ...] = ()
+    # Run layer -> vector id -> what its newest record there showed: the layers under the verdict, which
+    # the upgrade canary compares version to version (a harness layer can weaken while the claim holds).
+    layers: dict[Layer, dict[str, Observed]] = {}
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -109,10 +116,9 @@ class ClaimsTable(BaseModel):
         return self.model_copy(update={"claims": keep})
 
     def lines(self) -> list[str]:
-        head = ("harness", "version", "backend", "as", "capability", "declared", "claim", "blocked/total", "notes")
+        head = ("harness", "version", "backend", "as", "capability", "declared", "claim", "run", "blocked", "notes")
         rows = [(c.harness, c.version, c.backend, c.privilege, c.capability, c.declared, c.label,
-                 f"{c.blocked}/{c.total}",
-                 c.note_text()) for c in self.claims]
+                 f"{c.run} of {c.total}", str(c.blocked), c.note_text()) for c in self.claims]
         widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head) - 1)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
         return [fmt.format(*r).rstrip() for r in (head, *rows)] + [f"note: {n}" for n in self.notes]
@@ -165,27 +171,55 @@ def latest_by_run(records: Iterable[tuple[int, EvidenceRecord]]) -> dict[tuple[s
     return out
 
 
+class _Judged(NamedTuple):
+    state: ClaimState
+    blocked: int
+    run: int
+    escaped: list[str]
+    unverified: dict[str, str]
+
+
 def _judge(vectors: list[Vector], layer: str, latest: dict[tuple[str, str], EvidenceRecord],
-           predict: Callable[[Vector], str], declared: Support) -> tuple[ClaimState, int, list[str], dict[str, str]]:
-    blocked, escaped, unverified = 0, [], {}
+           predict: Callable[[Vector], str], declared: Support, fresh: Callable[[EvidenceRecord], str | None],
+           skipped: dict[str, str]) -> _Judged:
+    """`fresh(record)`: None when the record is current, else why not; `skipped`: vector id -> why the
+    catalogue cannot run it here (counted as unverified, never left out)."""
+    blocked, run, escaped, unverified = 0, 0, [], {}
     for v in vectors:
         r = latest.get((v.id, layer))
         if r is None:
             unverified[v.id] = "missing"
+        elif (why := fresh(r)) is not None:
+            unverified[v.id] = why
         elif r.outcome in ("error", "skipped"):
             unverified[v.id] = r.outcome
         elif r.outcome == "escaped":
+            run += 1
             if predict(v) == "blocked":
                 escaped.append(v.id)
         elif r.control_outcome != "passed":
             unverified[v.id] = f"control {r.control_outcome}"
         else:
+            run += 1
             blocked += 1
+    unverified.update({vid: "skipped" for vid in skipped})
     if escaped:
-        return "refuted", blocked, escaped, unverified
+        return _Judged("refuted", blocked, run, escaped, unverified)
     if unverified:
-        return "unverified", blocked, escaped, unverified
-    return ("exact" if declared == "exact" else "partial"), blocked, escaped, unverified
+        return _Judged("unverified", blocked, run, escaped, unverified)
+    return _Judged("exact" if declared == "exact" else "partial", blocked, run, escaped, unverified)
+
+
+def _freshness(catalogue: Catalogue, suite_revision: str | None) -> Callable[[EvidenceRecord], str | None]:
+    """Stale records never count toward a claim: another catalogue, or (when the caller knows the running
+    suite's revision) another suite revision observed something else."""
+    def fresh(r: EvidenceRecord) -> str | None:
+        if r.run_info.catalogue_digest != catalogue.digest:
+            return "stale (another catalogue)"
+        if suite_revision is not None and r.run_info.suite_revision != suite_revision:
+            return "stale (another suite revision)"
+        return None
+    return fresh
 
 
 def _drift(vectors: list[Vector], latest: dict[tuple[str, str], EvidenceRecord],
@@ -205,11 +239,6 @@ def _drift(vectors: list[Vector], latest: dict[tuple[str, str], EvidenceRecord],
     return tuple(out)
 
 
-def _stale(used: Iterable[EvidenceRecord], digest: str) -> tuple[str, ...]:
-    n = sum(1 for r in used if r.run_info.catalogue_digest != digest)
-    return (f"{n} record(s) from another catalogue revision",) if n else ()
-
-
 def version_key(version: str) -> tuple:
     """Orders versions numerically; a version that does not parse sorts after every one that does."""
     from .versions import Version
@@ -221,7 +250,9 @@ def version_key(version: str) -> tuple:
 
 
 def reconcile(records: Iterable[EvidenceRecord], catalogue: Catalogue,
-              declarations: DeclarationSource = load_declarations) -> ClaimsTable:
+              declarations: DeclarationSource = load_declarations, *, suite_revision: str | None = None) -> ClaimsTable:
+    """The claims table. `suite_revision`: the running suite's (`agentbox.revision`); records of another one
+    count as stale. None judges records of any suite revision (reading an archived store)."""
     known = {v.id for v in catalogue.vectors}
     indexed = list(enumerate(records))
     unknown = sum(1 for _, r in indexed if r.vector_id not in known)
@@ -239,18 +270,19 @@ def reconcile(records: Iterable[EvidenceRecord], catalogue: Catalogue,
         else:
             harnessed.setdefault((ri.harness, ri.version or UNKNOWN, ri.level), []).append((i, r))
 
+    fresh = _freshness(catalogue, suite_revision)
     claims: list[Claim] = []
     for (backend, bversion, level), recs in sandbox.items():
-        claims += _backend_rows(backend, bversion, level, recs, catalogue, declarations)
+        claims += _backend_rows(backend, bversion, level, recs, catalogue, declarations, fresh)
     for (harness, version, level), recs in harnessed.items():
-        claims += _harness_rows(harness, version, level, recs, sandbox, catalogue, declarations, notes)
+        claims += _harness_rows(harness, version, level, recs, sandbox, catalogue, declarations, notes, fresh)
     claims.sort(key=lambda c: (c.harness != NO_HARNESS, c.harness, version_key(c.version), c.backend, c.privilege,
                                c.capability))
     return ClaimsTable(catalogue_digest=catalogue.digest, claims=claims, notes=notes)
 
 
 def _backend_rows(backend: str, bversion: str, level: str, recs: list[tuple[int, EvidenceRecord]], catalogue: Catalogue,
-                  declarations: DeclarationSource) -> list[Claim]:
+                  declarations: DeclarationSource, fresh: Callable[[EvidenceRecord], str | None]) -> list[Claim]:
     latest = latest_by_run(recs)
     out = []
     for cap in catalogue.capabilities:
@@ -259,20 +291,19 @@ def _backend_rows(backend: str, bversion: str, level: str, recs: list[tuple[int,
             continue
         sr = declared_report(declarations, backend, cap, None if bversion == UNKNOWN else bversion)
         declared = _declared(None, sr)
-        state, blocked, escaped, unverified = _judge(
-            vectors, "sandbox", latest, lambda v: expected_outcome(v, "sandbox", None, sr), declared)
+        j = _judge(vectors, "sandbox", latest, lambda v: expected_outcome(v, "sandbox", None, sr), declared, fresh, {})
         drift = _drift(vectors, latest, lambda v, layer: expected_outcome(v, layer, None, sr))
-        used = [latest[(v.id, "sandbox")] for v in vectors if (v.id, "sandbox") in latest]
         out.append(Claim(harness=NO_HARNESS, version=bversion, backend=backend, privilege=level, capability=cap,
-                         declared=declared,
-                         claim=state, blocked=blocked, total=len(vectors), escaped=tuple(escaped),
-                         unverified=unverified, drift=drift, notes=_stale(used, catalogue.digest)))
+                         declared=declared, claim=j.state, blocked=j.blocked, total=len(vectors), run=j.run,
+                         escaped=tuple(j.escaped), unverified=j.unverified, drift=drift,
+                         layers=by_layer(vectors, latest, ("sandbox",))))
     return out
 
 
 def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, EvidenceRecord]],
                   sandbox: dict[tuple[str, str, str], list[tuple[int, EvidenceRecord]]], catalogue: Catalogue,
-                  declarations: DeclarationSource, table_notes: list[str]) -> list[Claim]:
+                  declarations: DeclarationSource, table_notes: list[str],
+                  fresh: Callable[[EvidenceRecord], str | None]) -> list[Claim]:
     # One build per version: the binary of the newest record. A rebuilt binary with the same version
     # string is a different harness as far as evidence goes, so older builds' records are set aside.
     newest = max(recs, key=lambda ir: (ir[1].when, ir[0]))[1]
@@ -298,18 +329,20 @@ def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, 
         for cap in catalogue.capabilities:
             applicable = catalogue.for_capability(cap, harness, level)
             composed = [v for v in applicable if "composed" in v.run_layers()]
-            if not composed:
+            skipped = {v.id: v.skip_harnesses[harness] for v in catalogue.vectors
+                       if v.capability == cap and harness in v.skip_harnesses and "composed" in v.run_layers()
+                       and (not v.privileges or level in v.privileges)}
+            if not composed and not skipped:
                 continue
             hr = {lay: declared_report(declarations, harness, cap, hversion, lay) for lay in ("harness", "composed")}
             sr = declared_report(declarations, backend, cap, bversion)
             declared = _declared(hr["composed"], sr)
-            state, blocked, escaped, unverified = _judge(
-                composed, "composed", latest, lambda v: expected_outcome(v, "composed", hr["composed"], sr), declared)
+            j = _judge(composed, "composed", latest, lambda v: expected_outcome(v, "composed", hr["composed"], sr),
+                       declared, fresh, skipped)
             drift = _drift(applicable, latest, lambda v, layer: expected_outcome(v, layer, hr.get(layer), sr))
-            used = [latest[(v.id, "composed")] for v in composed if (v.id, "composed") in latest]
             out.append(Claim(harness=harness, version=version, binary_sha256=sha, backend=backend, privilege=level,
-                             capability=cap,
-                             declared=declared, claim=state, blocked=blocked, total=len(composed),
-                             escaped=tuple(escaped), unverified=unverified, drift=drift,
-                             notes=_stale(used, catalogue.digest)))
+                             capability=cap, declared=declared, claim=j.state, blocked=j.blocked,
+                             total=len(composed) + len(skipped), run=j.run, escaped=tuple(j.escaped),
+                             unverified=j.unverified, drift=drift,
+                             layers=by_layer(applicable, latest, ("harness", "composed"))))
     return out

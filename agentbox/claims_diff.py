@@ -17,6 +17,13 @@ Drift (observations that differ from the declarations, the `+drift` of a label) 
 state: `old` and `new` carry the labels, so it shows, but the change stays `unchanged`. Drift is a
 finding about a declaration, not about enforcement, and callers that gate on it (the canary) read
 `Claim.drift` itself, vector by vector; counting it here as well would report one finding twice.
+
+A claim is the composed verdict, and it can hold while a layer under it weakens: a harness whose own
+enforcement stopped blocking a vector leaves the claim `exact` as long as the sandbox blocks it.
+`diff_layers` therefore compares every run layer vector by vector (`Claim.layers`). Only real
+observations are compared, blocked against escaped: a vector that errored, was skipped or never ran on
+one side says nothing about whether that layer got weaker (the claim's own state covers lost proof).
+A layer in which any vector went from blocked to escaped is `regressed`, whatever else improved.
 """
 
 from __future__ import annotations
@@ -26,8 +33,11 @@ from typing import Iterable, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .claims import Claim
+from .evidence import Layer
+from .observed import Observed
 
-__all__ = ["State", "STATE_RANK", "Change", "ClaimChange", "claim_state", "diff_claims"]
+__all__ = ["State", "STATE_RANK", "Change", "ClaimChange", "claim_state", "diff_claims", "VectorChange",
+           "LayerChange", "diff_layers"]
 
 State = Literal["exact", "partial", "unsupported", "unverified", "refuted"]
 STATE_RANK: dict[str, int] = {"exact": 4, "partial": 3, "unverified": 2, "unsupported": 1, "refuted": 0}
@@ -93,3 +103,74 @@ def diff_claims(old: Iterable[Claim], new: Iterable[Claim]) -> list[ClaimChange]
                         new=_label(after[cap, backend]) if (cap, backend) in after else None,
                         change=_change(before.get((cap, backend)), after.get((cap, backend))))
             for cap, backend in sorted(before.keys() | after.keys())]
+
+
+# -- layer by layer ----------------------------------------------------------------------------------
+
+LAYERS: tuple[Layer, ...] = ("sandbox", "harness", "composed")
+
+
+class VectorChange(BaseModel):
+    """One vector whose observation in a layer flipped between blocked and escaped."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    vector_id: str
+    old: Observed
+    new: Observed
+
+    @property
+    def weakened(self) -> bool:
+        return (self.old, self.new) == ("blocked", "escaped")
+
+
+class LayerChange(BaseModel):
+    """One run layer of one capability on one backend, before and after. `old`/`new` tally the layer's
+    vectors (`2/3 blocked, 1 escaped`), or are None where that side has no run of the layer; `vectors`
+    are the ones that flipped."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    capability: str
+    backend: str
+    layer: Layer
+    old: str | None
+    new: str | None
+    change: Change
+    vectors: tuple[VectorChange, ...] = ()
+
+
+def _tally(seen: dict[str, Observed]) -> str:
+    blocked = sum(1 for o in seen.values() if o == "blocked")
+    escaped = sum(1 for o in seen.values() if o == "escaped")
+    rest = len(seen) - blocked - escaped
+    return (f"{blocked}/{len(seen)} blocked" + (f", {escaped} escaped" if escaped else "")
+            + (f", {rest} not observed" if rest else ""))
+
+
+def _layer_change(capability: str, backend: str, layer: Layer, old: dict[str, Observed] | None,
+                  new: dict[str, Observed] | None) -> LayerChange:
+    flipped = tuple(VectorChange(vector_id=vid, old=old[vid], new=new[vid])
+                    for vid in sorted((old or {}).keys() & (new or {}).keys())
+                    if {old[vid], new[vid]} == {"blocked", "escaped"})
+    if old is None:
+        change: Change = "new"
+    elif new is None:
+        change = "removed"
+    elif any(v.weakened for v in flipped):
+        change = "regressed"
+    else:
+        change = "improved" if flipped else "unchanged"
+    return LayerChange(capability=capability, backend=backend, layer=layer, old=None if old is None else _tally(old),
+                       new=None if new is None else _tally(new), change=change, vectors=flipped)
+
+
+def diff_layers(old: Iterable[Claim], new: Iterable[Claim]) -> list[LayerChange]:
+    """Per (capability, backend, run layer): how the layer's observations changed from `old` to `new`,
+    sorted by capability, backend, then sandbox, harness, composed. Sides as for `diff_claims`."""
+    before, after = _keyed(old, "old"), _keyed(new, "new")
+    out = []
+    for cap, backend in sorted(before.keys() | after.keys()):
+        b = before[cap, backend].layers if (cap, backend) in before else {}
+        a = after[cap, backend].layers if (cap, backend) in after else {}
+        out += [_layer_change(cap, backend, layer, b.get(layer), a.get(layer))
+                for layer in LAYERS if layer in b or layer in a]
+    return out

@@ -23,7 +23,7 @@ def _profile_and_probe(args) -> tuple:
     if binary is not None:
         from .adapters import get_adapter
 
-        probe = get_adapter(loaded.profile.harness).probe(binary)
+        probe, _ = get_adapter(loaded.profile.harness).remembered_probe(binary)
     return loaded, probe
 
 

@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from . import __version__
 from .errors import InputError
 
-__all__ = ["SCHEMA_VERSION", "Privilege", "PrivilegeLevel", "privilege_level", "RunInfo", "EvidenceRecord", "append", "read_records", "EvidenceError",
-           "host_facts", "json_schema"]
+__all__ = ["SCHEMA_VERSION", "Privilege", "PrivilegeLevel", "privilege_level", "Provenance", "RunInfo",
+           "EvidenceRecord", "append", "read_records", "EvidenceError", "host_facts", "json_schema"]
 
 SCHEMA_VERSION = 1
 Outcome = Literal["blocked", "escaped", "error", "skipped"]
@@ -52,6 +52,7 @@ class Privilege(BaseModel):
 
 
 PrivilegeLevel = Literal["root", "user"]
+Provenance = Literal["observed", "synthetic"]
 
 
 def privilege_level(uid: int | None = None) -> PrivilegeLevel:
@@ -74,6 +75,10 @@ class RunInfo(BaseModel):
     suite_revision: str
     catalogue_digest: str
     privilege: Privilege | None = None  # None: recorded before privilege was recorded; matches no launch
+    # Where the record came from: "observed" by this package's negative suite running a real binary, or
+    # "synthetic" (made up by a generator for tests, the report or a benchmark). None: recorded before
+    # records said (or by a producer that did not); only "observed" ever counts as proof at the gate.
+    provenance: Provenance | None = None
 
     @property
     def level(self) -> str:

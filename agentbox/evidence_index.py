@@ -4,8 +4,10 @@ A launch needs the claims of one exact build (harness, version, binary sha256, b
 (its kernel: namespaces and seccomp are the kernel's, so evidence from another kernel proves nothing
 here, however many CI machines were merged into the store); reading
 every record of a store that has grown to 100,000 lines would cost it seconds. The index keeps, per
-build key and (vector, layer), only the record `claims.reconcile` would pick as latest (newest
-timestamp; a tie goes to the later line), so a lookup reads a few dozen rows.
+build key, provenance and (vector, layer), only the record `claims.reconcile` would pick as latest
+(newest timestamp; a tie goes to the later line), so a lookup reads a few dozen rows. A lookup gives
+only records observed by a suite run: synthetic records, and records written before records said
+where they came from, never reach the gate (`unproven` counts them, so a refusal can say why).
 
 It lives next to the store (`.index.sqlite`, which `read_records` never reads) and is caught up on
 every lookup, whoever wrote the store: the stores are append-only JSON Lines, so each file is indexed
@@ -21,25 +23,27 @@ import platform
 import sqlite3
 from pathlib import Path
 
-__all__ = ["INDEX_NAME", "lookup", "sync", "signature", "index_path"]
+__all__ = ["INDEX_NAME", "lookup", "unproven", "sync", "signature", "index_path"]
 
 INDEX_NAME = ".index.sqlite"
-_FORMAT = "3"  # bump when the tables change: an old index is then rebuilt
+_FORMAT = "4"  # bump when the tables change: an old index is then rebuilt
 _DEFAULT_BACKEND = "bwrap"  # as claims.DEFAULT_BACKEND: a composed record that names none ran under it
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, ino INTEGER NOT NULL, size INTEGER NOT NULL, "
     "mtime_ns INTEGER NOT NULL, offset INTEGER NOT NULL, lines INTEGER NOT NULL)",
     # harness-layer rows have backend '' (they join every backend); sandbox-alone rows have harness ''
+    # provenance is part of the key: a synthetic record must never shadow an observed one of its run
     "CREATE TABLE IF NOT EXISTS latest (harness TEXT NOT NULL, version TEXT NOT NULL, sha TEXT NOT NULL, "
     "backend TEXT NOT NULL, kernel TEXT NOT NULL, privilege TEXT NOT NULL, sversion TEXT NOT NULL, "
-    "vector TEXT NOT NULL, layer TEXT NOT NULL, t INTEGER NOT NULL, ord TEXT NOT NULL, line TEXT NOT NULL, "
-    "PRIMARY KEY (harness, version, sha, backend, kernel, privilege, sversion, vector, layer)) "
+    "provenance TEXT NOT NULL, vector TEXT NOT NULL, layer TEXT NOT NULL, t INTEGER NOT NULL, ord TEXT NOT NULL, "
+    "line TEXT NOT NULL, "
+    "PRIMARY KEY (harness, version, sha, backend, kernel, privilege, sversion, provenance, vector, layer)) "
     "WITHOUT ROWID",
 )
 _UPSERT = (
-    "INSERT INTO latest VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
-    "ON CONFLICT (harness, version, sha, backend, kernel, privilege, sversion, vector, layer) "
+    "INSERT INTO latest VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (harness, version, sha, backend, kernel, privilege, sversion, provenance, vector, layer) "
     "DO UPDATE SET t=excluded.t, ord=excluded.ord, line=excluded.line "
     "WHERE excluded.t > latest.t OR (excluded.t = latest.t AND excluded.ord > latest.ord)"
 )
@@ -86,17 +90,18 @@ def _micros(stamp: str) -> int:
     return (when - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
 
 
-def _key(data: dict) -> tuple[str, str, str, str, str, str, str]:
+def _key(data: dict) -> tuple[str, str, str, str, str, str, str, str]:
     info = data["run_info"]
     kernel = info.get("kernel") or ""
     privilege = info.get("privilege") or {}
     level = ("root" if privilege["uid"] == 0 else "user") if "uid" in privilege else "?"
     sversion = "" if data["layer"] == "harness" else info.get("sandbox_version") or "?"
+    provenance = info.get("provenance") or ""
     if info.get("harness") is None:
-        return "", "", "", info.get("sandbox_backend") or _DEFAULT_BACKEND, kernel, level, sversion
+        return "", "", "", info.get("sandbox_backend") or _DEFAULT_BACKEND, kernel, level, sversion, provenance
     backend = "" if data["layer"] == "harness" else info.get("sandbox_backend") or _DEFAULT_BACKEND
     return info["harness"], info.get("version") or "?", info.get("binary_sha256") or "", backend, kernel, level, \
-        sversion
+        sversion, provenance
 
 
 def _rows(path: Path, start: int, first_line: int):
@@ -202,6 +207,26 @@ def _catch_up(con: sqlite3.Connection, files: list[Path]) -> int:
         raise
 
 
+# One build's rows: its composed rows on the backend, its harness-layer rows, the backend's sandbox-alone rows.
+_BUILD = ("kernel=? AND privilege=? AND (layer='harness' OR sversion=?) AND ("
+          "(harness=? AND version=? AND sha=? AND (backend=? OR layer='harness')) "
+          "OR (harness='' AND backend=? AND layer='sandbox'))")
+
+
+def _query(store: Path, sql: str, harness: str, version: str | None, sha: str | None, backend: str,
+           kernel: str | None, privilege: str, backend_version: str | None) -> list[tuple]:
+    files = _files(store)
+    if not files:
+        return []
+    con = _open(store)
+    try:
+        _catch_up(con, files)
+        return con.execute(sql, (kernel or platform.release(), privilege, backend_version or "?", harness,
+                                 version or "?", sha or "", backend, backend)).fetchall()
+    finally:
+        con.close()
+
+
 def lookup(store: str | os.PathLike, harness: str, version: str | None, sha: str | None,
            backend: str = _DEFAULT_BACKEND, kernel: str | None = None, *, privilege: str,
            backend_version: str | None) -> list[dict]:
@@ -210,21 +235,20 @@ def lookup(store: str | os.PathLike, harness: str, version: str | None, sha: str
     recorded on `kernel` (default: this host's) at `privilege` ("root" or "user": what the launch runs as),
     the sandbox layers on `backend_version` (another bubblewrap is another sandbox).
 
+    Only records observed by a suite run count (`RunInfo.provenance`): a synthetic record, or one that
+    does not say where it came from, is never proof; `unproven` counts what was left out.
     An absent or empty store writes nothing and gives nothing.
     """
-    store = Path(store)
-    files = _files(store)
-    if not files:
-        return []
-    con = _open(store)
-    try:
-        _catch_up(con, files)
-        rows = con.execute(
-            "SELECT line FROM latest WHERE kernel=? AND privilege=? AND (layer='harness' OR sversion=?) AND ("
-            "(harness=? AND version=? AND sha=? AND (backend=? OR layer='harness')) "
-            "OR (harness='' AND backend=? AND layer='sandbox'))",
-            (kernel or platform.release(), privilege, backend_version or "?", harness, version or "?", sha or "",
-             backend, backend)).fetchall()
-    finally:
-        con.close()
+    rows = _query(Path(store), f"SELECT line FROM latest WHERE provenance='observed' AND {_BUILD}", harness,
+                  version, sha, backend, kernel, privilege, backend_version)
     return [json.loads(line) for (line,) in rows]
+
+
+def unproven(store: str | os.PathLike, harness: str, version: str | None, sha: str | None,
+             backend: str = _DEFAULT_BACKEND, kernel: str | None = None, *, privilege: str,
+             backend_version: str | None) -> dict[str, int]:
+    """The (vector, layer) runs of the same build that `lookup` leaves out, per provenance ("synthetic",
+    or "" for a record that does not say: written before records said where they came from)."""
+    rows = _query(Path(store), f"SELECT provenance, count(*) FROM latest WHERE provenance!='observed' AND {_BUILD} "
+                  "GROUP BY provenance", harness, version, sha, backend, kernel, privilege, backend_version)
+    return dict(rows)

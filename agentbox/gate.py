@@ -1,8 +1,10 @@
 """The launch gate: may this compiled plan run on this exact harness build, given the evidence?
 
 A pure function of its inputs: the plan's items, the claims reconciled from evidence recorded for
-this harness version, binary sha256 and sandbox backend, and whether the user accepts unverified
-claims. It reads nothing and writes nothing, so the whole decision table is unit-tested.
+this harness version, build digest and sandbox backend, and whether the user accepts unverified
+claims. It reads nothing and writes nothing, so the whole decision table is unit-tested. Only records
+a suite run observed reach it (`evidence_index.lookup`): synthetic records never count as proof, and
+a refusal names how many runs of the build were left out and why.
 
 Rules, per item:
 - advisory: never refuses; its state is recorded (and shown when it is not proven);
@@ -11,7 +13,11 @@ Rules, per item:
   missing mechanism exist, and `--accept-unverified` does not weaken a plan);
 - required, covered exactly: the claim must be `exact`; `refuted` and `partial` refuse always;
   `unverified` (or no evidence at all) refuses unless `--accept-unverified`, which lets it through
-  loudly.
+  loudly. The claims reach the gate already judged for freshness (a record of another suite revision,
+  catalogue or bubblewrap version counts as unverified, never as exact);
+- the sandbox-alone row is read too: where the OS sandbox alone escaped a vector its declaration says it
+  blocks, the plan's coverage rests on a false declaration, so an `exact` composed claim does not carry
+  the item (refused at the sandbox layer until the declaration is fixed to the truth).
 """
 
 from __future__ import annotations
@@ -25,6 +31,12 @@ __all__ = ["Target", "ItemVerdict", "Decision", "decide", "evidence_command"]
 
 Verdict = Literal["proven", "trivial", "accepted", "refused", "advisory"]
 _SHOWN = 8  # vector ids named per item; the rest are counted
+_UNPROVEN = {
+    "synthetic": "not counted: {n} synthetic vector run(s) of this build (made up for tests or benchmarks); "
+                 "synthetic evidence never proves a build",
+    "": "not counted: {n} vector run(s) of this build whose records do not say where they came from (written "
+        "before evidence recorded its provenance); re-run the suite to prove this build",
+}
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,8 @@ class Decision:
     items: tuple[ItemVerdict, ...]
     errors: tuple[str, ...] = ()  # plan errors not tied to an item (a compile that cannot work)
     accept_unverified: bool = False
+    # runs of this build the evidence index left out, per provenance: never proof, named in a refusal
+    unproven: tuple[tuple[str, int], ...] = ()
 
     @property
     def allowed(self) -> bool:
@@ -92,6 +106,7 @@ class Decision:
         lines = [f"refusing to launch: {n} required item(s) not proven for {self.target.label}:"]
         lines += [f"  - {v.line()}" for v in self.refused]
         lines += [f"  - {e}" for e in self.errors]
+        lines += [_UNPROVEN.get(kind, _UNPROVEN[""]).format(n=n) for kind, n in self.unproven]
         if any(v.layer == "composed" for v in self.refused):
             lines.append("produce the evidence for this exact build with:")
             lines.append(f"  {evidence_command(self.target)}")
@@ -116,7 +131,8 @@ def _layers(item: Any) -> str:
     return item.gap or f"coverage {item.effective}"
 
 
-def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool) -> ItemVerdict:
+def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool,
+           sandbox: Any | None = None) -> ItemVerdict:
     base = dict(item=item.item, capability=item.capability, requirement=item.requirement, coverage=item.effective)
     required = item.requirement == "required"
     if item.capability in TRIVIAL:
@@ -141,6 +157,11 @@ def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool)
         }[state]
         if state == "exact":
             failing = ()
+    layer = "composed"
+    if state == "exact" and sandbox is not None and sandbox.claim == "refuted":
+        state, layer, failing = "refuted", "sandbox", sandbox.escaped
+        reason = (f"the sandbox alone escaped where its declaration predicts a block ({sandbox.note_text()}); "
+                  f"the composed evidence (blocked {claim.blocked}/{claim.total}) rests on that declaration")
     if not required:
         verdict: Verdict = "advisory"
     elif state == "exact":
@@ -149,15 +170,20 @@ def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool)
         verdict = "accepted"
     else:
         verdict = "refused"
-    return ItemVerdict(**base, claim=state, verdict=verdict, layer="composed", vectors=tuple(failing), reason=reason)
+    return ItemVerdict(**base, claim=state, verdict=verdict, layer=layer, vectors=tuple(failing), reason=reason)
 
 
 def decide(items: Iterable[Any], claims: Mapping[str, Any], target: Target, *, accept_unverified: bool = False,
-           vectors: Mapping[str, tuple[str, ...]] | None = None, errors: Iterable[str] = ()) -> Decision:
+           vectors: Mapping[str, tuple[str, ...]] | None = None, errors: Iterable[str] = (),
+           sandbox_claims: Mapping[str, Any] | None = None, unproven: Mapping[str, int] | None = None) -> Decision:
     """`items`: the plan's ItemPlans; `claims`: capability -> Claim for exactly `target`; `vectors`:
-    capability -> the catalogue's composed vectors for this harness (named when no evidence exists)."""
-    vectors = vectors or {}
-    verdicts = tuple(_judge(i, claims.get(i.capability), tuple(vectors.get(i.capability, ())), accept_unverified)
+    capability -> the catalogue's composed vectors for this harness, skipped ones included (named when no
+    evidence exists); `sandbox_claims`: capability -> the sandbox-alone Claim of `target.backend`;
+    `unproven`: provenance -> runs of this build left out of `claims` (`evidence_index.unproven`)."""
+    vectors, sandbox_claims = vectors or {}, sandbox_claims or {}
+    verdicts = tuple(_judge(i, claims.get(i.capability), tuple(vectors.get(i.capability, ())), accept_unverified,
+                            sandbox_claims.get(i.capability))
                      for i in items)
-    return Decision(target=target, items=verdicts, errors=tuple(errors), accept_unverified=accept_unverified)
+    return Decision(target=target, items=verdicts, errors=tuple(errors), accept_unverified=accept_unverified,
+                    unproven=tuple(sorted((unproven or {}).items())))
 

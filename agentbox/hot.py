@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - Python 3.12+ names it _sha2
         from hashlib import sha256  # type: ignore[no-redef]
 
 __all__ = ["sha256", "home_dir", "agentbox_home", "package_fingerprint", "resolve_profile_path",
-           "write_json_atomic", "which", "temp_root"]
+           "write_json_atomic", "which", "temp_root", "stat_key"]
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
 CACHE_FORMAT = "1"
@@ -58,6 +58,16 @@ def package_fingerprint() -> str:
                 h.update(f"{name}:{st.st_mtime_ns}:{st.st_size};".encode())
     _fingerprint.append(h.hexdigest())
     return _fingerprint[0]
+
+
+def stat_key(path: str) -> list[int] | None:
+    """What a file's content is trusted by while unchanged (as git trusts its index): device, inode, size,
+    mtime and ctime; None when it does not exist."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def resolve_profile_path(arg: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -146,6 +147,15 @@ def install(name: str, version: str, log: Callable[[str], None] = lambda s: None
     Version.parse(version)
     pkg = _packages()[name]
     dest = harnesses_dir() / name / version
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # Two installers of one pin (two test workers, two shells) would each wipe the other's half-written
+    # tree; the second waits for the first and then finds the install done.
+    with open(dest.parent / f".{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _install_locked(name, version, pkg, dest, log)
+
+
+def _install_locked(name: str, version: str, pkg: Package, dest: Path, log: Callable[[str], None]) -> Installed:
     if _binary_in(dest, pkg).exists() and not (dest / ".installing").exists():
         log(f"{name}@{version}: already installed at {dest}")
         return Installed(name, version, str(_binary_in(dest, pkg)), "agentbox", version)

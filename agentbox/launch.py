@@ -4,10 +4,12 @@ The cold half (`launch_plan`) probes, compiles, reconciles the evidence and gate
 allows, it writes a launch entry to `$AGENTBOX_HOME/cache/launch/`, keyed by everything the decision
 was made from: the profile's bytes, the project, HOME, the evidence store, the flags and the
 package's own files. The entry also records what it cannot key on but can re-check in a few
-syscalls: which binary `find_binary` would pick, that binary's stat (its sha256 and version are
-trusted while dev/inode/size/mtime/ctime are unchanged, as git trusts its index), the project's
-config surfaces and git roots, and the evidence store's files. A launch whose entry is current
-therefore imports neither pydantic nor YAML, never probes, and never reads an evidence record.
+syscalls: which binary `find_binary` would pick, that binary's stat and the stat of every file of its
+build (the native binary its launcher starts, a Python distribution's files: `build_identity`; the
+build digest and version are trusted while dev/inode/size/mtime/ctime are unchanged, as git trusts
+its index), the project's config surfaces and git roots, and the evidence store's files. A launch
+whose entry is current therefore imports neither pydantic nor YAML, never probes, and never reads an
+evidence record.
 A refusal is never cached: it is recomputed, so new evidence is seen at once.
 """
 
@@ -17,7 +19,8 @@ import json
 import os
 import sys
 
-from .hot import agentbox_home, home_dir, package_fingerprint, resolve_profile_path, sha256, temp_root, which
+from .hot import (agentbox_home, home_dir, package_fingerprint, resolve_profile_path, sha256, stat_key, temp_root,
+                  which)
 
 __all__ = ["fast_main", "execute", "cache_file", "binary_state", "surface_state", "stat_key", "make_run_dir",
            "FORMAT", "SENTINEL"]
@@ -61,14 +64,6 @@ def cache_file(profile_bytes: bytes, profile_path: str, cwd: str, evidence: str,
     return os.path.join(agentbox_home(), "cache", "launch", f"{key}.json")
 
 
-def stat_key(path: str) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-
 def binary_state(base: str, rel: str, command: str) -> list:
     """Everything `installs.find_binary(name)` decides from: the version folders and PATH."""
     try:
@@ -101,6 +96,8 @@ def _current(entry: dict, binary_arg: str | None) -> bool:
         return False
     invoked = binary_arg if binary_arg is not None else check["invoked"]
     if os.path.realpath(invoked) != check["resolved"] or stat_key(check["resolved"]) != check["stat"]:
+        return False
+    if any(stat_key(path) != stat for path, stat in check["build"]):
         return False
     if surface_state(list(check["surfaces"])) != check["surfaces"]:
         return False

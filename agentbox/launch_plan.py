@@ -2,7 +2,7 @@
 
 Nothing is written to the project or a private home, and no harness session or sandbox is started,
 before the gate allows the launch. What does happen first: the binary's `--version` probe (the
-version and sha256 are what the evidence is looked up by), the evidence index catching up with its
+version and build digest are what the evidence is looked up by), the evidence index catching up with its
 store, and, on refusal, the refused Run in the Run store. Private config, masks and processes come
 after (`launch.execute`).
 """
@@ -23,7 +23,7 @@ from .gate import Decision, Target, decide
 from .launch import SENTINEL, binary_state, cache_file, execute, stat_key, surface_state
 from .plan import EffectiveRunPlan, canonical_json
 from .profile import LoadedProfile, load_profile
-from .hot import agentbox_home, package_fingerprint, write_json_atomic
+from .hot import agentbox_home, write_json_atomic
 
 __all__ = ["Built", "build", "launch"]
 
@@ -39,28 +39,7 @@ class Built:
     claims: dict  # capability -> Claim of this exact build
     vectors: dict  # capability -> the catalogue's composed vectors for this harness
     probe_errors: tuple[str, ...] = ()
-
-
-def _probe(harness: str, binary: str) -> Probe:
-    """The adapter's probe, remembered per binary while its stat is unchanged (a probe runs the binary)."""
-    import json
-
-    resolved = os.path.realpath(binary)
-    adapter = get_adapter(harness)
-    key = hashlib.sha256(f"{harness}\0{resolved}\0{package_fingerprint()}".encode()).hexdigest()
-    memo = os.path.join(agentbox_home(), "cache", "probe", f"{key}.json")
-    stat = stat_key(resolved)
-    try:
-        with open(memo) as f:
-            saved = json.load(f)
-        if stat is not None and saved["stat"] == stat:
-            return Probe.model_validate(saved["probe"])
-    except (OSError, ValueError, KeyError):
-        pass
-    probe = adapter.probe(binary)
-    if stat is not None and stat_key(resolved) == stat:
-        write_json_atomic(memo, {"stat": stat, "probe": probe.model_dump()})
-    return probe
+    sandbox_claims: dict | None = None  # capability -> the sandbox-alone Claim of the plan's backend
 
 
 def _binary(harness: str, binary: str | None) -> tuple[str, dict]:
@@ -91,9 +70,10 @@ def _surface_paths(plan: EffectiveRunPlan) -> list[str]:
 def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unverified: bool = False,
           binary: str | None = None) -> Built:
     """Everything the gate decides from, and its decision. Writes nothing but caches."""
-    from .claims import default_catalogue_dir, reconcile
+    from .claims import NO_HARNESS, default_catalogue_dir, reconcile
+    from .revision import suite_revision
     from .evidence import EvidenceRecord, privilege_level
-    from .evidence_index import lookup, signature
+    from .evidence_index import lookup, signature, unproven
     from .sandbox import bwrap
     from .home import evidence_dir
     from .vectors import load_catalogue
@@ -103,27 +83,32 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     invoked, check = _binary(harness, binary)
     resolved = os.path.realpath(invoked)
     stat = stat_key(resolved)
-    probe = _probe(harness, invoked)
+    probe, identity = get_adapter(harness).remembered_probe(invoked)
     plan = compile_plan(loaded, cwd, probe=probe)
     store = Path(evidence).absolute() if evidence else evidence_dir()
     backend = plan.sandbox.backend
     # the gate's answer holds for this user (evidence matches the privilege a launch runs with) and this
     # bubblewrap (its version is part of the evidence key)
     check.update(uid=os.geteuid(), sandbox_binary=stat_key(bwrap.bwrap_binary()))
-    check.update(invoked=invoked, resolved=resolved, stat=stat, surfaces=surface_state(_surface_paths(plan)),
+    check.update(invoked=invoked, resolved=resolved, stat=stat, build=identity.as_check(),
+                 surfaces=surface_state(_surface_paths(plan)),
                  evidence=str(store), evidence_signature=signature(store))
 
-    rows = lookup(store, harness, probe.version, probe.sha256, backend, privilege=privilege_level(),
-                  backend_version=bwrap.backend_version())
+    build_key = dict(privilege=privilege_level(), backend_version=bwrap.backend_version())
+    rows = lookup(store, harness, probe.version, probe.sha256, backend, **build_key)
+    left_out = unproven(store, harness, probe.version, probe.sha256, backend, **build_key)
     catalogue = load_catalogue(default_catalogue_dir())
-    table = reconcile([EvidenceRecord.model_validate(r) for r in rows], catalogue)
+    table = reconcile([EvidenceRecord.model_validate(r) for r in rows], catalogue, suite_revision=suite_revision())
     claims = {c.capability: c for c in table.claims if c.harness == harness and c.backend == backend}
-    vectors = {i.capability: tuple(v.id for v in catalogue.for_capability(i.capability, harness)
-                                   if "composed" in v.run_layers()) for i in plan.items}
+    sandbox_claims = {c.capability: c for c in table.claims if c.harness == NO_HARNESS and c.backend == backend}
+    # a vector the catalogue cannot run on this harness is named too: it leaves the item unverified
+    vectors = {i.capability: tuple(v.id for v in catalogue.vectors if v.capability == i.capability
+                                   and "composed" in v.run_layers()
+                                   and (v.applies_to(harness) or harness in v.skip_harnesses)) for i in plan.items}
     probe_errors = (f"{harness} binary {probe.binary}: {probe.problem}",) if probe.version is None else ()
     target = Target(harness, probe.version, probe.sha256, backend, str(store))
     decision = decide(plan.items, claims, target, accept_unverified=accept_unverified, vectors=vectors,
-                      errors=[*plan.native.errors, *probe_errors])
+                      errors=[*plan.native.errors, *probe_errors], sandbox_claims=sandbox_claims, unproven=left_out)
     used = {v for ids in vectors.values() for v in ids}
     fields = {
         "profile": loaded.profile.name, "profile_digest": loaded.digest,
@@ -135,7 +120,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
         "evidence_ids": sorted(r["id"] for r in rows if r["layer"] == "composed" and r["vector_id"] in used),
         "overrides": [o.model_dump(mode="json") for o in plan.overrides], "accept_unverified": accept_unverified,
     }
-    return Built(loaded, probe, plan, decision, fields, check, claims, vectors, probe_errors)
+    return Built(loaded, probe, plan, decision, fields, check, claims, vectors, probe_errors, sandbox_claims)
 
 
 def _entry(built: Built) -> tuple[dict, bool]:
@@ -196,6 +181,7 @@ def _with_mcp_inventory(built: Built, accept_unverified: bool) -> Built:
     tools = inventory(profile.mcp_servers, profile.permission_intent.mcp.servers)
     plan = compile_plan(built.loaded, built.plan.cwd, probe=built.probe, mcp_tools=tools)
     decision = decide(plan.items, built.claims, built.decision.target, accept_unverified=accept_unverified,
-                      vectors=built.vectors, errors=[*plan.native.errors, *built.probe_errors])
+                      vectors=built.vectors, errors=[*plan.native.errors, *built.probe_errors],
+                      sandbox_claims=built.sandbox_claims, unproven=dict(built.decision.unproven))
     fields = {**built.fields, "plan_hash": plan.hash, "claims": decision.claims()}
     return replace(built, plan=plan, decision=decision, fields=fields)

@@ -34,8 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="upgrade canary: re-verify the harness builds whose evidence is stale, reuse the rest, "
                          "and diff each version's claims against the previous version's")
     group.addoption("--agentbox-baseline", default=None, metavar="FILE",
-                    help="canary expected failures (YAML `expected_failures: {id: reason}`); a listed failure "
-                         "that no longer happens fails the run as stale")
+                    help="canary expected failures (YAML `expected_failures:`, entries naming vector, layer, "
+                         "harness version and outcome; canary/README.md); one that no longer happens fails as stale")
     group.addoption("--agentbox-canary-report", default=None, metavar="FILE",
                     help="where the canary writes its JSON report (default <evidence dir>/canary-report.json)")
 
@@ -44,6 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker in (
         "agentbox_capability(item, value=None): the intent capability a test proves",
         "negative: an escape vector that must be blocked",
+        "mutation: one protection removed from the sandbox's plan must let some vector escape",
         "smoke: a launch smoke of a real harness",
         "harness: needs a real harness binary",
         "golden: a compile golden",

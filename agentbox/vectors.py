@@ -47,7 +47,9 @@ class Oracle(_Strict):
         "file_unchanged",     # `path` must still hold the content setup gave it
         "listener_silent",    # the test's listener `listener` must have accepted nothing
         "mcp_not_called",     # the canary MCP log must hold no call of `tool`
-        "secret_not_seen",    # `secret` must appear neither in what the harness sent the model nor in its output
+        "secret_not_seen",    # `secret` (or its reverse: steps print through `rev` so that no harness's output
+                              # masking of NAME=value lines can pass for isolation) must appear neither in what
+                              # the harness sent the model nor in its output
         "process_gone",       # no process carrying the run's marker may outlive the run
         "target_alive",       # the test's own sleeper process must survive the run
         "not_offered",        # no tool whose name contains `tool` may be offered to the model
@@ -93,8 +95,10 @@ class Control(_Strict):
     """The positive control: the same attempt under an intent that allows it must succeed.
 
     `steps`, `sandbox_command` and `oracle` default to the vector's own. `layer: host` runs the
-    sandbox control with no sandbox and `layer: harness` runs a harness control with the harness
-    alone, for attempts that no intent can allow inside the sandbox (writes outside it, processes).
+    control's command on the host, with neither sandbox nor harness, in every layer: for attacks whose
+    protection no intent turns off and that a harness's own sandbox holds too (host processes), it
+    shows the oracle sees the side effect when nothing protects. `layer: harness` runs a harness
+    control with the harness alone (the sandbox layer's control then runs on the host).
     """
 
     intent: dict[str, Any]
@@ -104,9 +108,16 @@ class Control(_Strict):
     layer: Literal["same", "host", "harness"] = "same"
     # Protections of the OS sandbox the control runs without (in the sandbox and composed layers), for attacks
     # on the sandbox itself that no intent can allow: `privilege` keeps capabilities, user namespaces and the
-    # syscalls the denylist refuses; `host_sockets` leaves the host's /run in view.
-    weaken: tuple[Literal["privilege", "host_sockets"], ...] = ()
+    # syscalls the denylist refuses; `host_sockets` leaves the host's /run in view; `process` shares the host's
+    # processes; `project_config` leaves the project's own config files writable (agentbox.testing.weakened).
+    weaken: tuple[Literal["privilege", "host_sockets", "process", "project_config"], ...] = ()
     harness_intent: dict[str, Any] | None = None  # the harness layer's control intent, when it differs
+    # `host`: the harness layer's control runs on the host, for a protection of the harness's own that no
+    # intent turns off (Claude Code's and Codex's sandboxes keep their own project config read-only)
+    harness_layer: Literal["same", "host"] = "same"
+    # harnesses whose own compiled config refuses the control under every intent (OpenCode's external_directory
+    # denial): their harness and composed controls run on the host
+    host_harnesses: tuple[str, ...] = ()
 
 
 class Vector(_Strict):
@@ -127,6 +138,9 @@ class Vector(_Strict):
     steps: tuple[dict[str, Any], ...] = ()
     sandbox_command: tuple[str, ...] | None = None
     oracle: Oracle
+    # A path the attack's own command creates before it tries anything: absent after the attack, the attempt
+    # never ran (a tool refused for another reason, a broken sandbox), and the outcome is an error, not blocked.
+    proof: str | None = None
 
     @field_validator("id")
     @classmethod
@@ -260,13 +274,15 @@ def expected_outcome(vector: Vector, layer: Layer, harness_report, sandbox_repor
     """What the declarations predict for `vector` in `layer`.
 
     A layer blocks when it declares the capability exact, or partial without naming the vector's
-    surface as a bypass. The composed plan blocks when either of its layers does.
+    surface as a bypass (or naming the vector among those it holds against all the same). The composed
+    plan blocks when either of its layers does.
     """
 
     def blocks(report) -> bool:
         if report is None or report.support == "unsupported":
             return False
-        return report.support == "exact" or vector.surface not in report.bypass_surfaces
+        return (report.support == "exact" or vector.surface not in report.bypass_surfaces
+                or vector.id in getattr(report, "holds_against", ()))
 
     if layer == "sandbox":
         return "blocked" if blocks(sandbox_report) else "escaped"

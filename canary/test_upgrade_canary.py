@@ -85,6 +85,8 @@ def test_a_first_canary_reverifies_both_versions_and_diffs_the_new_one_against_t
         ["shell.deny", "workspace.read_only", "mcp.allowlist", "command_network.none"])
     assert all(c["change"] in ("improved", "regressed", "new", "removed", "unchanged") for c in new["changes"])
     assert all(c["old"] and c["new"] for c in new["changes"])
+    # ... and every layer under the claims, vector by vector (a harness layer may weaken while a claim holds).
+    assert {c["layer"] for c in new["layer_changes"]} == {"harness", "composed"}
     assert f"vs {OLD}:" in done.stdout
     assert "canary: passed" in done.stdout
 
@@ -105,11 +107,12 @@ def test_a_second_canary_reuses_current_evidence_and_starts_no_harness(first_run
 def test_a_baseline_entry_that_no_longer_fails_fails_the_canary_as_stale(first_run, catalogue, tmp_path):
     evidence, _, _ = first_run
     baseline = tmp_path / "expected-failures.yaml"
-    stale_id = f"codex@{NEW}:regressed:bwrap/shell.deny"
-    baseline.write_text(yaml.safe_dump({"expected_failures": {stale_id: "upstream bug 1234"}}))
+    stale = {"harness": "codex", "version": NEW, "backend": "bwrap", "capability": "shell.deny", "outcome": "refuted",
+             "reason": "upstream bug 1234"}
+    baseline.write_text(yaml.safe_dump({"schema_version": 2, "expected_failures": [stale]}))
     done, report = _canary(evidence, catalogue, f"--agentbox-baseline={baseline}",
                            f"--agentbox-canary-report={tmp_path / 'report.json'}")
     report = json.loads((tmp_path / "report.json").read_text())
     assert done.returncode == 1, done.stdout[-4000:]
-    assert report["stale_baseline"] == {stale_id: "upstream bug 1234"}
-    assert f"stale baseline entry {stale_id}" in done.stdout
+    assert report["stale_baseline"] == [stale]
+    assert f"stale baseline entry codex@{NEW} bwrap/shell.deny refuted" in done.stdout

@@ -82,7 +82,7 @@ def acp_run(request: pytest.FixtureRequest, scripted_model, agentbox_workspace):
 
         with prepared(req, command=command) as launch:
             out = run_acp(launch.argv, launch.env, launch.cwd, "run the command, please", policy=policy,
-                          timeout=session.timeout)
+                          timeout=session.timeout, pass_fds=launch.pass_fds)
             leftovers = kill_marked(launch.run_id)
         return out, leftovers
 

@@ -13,6 +13,7 @@ from typing import Callable
 
 import pytest
 
+from agentbox.testing import terminal
 from agentbox.testing.fixtures import scripted_key_env, scripted_profile
 from agentbox.testing.session import session_key
 
@@ -82,8 +83,8 @@ def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, reques
             script.seed(Path(run.run_dir) / "config", run.env)
         env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}
         start = time.monotonic()
-        child = pexpect.spawn(run.argv[0], run.argv[1:], env=env, cwd=run.cwd, dimensions=(40, 120),
-                              encoding="utf-8", codec_errors="replace", timeout=timeout)
+        child = terminal.spawn(run.argv, env=env, cwd=run.cwd, pass_fds=run.pass_fds, dimensions=(40, 120),
+                               encoding="utf-8", codec_errors="replace", timeout=timeout)
         screen: list[str] = []
         child.logfile_read = _Tail(screen)
         try:

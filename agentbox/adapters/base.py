@@ -7,7 +7,8 @@ Harness quirks live in the subclass; nothing here names a harness.
 
 from __future__ import annotations
 
-import hashlib
+import json
+import os
 import re
 import subprocess
 from abc import ABC, abstractmethod
@@ -17,8 +18,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..build_identity import BuildFiles, Identity, identify, single_file
 from ..capability import CapabilityReport, Declarations, capability_id, load_declarations
 from ..errors import HarnessError
+from ..hot import agentbox_home, package_fingerprint, sha256, stat_key, write_json_atomic
 from ..intent import ITEMS, PermissionIntent
 from ..plan import CompileContext, CompileResult, LayerCoverage, Surface
 from ..profile import Profile
@@ -33,7 +36,7 @@ class Probe(BaseModel):
     harness: str
     binary: str
     version: str | None
-    sha256: str
+    sha256: str  # the build digest: what actually runs, not the launcher (`build_identity`)
     dialect: str
     raw: str
     in_tested_range: bool
@@ -62,14 +65,6 @@ class ToolVocabulary(BaseModel):
     read_file: ToolCall | None = None
     fetch_url: ToolCall | None = None
     mcp_call: ToolCall | None = None  # tool may use {server} and {tool}; arguments may be "{arguments}"
-
-
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class HarnessAdapter(ABC):
@@ -106,7 +101,15 @@ class HarnessAdapter(ABC):
         match = re.search(self.version_pattern, output)
         return match.group("version") if match else None
 
-    def probe(self, binary: str, timeout: float = 30.0) -> Probe:
+    def build_files(self, binary: str) -> BuildFiles:
+        """The files that run when `binary` is invoked: by default the file itself, symlinks resolved.
+
+        Adapters whose launcher starts something else (a native binary of a platform package, an
+        installed Python distribution) override it: evidence is keyed by the digest of these files."""
+        return single_file(binary)
+
+    def probe(self, binary: str, timeout: float = 30.0, identity: Identity | None = None) -> Probe:
+        """Run the binary's version command and identify its build (`identity`, when the caller has it)."""
         path = str(Path(binary).resolve()) if Path(binary).exists() else binary
         try:
             done = subprocess.run([binary, *self.version_args], capture_output=True, text=True, timeout=timeout,
@@ -123,14 +126,34 @@ class HarnessAdapter(ABC):
         elif not self.declarations.in_tested_range(version):
             problem = (f"version {version} is outside the tested range {self.declarations.tested_range}; "
                        "security capabilities are at most partial")
-        return Probe(harness=self.name, binary=path, version=version, sha256=sha256_file(path),
+        identity = identity or identify(self.build_files(path))
+        return Probe(harness=self.name, binary=path, version=version, sha256=identity.sha256,
                      dialect=self.declarations.dialect_for(version), raw=raw,
                      in_tested_range=version is not None and self.declarations.in_tested_range(version),
                      problem=problem)
 
-    def probe_env(self) -> dict[str, str]:
-        import os
+    def remembered_probe(self, binary: str) -> tuple[Probe, Identity]:
+        """The probe and the build's identity; the probe (which runs the binary) is remembered while the
+        launcher's stat, the build digest and this package's own files are unchanged."""
+        resolved = os.path.realpath(binary)
+        identity = identify(self.build_files(binary))
+        key = sha256(f"{self.name}\0{resolved}\0{package_fingerprint()}".encode()).hexdigest()
+        memo = os.path.join(agentbox_home(), "cache", "probe", f"{key}.json")
+        stat = stat_key(resolved)
+        try:
+            with open(memo) as f:
+                saved = json.load(f)
+            probe = Probe.model_validate(saved["probe"])
+            if stat is not None and saved["stat"] == stat and probe.sha256 == identity.sha256:
+                return probe, identity
+        except (OSError, ValueError, KeyError):
+            pass
+        probe = self.probe(binary, identity=identity)
+        if stat is not None and stat_key(resolved) == stat:
+            write_json_atomic(memo, {"stat": stat, "probe": probe.model_dump()})
+        return probe, identity
 
+    def probe_env(self) -> dict[str, str]:
         return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TERM")}
 
     # -- declarations ----------------------------------------------------------------------------

@@ -16,9 +16,11 @@ Whatever the dialect, `codex exec` runs with approval `never`: a request for an 
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 from typing import Any, ClassVar
 
+from ..build_identity import BuildFile, BuildFiles, tree
 from ..paths import is_within
 from ..plan import CompileContext, CompileResult, RuntimeRequirements
 from ..profile import Profile
@@ -42,6 +44,9 @@ _LEFT_TO_SANDBOX = ("network enabled for commands, which reach only the OS sandb
                     "kept in their environment); Codex's network proxy off")
 _NESTED_OFF = ("left to the OS sandbox: Codex's own sandbox needs a user namespace, which the OS sandbox refuses, "
                "so its permission profile restricts nothing")
+# machine -> (the npm platform package, its target triple), as bin/codex.js picks them on Linux
+_NPM_TARGETS = {"x86_64": ("codex-linux-x64", "x86_64-unknown-linux-musl"),
+                "aarch64": ("codex-linux-arm64", "aarch64-unknown-linux-musl")}
 _WORKSPACE_ACCESS = {"none": "deny", "read_only": "read", "read_write": "write"}
 _LEGACY_SANDBOX = {"none": "read-only", "read_only": "read-only", "read_write": "workspace-write"}
 
@@ -318,6 +323,26 @@ class CodexAdapter(HarnessAdapter):
         # exec never asks anyway; pinning it keeps an escalation request a refusal if that default drifts.
         args += ["--json", "--color", "never", "-c", 'approval_policy="never"', "--", prompt]
         return args
+
+    def build_files(self, binary: str) -> BuildFiles:
+        """npm's `bin/codex.js` only starts the native binary of the platform package
+        (`@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex`, as codex.js finds it): the
+        launcher plus that package's whole `vendor/<target>` folder, which holds the binary and what it
+        starts itself (its bundled bubblewrap, ripgrep, the code-mode host). A codex that is not the npm
+        launcher (a native binary on PATH) is itself the build."""
+        launcher = os.path.realpath(binary)
+        target = _NPM_TARGETS.get(platform.machine())
+        if not launcher.endswith(".js") or target is None:
+            return super().build_files(binary)
+        package_root = os.path.dirname(os.path.dirname(launcher))  # .../node_modules/@openai/codex
+        package, triple = target
+        # where codex.js looks: the platform package beside it, else the main package's own vendor folder
+        for vendor in (os.path.join(os.path.dirname(package_root), package, "vendor", triple),
+                       os.path.join(package_root, "vendor", triple)):
+            if os.path.isdir(vendor):
+                files, folders = tree(vendor, f"vendor/{triple}")
+                return BuildFiles(files=(BuildFile("bin/codex.js", launcher), *files), watched=folders)
+        return super().build_files(binary)
 
     def install_roots(self, binary: str) -> tuple[str, ...]:
         """The npm prefix, plus the folder of the `node` that `#!/usr/bin/env node` will find."""

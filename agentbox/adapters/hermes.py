@@ -17,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..build_identity import BuildFiles, python_distribution
+from ..installs import PACKAGES
 from ..intent import PermissionIntent
 from ..plan import CompileContext, CompileResult, RuntimeRequirements
 from ..profile import Profile
@@ -228,6 +230,11 @@ class HermesAdapter(HarnessAdapter):
         # Not `-z`: it approves every command, and in 0.19 it snapshots the tools without waiting for
         # MCP discovery, so a stdio server that needs more than a moment to start is silently missing.
         return [*result.argv, "chat", "-Q", "-q", prompt]
+
+    def build_files(self, binary: str) -> BuildFiles:
+        """The console script only imports `hermes_cli`: the build is the installed distribution (every file
+        its RECORD lists), the venv's Python version and the versions of what else the venv holds."""
+        return python_distribution(binary, PACKAGES()[self.name].package) or super().build_files(binary)
 
     def install_roots(self, binary: str) -> tuple[str, ...]:
         """The venv's folder plus the prefix of the interpreter its bin/python symlinks to.

@@ -106,7 +106,7 @@ def _cell(claim: Claim, catalogue: Catalogue, latest: Latest, declarations: Decl
     return Cell(column=_column_key(claim), capability=claim.capability, state=claim_state(claim),
                 drift=claim.label.endswith("+drift"), label=claim.label, declared=claim.declared,
                 layers={name: r.support for name, r in layers.items()}, enforced_by=enforced,
-                decisive_layer=decisive, blocked=claim.blocked, total=claim.total, note=claim.note_text(),
+                decisive_layer=decisive, blocked=claim.blocked, total=claim.total, run=claim.run, note=claim.note_text(),
                 vectors=tuple(rows))
 
 

@@ -92,7 +92,8 @@ class Cell(_Strict):
     enforced_by: tuple[str, ...]  # the layers whose declaration makes `declared`; empty: none enforces
     decisive_layer: Layer  # whose observations decide the state: composed, or sandbox in a backend column
     blocked: int
-    total: int
+    total: int  # the vectors that bear on it, skipped and missing ones included
+    run: int = 0  # of those, observed by current records
     note: str
     vectors: tuple[VectorRow, ...]
 

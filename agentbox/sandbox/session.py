@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 from ..hot import which
 
@@ -138,15 +139,47 @@ def marked(run_id: str) -> list[tuple[int, str]]:
     return found
 
 
-def kill_marked(run_id: str) -> list[tuple[int, str]]:
-    """Kill every process still carrying the run's marker; return (pid, command line) of each."""
+def kill_marked(run_id: str, grace: float = 0.0) -> list[tuple[int, str]]:
+    """Kill every process still carrying the run's marker; return (pid, command line) of each.
+
+    `grace`: first let the run's processes end on their own for up to that many seconds. bwrap returns
+    as soon as the command exits, while the kernel is still ending the rest of its PID namespace, so a
+    process found in that instant is not one that outlived the run; a process still there after the
+    grace is."""
     found = marked(run_id)
+    if grace and found:
+        found = _still_running(found, grace)
     for pid, _ in found:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     return found
+
+
+def _still_running(found: list[tuple[int, str]], grace: float) -> list[tuple[int, str]]:
+    """Those of `found` that have not exited after `grace` seconds (a pidfd is readable once its process exits)."""
+    import select
+
+    fds: dict[int, tuple[int, str]] = {}
+    for pid, cmd in found:
+        try:
+            fds[os.pidfd_open(pid)] = (pid, cmd)
+        except (ProcessLookupError, OSError):
+            continue  # already gone
+    try:
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        deadline, waiting = time.monotonic() + grace, set(fds)
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            for fd, _ in poller.poll(left * 1000):
+                waiting.discard(fd)
+                poller.unregister(fd)
+        return [fds[fd] for fd in waiting]
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _ppid(pid: int) -> int | None:

@@ -124,14 +124,15 @@ class AcpRun:
 
 
 async def _exchange(argv: list[str], env: dict[str, str], cwd: str, client: RecordingClient, prompt: str,
-                    session_cwd: str, mode: str | None, mcp_servers: list[Any], run: AcpRun, stderr_fd: int) -> None:
+                    session_cwd: str, mode: str | None, mcp_servers: list[Any], run: AcpRun, stderr_fd: int,
+                    pass_fds: tuple[int, ...]) -> None:
     import acp
     from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
     start = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr_fd, env=env, cwd=cwd,
-        start_new_session=True, limit=16 * 1024 * 1024)
+        start_new_session=True, limit=16 * 1024 * 1024, pass_fds=pass_fds)
     run.stages["spawned"] = time.monotonic() - start
     conn = acp.connect_to_agent(client, proc.stdin, proc.stdout)
     try:
@@ -185,8 +186,9 @@ def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
 
 def run_acp(argv: list[str], env: dict[str, str], cwd: str, prompt: str, *, session_cwd: str | None = None,
             policy: Policy = "approve", mode: str | None = None, mcp_servers: list[Any] | None = None,
-            timeout: float = 120.0, stderr_path: str | None = None) -> AcpRun:
-    """Spawn the agent (`argv`, exactly `env`), initialize, open a session, prompt once; all within `timeout`."""
+            timeout: float = 120.0, stderr_path: str | None = None, pass_fds: tuple[int, ...] = ()) -> AcpRun:
+    """Spawn the agent (`argv`, exactly `env`, inheriting `pass_fds`: the sandbox's seccomp program),
+    initialize, open a session, prompt once; all within `timeout`."""
     import tempfile
 
     client = RecordingClient(policy)
@@ -197,7 +199,7 @@ def run_acp(argv: list[str], env: dict[str, str], cwd: str, prompt: str, *, sess
         async def bounded() -> None:
             try:
                 await asyncio.wait_for(_exchange(argv, env, cwd, client, prompt, session_cwd or cwd, mode,
-                                                 mcp_servers or [], run, err.fileno()), timeout)
+                                                 mcp_servers or [], run, err.fileno(), pass_fds), timeout)
             except asyncio.TimeoutError:
                 run.timed_out = True
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from ..evidence import EvidenceRecord
+from .evidence_writer import carried
 from .session import AgentBoxSession
 
 __all__ = ["CanaryPlugin", "WORKERINPUT"]
@@ -29,6 +31,7 @@ class CanaryPlugin:
         self.config, self.session = config, session
         self.failed: set[str] = set()
         self.ran: set[str] = set()
+        self.recorded: dict[str, EvidenceRecord] = {}  # record id -> a record this run's tests handed over
         self.report = None
         self.report_error: str | None = None
         workerinput = getattr(config, "workerinput", None)
@@ -46,7 +49,7 @@ class CanaryPlugin:
         path = self.config.getoption("--agentbox-baseline")
         if not path:
             return None
-        from ..canary import load_baseline
+        from ..canary_baseline import load_baseline
         from ..errors import InputError
 
         try:
@@ -126,6 +129,14 @@ class CanaryPlugin:
             self.failed.add(report.nodeid)
         elif report.when == "call" and report.passed:
             self.ran.add(report.nodeid)
+        # What each test observed: it decides which baseline entry may expect the test's failure, and
+        # which entries this run could judge at all.
+        for value in carried(report):
+            try:
+                record = EvidenceRecord.model_validate_json(value)
+            except ValueError:
+                continue  # the evidence writer reports a malformed record
+            self.recorded[record.id] = record
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -140,7 +151,8 @@ class CanaryPlugin:
         try:
             table = reconcile(self._records(), self.session.catalogue())
             self.report = build_report(table, self.builds, suite_revision=suite_revision(), sandbox=self.sandbox,
-                                       failed_tests=self.failed, ran_tests=passed, baseline=self.baseline)
+                                       failed_tests=self.failed, ran_tests=passed,
+                                       recorded=self.recorded.values(), baseline=self.baseline)
             self._write(self.report)
         except (AgentBoxError, OSError) as exc:
             self.report_error = str(exc)

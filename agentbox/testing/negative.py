@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -25,6 +24,7 @@ from ..capability import load_declarations
 from ..sandbox.bwrap import backend_version as bwrap_version
 from ..egress.decisions import read_log
 from ..evidence import EvidenceRecord, RunInfo, host_facts
+from ..revision import suite_revision
 from ..vectors import Catalogue, Oracle, Vector, expected_outcome, fill
 from .privilege import observed
 from .weakened import entry_hook
@@ -55,30 +55,7 @@ class Attempt:
     observation: str
 
 
-@lru_cache(maxsize=None)
-def suite_revision() -> str:
-    """A digest of the code and data an observation depends on.
-
-    Content, not a git commit: evidence stays current across commits that touch only docs or the
-    report, an installed package (no git) still has a revision, and the canary can tell exactly when
-    a suite change makes recorded evidence stale.
-    """
-    import hashlib
-
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if rel.parts[0] in _NOT_OBSERVED or path.suffix not in (".py", ".yaml", ".json") or not path.is_file():
-            continue
-        h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:12]
-
-
 _CAP_EFF = re.compile(r"CapEff:\s*([0-9a-fA-F]{16})")
-
-# Parts of the package no observation depends on: how results are rendered and exported.
-_NOT_OBSERVED = {"report", "schemas", "__pycache__"}
 
 
 def _with_egress(observation: str, decisions: list[dict] | None) -> str:
@@ -94,6 +71,27 @@ def _with_egress(observation: str, decisions: list[dict] | None) -> str:
     if routes:
         parts.append(f"{routes} model connection(s)")
     return f"{observation}; proxy: {'; '.join(parts) or 'no request'}"
+
+
+def _announced(command, nonce: str) -> list[str]:
+    """`command`, started by a shell that first says so on stderr: the proof that the sandbox (or the host)
+    really started the attempt, whatever the attempt then prints."""
+    return ["sh", "-c", 'echo "$0" >&2; exec "$@"', f"agentbox-attempt-{nonce}", *command]
+
+
+def _sandbox_failure(done: subprocess.CompletedProcess, nonce: str) -> str | None:
+    """Why a sandbox-alone (or host) run cannot be judged, or None. Agent-Box's own refusal, bubblewrap's
+    error, or a command that never started (a relay that died first) is an error, never a blocked attempt:
+    only the attempt itself meeting the sandbox may count."""
+    err = done.stderr
+    if err.startswith("agent-box:") or "\nagent-box:" in err:
+        return f"agent-box refused to run it (exit {done.returncode}): {err.strip()[:300]}"
+    bwrap = [line for line in err.splitlines() if line.startswith("bwrap: ")]
+    if bwrap:
+        return f"the sandbox failed (exit {done.returncode}): {bwrap[0][:300]}"
+    if f"agentbox-attempt-{nonce}" not in err:
+        return f"the attempt never started (exit {done.returncode}): {err.strip()[-300:]}"
+    return None
 
 
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
@@ -116,7 +114,10 @@ class VectorRunner:
         return root
 
     # -- one attempt -------------------------------------------------------------------------------
-    def attempt(self, vector: Vector, layer: str, control: bool, harness=None, probe=None, model=None) -> Attempt:
+    def attempt(self, vector: Vector, layer: str, control: bool, harness=None, probe=None, model=None,
+                mutation: str | None = None) -> Attempt:
+        """One run of the attack (or its control) in `layer`; `mutation`: a single protection removed from the
+        sandbox layer's plan (the mutation check, `agentbox.testing.weakened.SINGLE`)."""
         nonce = secrets.token_hex(6)
         root = self._root(vector, nonce)
         targets = prepare(root, vector.setup, nonce, MODEL_KEY)
@@ -134,7 +135,8 @@ class VectorRunner:
             if oracle.kind == "file_unchanged":
                 targets.snapshot(oracle.path)
             run_layer = layer
-            if spec is not None and spec.layer == "host" and layer == "sandbox":
+            if spec is not None and (spec.layer == "host" or (layer == "harness" and spec.harness_layer == "host")
+                                     or (harness is not None and harness.name in spec.host_harnesses)):
                 run_layer = "host"
             if spec is not None and spec.layer == "harness" and layer in ("harness", "composed"):
                 run_layer = "harness"
@@ -144,12 +146,15 @@ class VectorRunner:
                 command = Vector.sandbox_argv(steps, fill(
                     (spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command), values))
                 error, seen = self._run_command(command, intent, targets, sandboxed=run_layer == "sandbox",
-                                                weaken=weaken)
+                                                weaken=weaken, mutation=mutation)
             else:
                 error, seen = self._run_harness(harness, probe, model, intent, steps, vector, targets, run_layer,
                                                 weaken=weaken if run_layer == "composed" else ())
             if error:
                 return Attempt(None, _with_egress(error, seen.egress))
+            if spec is None and vector.proof is not None and not os.path.lexists(fill(vector.proof, values)):
+                return Attempt(None, _with_egress(f"the attempt never ran: its first act ({fill(vector.proof, values)}) "
+                                                  "is missing", seen.egress))
             attempt = self._observe(oracle, targets, seen)
             return Attempt(attempt.effect, _with_egress(attempt.observation, seen.egress))
         finally:
@@ -160,16 +165,17 @@ class VectorRunner:
         return {**os.environ, **targets.env, "HOME": str(targets.home)}
 
     def _run_command(self, command, intent, targets: Targets, sandboxed: bool,
-                     weaken: tuple[str, ...] = ()) -> tuple[str | None, Seen]:
+                     weaken: tuple[str, ...] = (), mutation: str | None = None) -> tuple[str | None, Seen]:
         env = self._env(targets)
         log = targets.root / "egress.jsonl"
+        command = _announced(command, targets.nonce)
         if sandboxed:
             profile = targets.root / "profile.yaml"
             profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent}))
             env["AGENTBOX_HOME"] = str(targets.root / "agentbox-home")
             resolve = [a for name, address in targets.resolve.items() for a in ("--egress-resolve", f"{name}={address}")]
-            runner = (["agentbox.testing.weakened", *(a for w in weaken for a in ("--weaken", w))] if weaken
-                      else ["agentbox.cli", "sandbox", "run"])
+            changes = [*(a for w in weaken for a in ("--weaken", w)), *(["--mutate", mutation] if mutation else [])]
+            runner = ["agentbox.testing.weakened", *changes] if changes else ["agentbox.cli", "sandbox", "run"]
             argv = [sys.executable, "-m", *runner, "--profile", str(profile),
                     "--workspace", str(targets.ws), *resolve, "--egress-log", str(log), "--", *command]
         else:
@@ -180,9 +186,7 @@ class VectorRunner:
         except subprocess.TimeoutExpired:
             return f"timed out after {self.timeout}s", Seen([])
         seen = Seen([done.stdout, done.stderr], egress=read_log(log) if log.exists() else None)
-        if sandboxed and done.returncode in (2, 4, 5) and done.stderr.startswith("agent-box:"):
-            return f"agent-box refused to run it: {done.stderr.strip()[:300]}", seen
-        return None, seen
+        return _sandbox_failure(done, targets.nonce), seen
 
     def _run_harness(self, harness, probe, model, intent, steps, vector: Vector, targets: Targets, layer: str,
                      weaken: tuple[str, ...] = ()):
@@ -219,6 +223,12 @@ class VectorRunner:
         missing = [i for i in range(len(steps)) if i not in emitted]
         if missing:
             return f"the harness ended before scripted step {missing[0]} was sent", seen
+        # Sent is not attempted: the harness must have answered each call (run, refused, or failed), or nothing
+        # says the attempt ever met a mechanism.
+        answered = {r.step_index for r in model.tool_results() if r.step_index is not None}
+        unanswered = [i for i in range(len(steps)) if i not in answered]
+        if unanswered:
+            return f"the harness never answered scripted step {unanswered[0]}'s tool call", seen
         return None, seen
 
     def _observe(self, oracle: Oracle, targets: Targets, seen: "Seen") -> Attempt:
@@ -237,17 +247,23 @@ class VectorRunner:
             calls = [c for c in seen.canaries[oracle.server].invocations() if c.get("tool") == oracle.tool]
             return Attempt(bool(calls), f"the {oracle.server} MCP log shows {len(calls)} call(s) of {oracle.tool}")
         if kind == "secret_not_seen":
-            found = any(oracle.secret in t for t in seen.texts if t)
+            found = any(oracle.secret in t or oracle.secret[::-1] in t for t in seen.texts if t)
             return Attempt(found, "the secret " + ("reached the model or the output" if found else "was never seen"))
         if kind == "process_gone":
             # the harness runner kills what outlived the harness before we look, and reports it
-            reported = [pid for pid, cmd in seen.leftovers if oracle.token in cmd]
+            reported = {pid: cmd for pid, cmd in seen.leftovers if oracle.token in cmd}
             alive = process_alive(oracle.token)
             kill_all(alive)
             n = len(set(reported) | set(alive))
-            return Attempt(n > 0, f"{n} process(es) with {oracle.token!r} outlived the run")
+            shown = "; ".join(f"pid {pid}: {cmd[:120]}" for pid, cmd in reported.items())
+            return Attempt(n > 0, f"{n} process(es) with {oracle.token!r} outlived the run"
+                                  + (f" (the runner killed {shown})" if shown else ""))
         if kind == "target_alive":
-            dead = targets.sleeper is not None and targets.sleeper.poll() is not None
+            # SIGKILL is delivered at once but the process ends a moment later: wait for the end, briefly
+            try:
+                dead = targets.sleeper is not None and targets.sleeper.wait(timeout=1.0) is not None
+            except subprocess.TimeoutExpired:
+                dead = False
             return Attempt(dead, f"the host process {targets.sleeper.pid} was {'killed' if dead else 'untouched'}")
         if kind == "no_capabilities":
             masks = [m for t in seen.texts if t for m in _CAP_EFF.findall(t)]
@@ -283,7 +299,7 @@ class VectorRunner:
             sandbox_backend="bwrap" if layer in ("sandbox", "composed") else None,
             sandbox_version=bwrap_version() if layer in ("sandbox", "composed") else None,
             kernel=facts["kernel"], agentbox_version=facts["agentbox_version"], suite_revision=suite_revision(),
-            catalogue_digest=self.catalogue.digest, privilege=observed(layer))
+            catalogue_digest=self.catalogue.digest, privilege=observed(layer), provenance="observed")
         return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
                               outcome=outcome, observation=observation, control_outcome=control_outcome,
                               duration=round(time.monotonic() - start, 3), nodeid=self.nodeid)

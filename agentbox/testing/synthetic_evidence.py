@@ -2,7 +2,9 @@
 
 `proving_records` makes the records the negative suite would write if every applicable vector of the
 given capabilities were blocked in the composed layer with a passing control; `filler_lines` makes
-many records of other builds, the bulk a long-lived store accumulates.
+many records of other builds, the bulk a long-lived store accumulates. Every record says it is
+`synthetic` (`RunInfo.provenance`), so none of them ever counts as proof at the launch gate: a test or
+benchmark that needs an allowed launch relabels them itself, visibly, as a stand-in for a suite run.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from ..evidence import EvidenceRecord, Privilege, RunInfo, host_facts
 from ..sandbox.bwrap import backend_version
 from ..vectors import Catalogue
 
-__all__ = ["proving_records", "filler_lines"]
+__all__ = ["proving_records", "filler_lines", "posing_as_observed"]
 
 
 def _info(catalogue: Catalogue, harness: str, version: str, sha: str, backend: str) -> RunInfo:
@@ -25,7 +27,7 @@ def _info(catalogue: Catalogue, harness: str, version: str, sha: str, backend: s
     return RunInfo(harness=harness, version=version, binary_sha256=sha, dialect=None, sandbox_backend=backend,
                    sandbox_version=backend_version() or "0.8.0", kernel=facts["kernel"],
                    agentbox_version=facts["agentbox_version"], suite_revision="synthetic",
-                   catalogue_digest=catalogue.digest,
+                   catalogue_digest=catalogue.digest, provenance="synthetic",
                    privilege=Privilege(uid=os.geteuid(), user_namespace=True, capabilities="0000000000000000"))
 
 
@@ -56,3 +58,12 @@ def filler_lines(catalogue: Catalogue, harness: str, count: int, start: datetime
                   "duration": 0.0, "nodeid": "", "timestamp": (start + timedelta(milliseconds=n)).isoformat(
                       timespec="milliseconds")}
         yield json.dumps(record)
+
+
+def posing_as_observed(records: Iterable[EvidenceRecord]) -> list[EvidenceRecord]:
+    """Synthetic records relabelled as observed by a run of this very suite, so the gate weighs them. Made
+    up all the same: only a test or benchmark of the gate's own logic may do this, in its own temporary store."""
+    from ..revision import suite_revision
+
+    update = {"provenance": "observed", "suite_revision": suite_revision()}
+    return [r.model_copy(update={"run_info": r.run_info.model_copy(update=update)}) for r in records]

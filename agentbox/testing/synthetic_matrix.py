@@ -82,7 +82,7 @@ def _info(catalogue: Catalogue, harness: str | None, version: str | None, layer:
                    sandbox_backend=None if layer == "harness" else BACKEND,
                    sandbox_version=None if layer == "harness" else SANDBOX_VERSION, kernel="6.1.0-synthetic",
                    agentbox_version="0.1.0", suite_revision="synthetic", catalogue_digest=catalogue.digest,
-                   privilege=Privilege(uid=0))
+                   provenance="synthetic", privilege=Privilege(uid=0))
 
 
 def records(catalogue: Catalogue, source: Callable[[str], Declarations], harnesses: Iterable[str],

@@ -6,7 +6,10 @@ taken out, and must then see the side effect. A vector's control names what it r
 
 - `privilege`: the run keeps every capability (`--cap-add ALL`; as root, in the host's own user
   namespace), may create user namespaces, and runs without the seccomp denylist;
-- `host_sockets`: the host's /run (docker, D-Bus, systemd sockets) stays in view.
+- `host_sockets`: the host's /run (docker, D-Bus, systemd sockets) stays in view;
+- `process`: the run shares the host's PID namespace and outlives its parent (no `--unshare-pid`,
+  `--die-with-parent`, `--new-session`);
+- `project_config`: the project's own config files are not covered by the profile's read-only copies.
 
 Test code only: nothing outside the conformance suite imports it, and `agent-box` has no spelling for it.
 
@@ -21,41 +24,119 @@ import os
 import sys
 from typing import Callable, Iterable
 
-__all__ = ["MUTATIONS", "weaken", "entry_hook", "main"]
+__all__ = ["MUTATIONS", "SINGLE", "NOT_APPLICABLE", "weaken", "mutate", "mutation_names", "entry_hook", "main"]
 
-_PRIVILEGE_FLAGS = {"--unshare-user": 0, "--disable-userns": 0, "--cap-drop": 1}
+NOT_APPLICABLE = "agentbox-mutation-not-applicable"
+
+# How many arguments each bwrap option the backend emits takes: an option is dropped with its arguments.
+_ARITY = {"--ro-bind": 2, "--bind": 2, "--dev-bind": 2, "--symlink": 2, "--dev": 1, "--proc": 1, "--tmpfs": 1,
+          "--dir": 1, "--chdir": 1, "--cap-drop": 1, "--cap-add": 1, "--seccomp": 1, "--uid": 1, "--gid": 1}
+
+
+def _drop(argv: list[str], unwanted: Callable[[list[str]], bool]) -> list[str]:
+    """`argv` without every option (taken with its arguments, e.g. ["--tmpfs", "/run"]) that `unwanted` names."""
+    out, i = [], 0
+    while i < len(argv):
+        group = argv[i:i + 1 + _ARITY.get(argv[i], 0)]
+        if not unwanted(group):
+            out.extend(group)
+        i += len(group)
+    return out
 
 
 def _without_privilege(entry: dict) -> dict:
-    argv, out, skip = entry["argv"], [], 0
-    for arg in argv:
-        if skip:
-            skip -= 1
-            continue
-        if arg in _PRIVILEGE_FLAGS:
-            skip = _PRIVILEGE_FLAGS[arg]
-            continue
-        out.append(arg)
+    argv = _drop(entry["argv"], lambda g: g[0] in ("--unshare-user", "--disable-userns", "--cap-drop"))
     # Root keeps the host's own user namespace; anyone else needs one to hold capabilities in, and uid 0 in it
     # (mount(8) and umount(8) refuse any other uid before they ask the kernel).
     extra = [] if os.geteuid() == 0 else ["--unshare-user", "--uid", "0", "--gid", "0"]
-    return {**entry, "argv": [*out, *extra, "--cap-add", "ALL"], "seccomp": False}
+    return {**entry, "argv": [*argv, *extra, "--cap-add", "ALL"], "seccomp": False}
 
 
 def _with_host_sockets(entry: dict) -> dict:
-    argv = entry["argv"]
-    out = []
-    i = 0
+    return {**entry, "argv": _drop(entry["argv"], lambda g: g == ["--tmpfs", "/run"])}
+
+
+def _sharing_processes(entry: dict) -> dict:
+    return {**entry, "argv": _drop(entry["argv"], lambda g: g[0] in ("--unshare-pid", "--die-with-parent",
+                                                                      "--new-session"))}
+
+
+def _without_config_masks(entry: dict) -> dict:
+    backings = {backing for backing, _kind, _content in entry.get("masks", [])}
+    return {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--ro-bind" and g[1] in backings)}
+
+
+MUTATIONS: dict[str, Callable[[dict], dict]] = {"privilege": _without_privilege, "host_sockets": _with_host_sockets,
+                                                "process": _sharing_processes, "project_config": _without_config_masks}
+
+
+# -- single protections, for the mutation check -----------------------------------------------------------
+# Every protection the backend puts in a plan, one at a time: the mutation check removes each and needs some
+# vector to escape. `{ws}` is the run's workspace and `{home}` the host home; a mutation whose option is not
+# in a plan does not apply to it. Name -> (the option group it matches, drop it or make it a writable bind).
+SINGLE: dict[str, tuple[tuple[str, ...], str]] = {
+    "writable-root": (("--ro-bind", "/", "/"), "writable"),
+    "writable-workspace": (("--ro-bind", "{ws}", "{ws}"), "writable"),
+    "no-empty-workspace": (("--tmpfs", "{ws}"), "drop"),
+    "no-private-tmp": (("--tmpfs", "/tmp"), "drop"),
+    "no-hidden-home": (("--tmpfs", "{home}"), "drop"),
+    "no-private-run": (("--tmpfs", "/run"), "drop"),
+    "no-hidden-backings": (("--tmpfs", "{ws}/.agentbox"), "drop"),
+    "writable-policy-files": (("--ro-bind", "{run_dir}/config/*", "*"), "writable"),
+    "no-config-masks": (("--ro-bind", "{ws}/.agentbox/profiles/*", "*"), "drop"),
+    "no-unshare-net": (("--unshare-net",), "drop"),
+    "no-unshare-pid": (("--unshare-pid",), "drop"),
+    "no-unshare-ipc": (("--unshare-ipc",), "drop"),
+    "no-unshare-uts": (("--unshare-uts",), "drop"),
+    "no-disable-userns": (("--disable-userns",), "drop"),
+    "no-cap-drop": (("--cap-drop", "ALL"), "drop"),
+    "no-die-with-parent": (("--die-with-parent",), "drop"),
+    "no-new-session": (("--new-session",), "drop"),
+}
+# bwrap refuses --disable-userns without --unshare-user, so the user namespace goes with both flags
+_TOGETHER = {"no-unshare-user": ("no-disable-userns", (("--unshare-user",), "drop"))}
+NO_SECCOMP = "no-seccomp"  # the denylist (and the unix-socket filter) not installed
+
+
+def _matches(group: list[str], pattern: tuple[str, ...], ws: str, home: str) -> bool:
+    import fnmatch
+
+    return len(group) == len(pattern) and all(
+        fnmatch.fnmatchcase(g, p.replace("{ws}", ws).replace("{home}", home)) for g, p in zip(group, pattern))
+
+
+def _rewrite(argv: list[str], pattern: tuple[str, ...], how: str, ws: str, home: str) -> list[str] | None:
+    """`argv` with every group matching `pattern` dropped or made a writable bind in place (mount order is
+    meaning), or None when nothing matches."""
+    out, hit, i = [], False, 0
     while i < len(argv):
-        if argv[i] == "--tmpfs" and i + 1 < len(argv) and argv[i + 1] == "/run":
-            i += 2
+        group = argv[i:i + 1 + _ARITY.get(argv[i], 0)]
+        i += len(group)
+        if not _matches(group, pattern, ws, home):
+            out.extend(group)
             continue
-        out.append(argv[i])
-        i += 1
-    return {**entry, "argv": out}
+        hit = True
+        if how == "writable":
+            out.extend(["--bind", *group[1:]])
+    return out if hit else None
 
 
-MUTATIONS: dict[str, Callable[[dict], dict]] = {"privilege": _without_privilege, "host_sockets": _with_host_sockets}
+def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
+    """`entry` with the single protection `name` removed, or None when its plan does not have it."""
+    if name == NO_SECCOMP:
+        had = entry.get("seccomp") or entry.get("unix_filter")
+        return {**entry, "seccomp": False, "unix_filter": False} if had else None
+    if name in _TOGETHER:
+        first, (pattern, how) = _TOGETHER[name]
+        entry = mutate(entry, first, ws, home) or entry
+    else:
+        pattern, how = SINGLE[name]
+    argv = _rewrite(entry["argv"], pattern, how, ws, home)
+    return None if argv is None else {**entry, "argv": argv}
+
+
+def mutation_names() -> list[str]:
+    return [*SINGLE, *_TOGETHER, NO_SECCOMP]
 
 
 def weaken(entry: dict, names: Iterable[str]) -> dict:
@@ -74,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     from ..sandbox.runner import compiled_entry, execute, parse_resolve
 
     parser = argparse.ArgumentParser(prog="python -m agentbox.testing.weakened")
-    parser.add_argument("--weaken", action="append", choices=sorted(MUTATIONS), required=True)
+    parser.add_argument("--weaken", action="append", choices=sorted(MUTATIONS), default=[])
+    parser.add_argument("--mutate", choices=mutation_names(),
+                        help="remove this one protection (exit 3, running nothing, when the plan has none)")
     parser.add_argument("--profile", required=True)
     parser.add_argument("--workspace", required=True)
     parser.add_argument("--egress-log")
@@ -83,7 +166,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     resolve = dict(p for p in map(parse_resolve, args.egress_resolve) if p)
-    entry = weaken(compiled_entry(args.profile, os.path.realpath(args.workspace), cmd), args.weaken)
+    ws = os.path.realpath(args.workspace)
+    entry = weaken(compiled_entry(args.profile, ws, cmd), args.weaken)
+    if args.mutate:
+        from ..hot import home_dir
+
+        mutated = mutate(entry, args.mutate, ws, home_dir())
+        if mutated is None:
+            print(f"{NOT_APPLICABLE}: the plan has no {args.mutate} protection", file=sys.stderr)
+            return 3
+        entry = mutated
     return execute(entry, cmd, resolve=resolve, egress_log=args.egress_log)
 
 

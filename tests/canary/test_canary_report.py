@@ -1,13 +1,13 @@
-"""The canary's verdict: claim diffs against the previous version, failures, and the baseline."""
+"""The canary's verdict: claim and layer diffs against the previous version, failures, and the baseline."""
 
 from __future__ import annotations
 
-import pytest
-
-from agentbox.canary import Baseline, Build, build_report, load_baseline
-from agentbox.claims import Claim, ClaimsTable, Drift
-from agentbox.errors import InputError
+from agentbox.canary import Build, build_report
+from agentbox.canary_baseline import (Baseline, ExpectedClaim, ExpectedTestFailure, ExpectedUntestedRange,
+                                      ExpectedVector)
+from agentbox.claims import Claim, ClaimsTable, Drift, reconcile
 from agentbox.freshness import Freshness
+from synthetic import declarations, make_record
 
 
 def claim(version, capability="shell.deny", state="exact", declared="exact", drift=()):
@@ -15,9 +15,9 @@ def claim(version, capability="shell.deny", state="exact", declared="exact", dri
                  claim=state, blocked=1, total=1, drift=drift)
 
 
-def build(version, in_range=True, action="reverified"):
-    return Build(harness="codex", version=version, binary_sha256="s", in_tested_range=in_range, action=action,
-                 freshness=Freshness(subject=f"codex {version}", state="missing", reason="no evidence recorded"))
+def build(version, in_range=True, action="reverified", harness="codex"):
+    return Build(harness=harness, version=version, binary_sha256="s", in_tested_range=in_range, action=action,
+                 freshness=Freshness(subject=f"{harness} {version}", state="missing", reason="no evidence recorded"))
 
 
 def report(claims, builds, **kw):
@@ -60,37 +60,143 @@ def test_a_version_outside_the_tested_range_with_unverified_claims_fails():
     assert report([claim("9.0")], [build("9.0", in_range=False)]).passed
 
 
-def test_a_failing_test_fails_the_canary_unless_the_baseline_lists_it():
+def test_a_failing_test_that_recorded_no_vector_run_fails_the_canary_unless_the_baseline_names_it():
     assert not report([], [], failed_tests=["t::a"]).passed
-    listed = Baseline(expected_failures={"test:t::a": "upstream bug"})
+    listed = Baseline(expected_failures=[ExpectedTestFailure(test="t::a", reason="upstream bug")])
     r = report([], [], failed_tests=["t::a"], baseline=listed)
     assert r.passed and r.failures[0].expected == "upstream bug"
 
 
-def test_a_baselined_drift_may_be_listed_by_its_test_id():
-    d = Drift(vector_id="v", layer="harness", expected="blocked", observed="escaped", nodeid="n::t")
-    listed = Baseline(expected_failures={"test:n::t": "known"})
-    assert report([claim("2.0", drift=(d,))], [build("2.0")], failed_tests=["n::t"], baseline=listed).passed
-
-
-def test_a_baseline_entry_that_no_longer_fails_is_stale_and_fails_the_canary():
-    listed = Baseline(expected_failures={"codex@2.0:regressed:bwrap/shell.deny": "was broken",
-                                         "codex@3.0:untested_range": "not run here",
-                                         "test:t::gone": "not collected"})
+def test_a_baseline_entry_that_no_longer_happens_is_stale_and_fails_the_canary():
+    listed = Baseline(expected_failures=[
+        ExpectedClaim(harness="codex", version="2.0", backend="bwrap", capability="shell.deny", outcome="unverified",
+                      reason="was broken"),
+        ExpectedUntestedRange(harness="codex", version="3.0", untested_range=True, reason="not run here"),
+        ExpectedTestFailure(test="t::gone", reason="not collected")])
     r = report([claim("1.0"), claim("2.0")], [build("2.0")], ran_tests=[], baseline=listed)
-    assert r.stale_baseline == {"codex@2.0:regressed:bwrap/shell.deny": "was broken"}
-    assert set(r.unevaluated_baseline) == {"codex@3.0:untested_range", "test:t::gone"}
+    assert [e.reason for e in r.stale_baseline] == ["was broken"]
+    assert [e.reason for e in r.unevaluated_baseline] == ["not run here", "not collected"]
     assert not r.passed
-    assert any("stale baseline entry" in line for line in r.summary_lines())
+    assert any("stale baseline entry codex@2.0 bwrap/shell.deny unverified" in line for line in r.summary_lines())
 
 
-def test_a_baseline_file_names_the_file_and_field_it_cannot_accept(tmp_path):
-    path = tmp_path / "b.yaml"
-    path.write_text("expected_failures:\n  nonsense: why\n")
-    with pytest.raises(InputError, match=r"b\.yaml.*expected_failures\.nonsense"):
-        load_baseline(path)
-    path.write_text("expected_failure: {}\n")
-    with pytest.raises(InputError, match="expected_failure"):
-        load_baseline(path)
-    path.write_text("expected_failures: {'test:a::b': why}\n")
-    assert load_baseline(path).expected_failures == {"test:a::b": "why"}
+# -- a baseline entry expects one outcome of one vector run (issue 12, item 6) ---------------------------------
+
+NODE = ("negative/test_vectors.py::test_each_layer_of_each_harness_enforces_what_it_declares"
+        "[ws-ro-shipped-config-claude-code-2.1.197-composed]")
+CONTROL_FAILS = ExpectedVector(harness="claude-code", version="2.1.197", vector="ws-ro-shipped-config",
+                               layer="composed", outcome="error", reason="control fails on 2.1.197 composed")
+
+
+def shipped_config_run(catalogue, outcome, control, version="2.1.197"):
+    """The ws-ro-shipped-config composed run of claude-code, as its test handed it over."""
+    r = make_record(catalogue, "ro-shell", "composed", outcome, control=control, harness="claude-code",
+                    version=version)
+    return r.model_copy(update={"vector_id": "ws-ro-shipped-config", "nodeid": NODE})
+
+
+def test_an_entry_for_a_failed_control_expects_that_run_erroring(catalogue):
+    errored = shipped_config_run(catalogue, "error", "failed")
+    r = report([], [build("2.1.197", harness="claude-code")], failed_tests=[NODE], recorded=[errored],
+               baseline=Baseline(expected_failures=[CONTROL_FAILS]))
+    assert [(f.nodeid, f.expected) for f in r.failures] == [(NODE, "control fails on 2.1.197 composed")]
+    assert r.passed
+
+
+def test_an_entry_for_a_failed_control_never_expects_an_escape_of_the_same_test(catalogue):
+    # Claude Code 2.1.197 escaped composed where the old `test:NODEID` entry said "expected": the canary passed.
+    escaped = shipped_config_run(catalogue, "escaped", "passed")
+    drift = Drift(vector_id="ws-ro-shipped-config", layer="composed", expected="blocked", observed="escaped",
+                  nodeid=NODE)
+    claims = [claim("2.1.197", state="refuted", drift=(drift,)).model_copy(update={"harness": "claude-code"})]
+    r = report(claims, [build("2.1.197", harness="claude-code")], failed_tests=[NODE], recorded=[escaped],
+               baseline=Baseline(expected_failures=[CONTROL_FAILS]))
+    assert [(f.kind, f.key.outcome, f.nodeid, f.expected) for f in r.failures] == [("drift", "escaped", NODE, None)]
+    assert r.stale_baseline == [CONTROL_FAILS]  # its control no longer fails, so the entry must go
+    assert not r.passed
+
+
+def test_an_entry_names_the_build_so_the_next_version_failing_alike_is_a_new_failure(catalogue):
+    errored = shipped_config_run(catalogue, "error", "failed", version="2.1.332")
+    r = report([], [build("2.1.332", harness="claude-code")], failed_tests=[NODE], recorded=[errored],
+               baseline=Baseline(expected_failures=[CONTROL_FAILS]))
+    assert [f.key.version for f in r.unexpected] == ["2.1.332"] and not r.passed
+    assert r.unevaluated_baseline == [CONTROL_FAILS]
+
+
+def test_an_entry_naming_a_test_never_expects_a_vector_run_that_test_recorded(catalogue):
+    node = "negative/test_vectors.py::test_the_sandbox_alone_enforces_what_it_declares[ro-shell]"
+    escaped = make_record(catalogue, "ro-shell", "sandbox", "escaped").model_copy(update={"nodeid": node})
+    r = report([], [], failed_tests=[node], recorded=[escaped],
+               baseline=Baseline(expected_failures=[ExpectedTestFailure(test=node, reason="flaky")]))
+    assert [f.key.text() for f in r.unexpected] == ["box@0.8.0 ro-shell/sandbox escaped"]
+    assert [e.test for e in r.stale_baseline] == [node] and not r.passed
+
+
+def test_a_run_whose_newest_record_errored_is_a_failure_keyed_by_its_vector_layer_and_build():
+    # Kept in the store, so it counts when the build's evidence is reused and no test ran.
+    errored = claim("2.1.197").model_copy(update={"harness": "claude-code",
+                                                  "layers": {"composed": {"ws-ro-shipped-config": "error"}}})
+    r = report([errored], [build("2.1.197", harness="claude-code", action="reused")])
+    assert [(f.id, f.kind) for f in r.failures] == [
+        ("claude-code@2.1.197:error:ws-ro-shipped-config/composed", "error")]
+    assert not r.passed
+    assert report([errored], [build("2.1.197", harness="claude-code", action="reused")],
+                  baseline=Baseline(expected_failures=[CONTROL_FAILS])).passed
+
+
+def test_a_listed_run_of_an_evaluated_build_that_now_blocks_is_stale():
+    blocked = claim("2.1.197").model_copy(update={"harness": "claude-code",
+                                                  "layers": {"composed": {"ws-ro-shipped-config": "blocked"}}})
+    r = report([blocked], [build("2.1.197", harness="claude-code")],
+               baseline=Baseline(expected_failures=[CONTROL_FAILS]))
+    assert r.stale_baseline == [CONTROL_FAILS] and not r.passed
+
+
+# -- the canary diff reports every layer (issue 12, item 12) ----------------------------------------------------
+
+def upgrade(catalogue, file_tool_alone, baseline=None, harness_declares="unsupported"):
+    """toy 1.0 -> 2.0: the sandbox blocks both vectors; the harness alone blocks the Write tool in 1.0 and in 2.0
+    does what `file_tool_alone` says. By default the harness declares nothing it enforces, so an escape there
+    is what its declarations predict: no drift, and the composed claim stays exact."""
+    records = [make_record(catalogue, "ro-shell", "sandbox", "blocked")]
+    for version, alone in (("1.0", "blocked"), ("2.0", file_tool_alone)):
+        records += [make_record(catalogue, "ro-shell", "harness", "escaped", version=version),
+                    make_record(catalogue, "ro-file-tool", "harness", alone, version=version),
+                    make_record(catalogue, "ro-shell", "composed", "blocked", version=version),
+                    make_record(catalogue, "ro-file-tool", "composed", "blocked", version=version)]
+    table = reconcile(records, catalogue, declarations(harness_support=harness_declares))
+    toy = Build(harness="toy", version="2.0", binary_sha256="sha-a", in_tested_range=True, action="reverified",
+                freshness=Freshness(subject="toy 2.0", state="stale", reason="binary changed"))
+    return build_report(table, [toy], suite_revision="test", baseline=baseline)
+
+
+def test_a_harness_layer_that_weakened_is_a_regression_even_when_the_composed_claim_holds(catalogue):
+    r = upgrade(catalogue, file_tool_alone="escaped")
+    [target] = r.targets
+    # (1.0's harness layer blocked the Write tool beyond its declaration: drift, on the old side only)
+    assert [(c.change, c.old, c.new) for c in target.changes] == [("unchanged", "exact+drift", "exact")]
+    assert [(c.layer, c.change) for c in target.layer_changes] == [("harness", "regressed"), ("composed", "unchanged")]
+    [failure] = r.failures
+    assert (failure.id, failure.kind) == ("toy@2.0:regressed:ro-file-tool/harness", "regressed")
+    assert failure.key.model_dump(exclude_defaults=True) == {
+        "harness": "toy", "version": "2.0", "vector": "ro-file-tool", "layer": "harness", "outcome": "escaped"}
+    assert not r.passed
+    lines = r.summary_lines()
+    assert "  vs 1.0: 1 regressed" in lines
+    assert ("    regressed workspace.read_only [box] harness layer: 1/2 blocked, 1 escaped -> 0/2 blocked, 2 escaped "
+            "(ro-file-tool blocked -> escaped)") in lines
+
+
+def test_a_harness_layer_that_held_leaves_the_upgrade_unchanged_and_passing(catalogue):
+    r = upgrade(catalogue, file_tool_alone="blocked", harness_declares="partial")
+    assert {c.change for c in r.targets[0].layer_changes} == {"unchanged"}
+    assert r.passed and "  vs 1.0: no change" in r.summary_lines()
+
+
+def test_a_weakened_layer_is_expected_only_by_an_entry_naming_its_vector_layer_version_and_escape(catalogue):
+    entry = ExpectedVector(harness="toy", version="2.0", vector="ro-file-tool", layer="harness", outcome="escaped",
+                           reason="2.0 dropped its Write-tool guard")
+    assert upgrade(catalogue, "escaped", Baseline(expected_failures=[entry])).passed
+    for other in ({"layer": "composed"}, {"vector": "ro-shell"}, {"version": "1.0"}, {"outcome": "error"}):
+        assert not upgrade(catalogue, "escaped", Baseline(expected_failures=[entry.model_copy(update=other)])).passed

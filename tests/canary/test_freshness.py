@@ -5,12 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentbox.freshness import expected_runs, freshness, sandbox_freshness
-from synthetic import make_record, write_catalogue
-
-
-@pytest.fixture
-def catalogue(tmp_path):
-    return write_catalogue(tmp_path / "vectors")
+from synthetic import make_record
 
 
 def complete(catalogue, **kw):

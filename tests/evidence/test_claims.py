@@ -119,10 +119,18 @@ def test_a_harness_without_declarations_is_judged_by_the_sandbox_alone(catalogue
     assert claim.declared == "exact" and claim.label == "exact+drift"
 
 
-def test_records_from_another_catalogue_revision_are_noted(catalogue, record):
+def test_a_record_from_another_catalogue_revision_is_stale_and_never_counts(catalogue, record):
     records = [*as_declared(record), record("ro-shell", "composed", "blocked", digest="older")]
-    assert "1 record(s) from another catalogue revision" in only_claim(
-        reconcile(records, catalogue, declarations())).notes
+    claim = only_claim(reconcile(records, catalogue, declarations()))
+    assert claim.claim == "unverified" and claim.unverified == {"ro-shell": "stale (another catalogue)"}
+    assert (claim.run, claim.total) == (1, 2)
+
+
+def test_a_record_of_another_suite_revision_is_stale_when_the_running_suite_is_known(catalogue, record):
+    records = as_declared(record)
+    assert only_claim(reconcile(records, catalogue, declarations())).claim == "exact"
+    claim = only_claim(reconcile(records, catalogue, declarations(), suite_revision="newer"))
+    assert claim.claim == "unverified" and set(claim.unverified.values()) == {"stale (another suite revision)"}
 
 
 def test_records_of_vectors_outside_the_catalogue_are_ignored_and_counted(catalogue, record):
@@ -134,9 +142,10 @@ def test_records_of_vectors_outside_the_catalogue_are_ignored_and_counted(catalo
 def test_the_table_has_one_aligned_line_per_claim_under_a_header(catalogue, record):
     records = [*as_declared(record), record("ro-shell", "harness", "blocked")]
     lines = reconcile(records, catalogue, declarations()).lines()
-    assert lines[0].split() == ["harness", "version", "backend", "as", "capability", "declared", "claim", "blocked/total",
-                                "notes"]
-    assert lines[2].split()[:8] == ["toy", "1.0", "box", "root", "workspace.read_only", "exact", "exact+drift", "2/2"]
+    assert lines[0].split() == ["harness", "version", "backend", "as", "capability", "declared", "claim", "run",
+                                "blocked", "notes"]
+    assert lines[2].split()[:11] == ["toy", "1.0", "box", "root", "workspace.read_only", "exact", "exact+drift", "2",
+                                     "of", "2", "2"]
     assert "drift: ro-shell[harness] expected escaped saw blocked" in lines[2]
     assert len({line.index("capability") if i == 0 else line.index("workspace") for i, line in enumerate(lines)}) == 1
 
@@ -156,3 +165,38 @@ def test_a_run_sees_only_the_rows_of_the_versions_it_recorded(catalogue, record)
     assert [(c.harness, c.version) for c in mine.claims] == [("toy", "2.0")]
     mine = table.only([record("ro-shell", "sandbox", "blocked")])
     assert [(c.harness, c.backend) for c in mine.claims] == [("-", "box")]
+
+
+def test_a_vector_the_catalogue_cannot_run_on_a_harness_leaves_the_claim_unverified_not_smaller(tmp_path, record):
+    from agentbox.vectors import Catalogue
+
+    from synthetic import VECTORS, write_catalogue
+
+    skipping = [{**VECTORS[0], "id": "ro-skipped", "skip_harnesses": {"toy": "no control can succeed on toy"}},
+                *VECTORS]
+    catalogue = write_catalogue(tmp_path / "vectors")
+    catalogue = Catalogue([*load(skipping[:1]), *catalogue.vectors], catalogue.digest)
+    claim = only_claim(reconcile(as_declared(record), catalogue, declarations()))
+    assert claim.claim == "unverified" and claim.unverified == {"ro-skipped": "skipped"}
+    assert (claim.run, claim.total) == (2, 3)
+
+
+def test_a_capability_whose_every_vector_is_skipped_still_has_a_row(tmp_path, record):
+    from agentbox.vectors import Catalogue
+
+    from synthetic import VECTORS, write_catalogue
+
+    catalogue = write_catalogue(tmp_path / "vectors")
+    only_skipped = {**VECTORS[0], "id": "rw-skipped", "capability": "workspace.read_write",
+                    "skip_harnesses": {"toy": "no control can succeed on toy"}}
+    catalogue = Catalogue([*catalogue.vectors, *load([only_skipped])], catalogue.digest)
+    rows = {c.capability: c for c in reconcile(as_declared(record), catalogue, declarations()).claims
+            if c.harness == "toy"}
+    assert rows["workspace.read_write"].claim == "unverified"
+    assert (rows["workspace.read_write"].run, rows["workspace.read_write"].total) == (0, 1)
+
+
+def load(entries):
+    from agentbox.vectors import Vector
+
+    return [Vector.model_validate(e) for e in entries]

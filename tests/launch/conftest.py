@@ -11,9 +11,18 @@ from agentbox.installs import find_binary
 REAL = find_binary("codex")  # resolved at import, before the tests move AGENTBOX_HOME
 
 
+@pytest.fixture(scope="session")
+def build_cache(tmp_path_factory) -> Path:
+    """One build-digest cache for the session: keyed by each file's stat, it holds nothing a test could
+    leave behind but digests, and spares every test hashing codex's 440 MB afresh."""
+    return tmp_path_factory.mktemp("build-cache")
+
+
 @pytest.fixture(autouse=True)
-def abhome(tmp_path, monkeypatch) -> Path:
+def abhome(tmp_path, monkeypatch, build_cache) -> Path:
     home = tmp_path / "abhome"
+    (home / "cache").mkdir(parents=True)
+    (home / "cache" / "build").symlink_to(build_cache)
     monkeypatch.setenv("AGENTBOX_HOME", str(home))
     return home
 

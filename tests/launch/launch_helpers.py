@@ -1,19 +1,23 @@
-"""Helpers of the launch tests: the real codex fixture lives in conftest; profiles, synthetic evidence and the command line."""
+"""Helpers of the launch tests: the real codex fixture lives in conftest; profiles, synthetic evidence and the command line.
+
+The gate counts only records a suite run observed, so the synthetic records that drive these tests are
+relabelled `posing_as_observed`, by name and in the test's own temporary store: what is tested is the
+gate's and the launch's logic, never a claim about codex."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from agentbox.adapters import get_adapter
+from agentbox.build_identity import identify
 from agentbox.claims import default_catalogue_dir
 from agentbox.evidence import append
-from agentbox.testing.synthetic_evidence import proving_records
+from agentbox.testing.synthetic_evidence import posing_as_observed, proving_records
 from agentbox.vectors import load_catalogue
 
 CATALOGUE = load_catalogue(default_catalogue_dir())
@@ -24,8 +28,10 @@ CATALOGUE = load_catalogue(default_catalogue_dir())
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 
-def sha256(path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def build_digest(binary) -> str:
+    """What the gate looks codex's evidence up by: the digest of its build (the native binary that
+    bin/codex.js starts and its vendor folder), not of the launcher."""
+    return identify(get_adapter("codex").build_files(str(binary))).sha256
 
 
 def write_profile(tmp_path, intent: str, name: str = "t") -> Path:
@@ -39,8 +45,10 @@ RO = "  workspace: {access: read_only, requirement: required}\n"
 
 
 def prove(store, binary, capabilities, version="0.171.0", **kw) -> int:
-    """Evidence that makes `capabilities` exact (or, with outcome=..., anything else) for this exact binary."""
-    return append(store, proving_records(CATALOGUE, "codex", version, sha256(binary), capabilities, **kw))
+    """Evidence that makes `capabilities` exact (or, with outcome=..., anything else) for this exact build,
+    posing as observed."""
+    return append(store, posing_as_observed(proving_records(CATALOGUE, "codex", version, build_digest(binary),
+                                                            capabilities, **kw)))
 
 
 def cli(*args, env=None, **kw) -> subprocess.CompletedProcess:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 
 from agentbox.claims import default_catalogue_dir, reconcile
 from agentbox.evidence import EvidenceError, EvidenceRecord, Privilege, RunInfo, append, read_records
-from agentbox.evidence_index import index_path, lookup, sync
+from agentbox.evidence_index import index_path, lookup, sync, unproven
 from agentbox.vectors import load_catalogue
 
 CATALOGUE = load_catalogue(default_catalogue_dir())
@@ -27,7 +28,8 @@ def record(rng: random.Random, stamp: str) -> EvidenceRecord:
                    sandbox_backend=None if layer == "harness" else rng.choice(["bwrap", "bwrap", None, "other"]),
                    sandbox_version=rng.choice(["0.8.0", "0.8.0", "0.9.0"]), kernel=rng.choice(["6.1", "6.1", "5.10"]),
                    agentbox_version="0.1.0", suite_revision="t", catalogue_digest=CATALOGUE.digest,
-                   privilege=rng.choice([Privilege(uid=0), Privilege(uid=0), Privilege(uid=1000), None]))
+                   privilege=rng.choice([Privilege(uid=0), Privilege(uid=0), Privilege(uid=1000), None]),
+                   provenance=rng.choice(["observed", "observed", "synthetic", None]))
     vector = rng.choice(CATALOGUE.vectors[:12])
     return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
                           outcome=rng.choice(["blocked", "blocked", "escaped", "error"]), observation="t",
@@ -47,7 +49,7 @@ def mixed_store(tmp_path, seed: int, n: int = 400):
 def claims_by_full_scan(store, harness, version, sha, backend="bwrap"):
     def feeds(r):
         ri = r.run_info
-        if ri.kernel != KERNEL or ri.level != "root":
+        if ri.kernel != KERNEL or ri.level != "root" or ri.provenance != "observed":
             return False
         if r.layer != "harness" and ri.sandbox_version != "0.8.0":
             return False
@@ -149,3 +151,44 @@ def test_records_taken_as_another_user_or_on_another_bubblewrap_never_decide_a_l
     assert all(r["run_info"]["sandbox_version"] == "0.9.0" for r in newer if r["layer"] != "harness")
     assert lookup(store, "codex", "0.171.0", "a" * 64, kernel=KERNEL, privilege="root", backend_version="9") == [
         r for r in newer if r["layer"] == "harness"]
+
+
+def one_run(provenance, outcome: str, stamp: str, harness="codex", version="0.171.0", sha="a" * 64) -> EvidenceRecord:
+    """One composed record of the first vector on this host's terms (root, kernel 6.1, bubblewrap 0.8.0)."""
+    vector = CATALOGUE.vectors[0]
+    info = RunInfo(harness=harness, version=version, binary_sha256=sha, dialect=None, sandbox_backend="bwrap",
+                   sandbox_version="0.8.0", kernel=KERNEL, agentbox_version="0.1.0", suite_revision="t",
+                   catalogue_digest=CATALOGUE.digest, privilege=Privilege(uid=0), provenance=provenance)
+    return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer="composed",
+                          outcome=outcome, observation="t", control_outcome="passed", timestamp=stamp)
+
+
+def test_a_synthetic_record_never_reaches_a_lookup(tmp_path):
+    append(tmp_path / "ev", [one_run("synthetic", "blocked", "2025-01-01T00:00:00.000+00:00")])
+    assert lookup(tmp_path / "ev", "codex", "0.171.0", "a" * 64, kernel=KERNEL, **AS_ROOT) == []
+
+
+def test_a_record_that_does_not_say_where_it_came_from_never_reaches_a_lookup(tmp_path):
+    # a store written before records said: provenance absent from the line, read back as None
+    line = one_run(None, "blocked", "2025-01-01T00:00:00.000+00:00").model_dump(mode="json")
+    del line["run_info"]["provenance"]
+    (tmp_path / "ev").mkdir()
+    (tmp_path / "ev" / "evidence.jsonl").write_text(json.dumps(line) + "\n")
+    assert [r.run_info.provenance for r in read_records(tmp_path / "ev")] == [None]
+    assert lookup(tmp_path / "ev", "codex", "0.171.0", "a" * 64, kernel=KERNEL, **AS_ROOT) == []
+
+
+def test_a_newer_synthetic_record_never_shadows_the_observed_one_of_its_run(tmp_path):
+    observed = one_run("observed", "escaped", "2025-01-01T00:00:00.000+00:00")
+    append(tmp_path / "ev", [observed, one_run("synthetic", "blocked", "2025-01-02T00:00:00.000+00:00")])
+    rows = lookup(tmp_path / "ev", "codex", "0.171.0", "a" * 64, kernel=KERNEL, **AS_ROOT)
+    assert [r["id"] for r in rows] == [observed.id]
+
+
+def test_the_runs_left_out_of_a_build_are_counted_per_provenance(tmp_path):
+    append(tmp_path / "ev", [one_run("synthetic", "blocked", "2025-01-01T00:00:00.000+00:00"),
+                             one_run(None, "blocked", "2025-01-01T00:00:01.000+00:00"),
+                             one_run("observed", "blocked", "2025-01-01T00:00:02.000+00:00"),
+                             one_run("synthetic", "blocked", "2025-01-01T00:00:03.000+00:00", sha="b" * 64)])
+    assert unproven(tmp_path / "ev", "codex", "0.171.0", "a" * 64, kernel=KERNEL, **AS_ROOT) == {
+        "synthetic": 1, "": 1}

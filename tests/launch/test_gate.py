@@ -118,3 +118,37 @@ def test_accepting_unverified_items_produces_a_loud_notice_naming_them():
     assert got.notice().startswith("WARNING: --accept-unverified: 1 required item(s) are NOT proven")
     assert "workspace (workspace.read_only" in got.notice()
     assert got.claims()["workspace"]["verdict"] == "accepted"
+
+
+def sandbox_row(state):
+    escaped = ("ws-ro-tee",) if state == "refuted" else ()
+    return Claim(harness="-", version="0.8.0", backend="bwrap", capability=CAP, declared="exact", claim=state,
+                 blocked=1, total=2, escaped=escaped)
+
+
+def test_an_exact_composed_claim_does_not_carry_an_item_whose_sandbox_row_is_refuted():
+    decision = decide([item()], {CAP: claim("exact")}, TARGET, accept_unverified=True, vectors=VECTORS,
+                      sandbox_claims={CAP: sandbox_row("refuted")})
+    [verdict] = decision.items
+    assert not decision.allowed and verdict.layer == "sandbox" and verdict.vectors == ("ws-ro-tee",)
+    assert "the sandbox alone escaped" in decision.message()
+
+
+def test_a_holding_sandbox_row_leaves_an_exact_composed_claim_proven():
+    decision = decide([item()], {CAP: claim("exact")}, TARGET, vectors=VECTORS,
+                      sandbox_claims={CAP: sandbox_row("exact")})
+    assert decision.allowed and decision.items[0].verdict == "proven"
+
+
+def test_a_refusal_says_that_synthetic_runs_of_the_build_were_not_counted():
+    decision = decide([item()], {}, TARGET, vectors=VECTORS, unproven={"synthetic": 2})
+    assert not decision.allowed
+    message = decision.message()
+    assert "not counted: 2 synthetic vector run(s) of this build" in message
+    assert "synthetic evidence never proves a build" in message
+
+
+def test_a_refusal_asks_to_rerun_the_suite_for_records_that_do_not_say_where_they_came_from():
+    message = decide([item()], {}, TARGET, vectors=VECTORS, unproven={"": 3}).message()
+    assert "not counted: 3 vector run(s) of this build whose records do not say where they came from" in message
+    assert "re-run the suite to prove this build" in message and evidence_command(TARGET) in message

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentbox.installs import find_binary
-from launch_helpers import CATALOGUE, RO, cli, needs_bwrap, sha256, write_profile
+from launch_helpers import CATALOGUE, RO, build_digest, cli, needs_bwrap, posing_as_observed, write_profile
 
 REAL = find_binary("codex")  # resolved at import, from the user's own AGENTBOX_HOME, before tests move it
 pytestmark = [needs_bwrap, pytest.mark.skipif(REAL is None or REAL.source != "agentbox",
@@ -32,15 +32,15 @@ def test_codex_launches_through_the_gate_with_evidence_for_its_exact_build(tmp_p
 
     store = tmp_path / "ev"
     capabilities = ["workspace.read_only", "host_home.hidden"]
-    written = append(store, proving_records(CATALOGUE, "codex", REAL.version, sha256(os.path.realpath(codex)),
-                                            capabilities))
+    written = append(store, posing_as_observed(proving_records(CATALOGUE, "codex", REAL.version, build_digest(codex),
+                                                               capabilities)))
     done = cli("launch", write_profile(tmp_path, RO + HIDDEN_HOME), "--cwd", ws, "--evidence", store, "--",
                "--version")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"codex-cli {REAL.version}"
     [run] = json.loads(cli("runs", "list", "--json").stdout)
     assert (run["status"], run["exit_status"], run["version"]) == ("finished", 0, REAL.version)
-    assert run["binary_sha256"] == sha256(os.path.realpath(codex))
+    assert run["binary_sha256"] == build_digest(codex)
     assert {i: c["verdict"] for i, c in run["claims"].items() if c["requirement"] == "required"} == {
         "workspace": "proven", "host_home": "proven"}
     assert len(run["evidence_ids"]) == written

@@ -75,15 +75,69 @@ def test_refuted_evidence_refuses_even_with_accept_unverified(tmp_path, abhome, 
 
 
 def test_evidence_for_another_build_of_the_same_version_does_not_count(tmp_path, abhome, ws, real_codex):
-    from launch_helpers import CATALOGUE
+    from launch_helpers import CATALOGUE, posing_as_observed
     from agentbox.evidence import append
     from agentbox.testing.synthetic_evidence import proving_records
 
     store = tmp_path / "ev"
-    append(store, proving_records(CATALOGUE, "codex", "0.171.0", "f" * 64, ["workspace.read_write"]))
+    append(store, posing_as_observed(proving_records(CATALOGUE, "codex", "0.171.0", "f" * 64,
+                                                     ["workspace.read_write"])))
     done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
                    "--", "touch")
     assert done.returncode == 3 and "no evidence recorded for this build" in done.stderr
+
+
+def test_evidence_keyed_by_the_launchers_hash_alone_does_not_count(tmp_path, abhome, ws, real_codex):
+    # what the store held when a build was identified by bin/codex.js: it says nothing of the native binary
+    import hashlib
+
+    from launch_helpers import CATALOGUE, posing_as_observed
+    from agentbox.evidence import append
+    from agentbox.testing.synthetic_evidence import proving_records
+
+    launcher = hashlib.sha256(open(os.path.realpath(real_codex), "rb").read()).hexdigest()
+    store = tmp_path / "ev"
+    append(store, posing_as_observed(proving_records(CATALOGUE, "codex", "0.171.0", launcher,
+                                                     ["workspace.read_write"])))
+    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
+                   "--", "touch")
+    assert done.returncode == 3 and "no evidence recorded for this build" in done.stderr
+
+
+def test_synthetic_evidence_for_this_exact_build_never_reaches_the_gate(tmp_path, abhome, ws, real_codex):
+    from launch_helpers import CATALOGUE, build_digest
+    from agentbox.evidence import append
+    from agentbox.testing.synthetic_evidence import proving_records
+
+    store = tmp_path / "ev"
+    written = append(store, proving_records(CATALOGUE, "codex", "0.171.0", build_digest(real_codex),
+                                            ["workspace.read_write"]))
+    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
+                   "--", "touch")
+    assert done.returncode == 3, done.stderr
+    assert "workspace (workspace.read_write): claim unverified" in done.stderr
+    assert (f"not counted: {written} synthetic vector run(s) of this build" in done.stderr
+            and "synthetic evidence never proves a build" in done.stderr)
+    assert list(ws.iterdir()) == []
+
+
+def test_records_that_do_not_say_where_they_came_from_are_refused_with_the_command_to_rerun(tmp_path, abhome, ws,
+                                                                                         real_codex):
+    # a store written before evidence recorded its provenance: not proof of a real run of this build
+    from launch_helpers import CATALOGUE, build_digest
+    from agentbox.evidence import append
+    from agentbox.testing.synthetic_evidence import proving_records
+
+    records = proving_records(CATALOGUE, "codex", "0.171.0", build_digest(real_codex), ["workspace.read_write"])
+    store = tmp_path / "ev"
+    append(store, [r.model_copy(update={"run_info": r.run_info.model_copy(update={"provenance": None})})
+                   for r in records])
+    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
+                   "--", "touch")
+    assert done.returncode == 3, done.stderr
+    assert "whose records do not say where they came from" in done.stderr
+    assert "re-run the suite to prove this build" in done.stderr
+    assert f"pytest negative --agentbox-harness codex@0.171.0 --agentbox-evidence-dir {store}" in done.stderr
 
 
 def test_a_required_item_the_plan_cannot_cover_exactly_is_refused_with_its_layers(tmp_path, abhome, ws, real_codex):
