@@ -69,12 +69,14 @@ ListenerKind = Literal["tcp", "tcp2", "tcp6", "udp", "unix"]
 class Setup(_Strict):
     files: dict[str, str] = Field(default_factory=dict)     # path -> content, created before the run
     symlinks: dict[str, str] = Field(default_factory=dict)  # link -> target
+    hardlinks: dict[str, str] = Field(default_factory=dict)  # link -> an existing file (made after `files`)
     # tcp and tcp2 are two TCP listeners ({port}, {port2}) on host loopback; tcp6 on ::1 ({port6})
     listeners: tuple[ListenerKind, ...] = ()
     # host name -> the listener the egress proxy resolves it to (names without DNS; the proxy's resolver
     # override, a testing aid): a run reaches a name only through the proxy, and only if its policy allows
     names: dict[str, ListenerKind] = Field(default_factory=dict)
     sleeper: bool = False  # start a host process for signal/trace vectors ({sleeper_pid})
+    shm_secret: bool = False  # a host SysV shared-memory segment holding the secret ({shm_key})
     git: bool = False      # make the workspace a git repository
     dirs: tuple[str, ...] = ()  # folders created before the run
     env: dict[str, str] = Field(default_factory=dict)  # host environment the run starts from
@@ -94,7 +96,7 @@ class Setup(_Strict):
 class Control(_Strict):
     """The positive control: the same attempt under an intent that allows it must succeed.
 
-    `steps`, `sandbox_command` and `oracle` default to the vector's own. `layer: host` runs the
+    `steps` and `sandbox_command` default to the vector's own; the oracle is always the vector's. `layer: host` runs the
     control's command on the host, with neither sandbox nor harness, in every layer: for attacks whose
     protection no intent turns off and that a harness's own sandbox holds too (host processes), it
     shows the oracle sees the side effect when nothing protects. `layer: harness` runs a harness
@@ -104,13 +106,16 @@ class Control(_Strict):
     intent: dict[str, Any]
     steps: tuple[dict[str, Any], ...] | None = None
     sandbox_command: tuple[str, ...] | None = None
-    oracle: Oracle | None = None
+    # No oracle of its own: a control is judged by the attack's oracle, or it proves only that a command ran.
     layer: Literal["same", "host", "harness"] = "same"
     # Protections of the OS sandbox the control runs without (in the sandbox and composed layers), for attacks
     # on the sandbox itself that no intent can allow: `privilege` keeps capabilities, user namespaces and the
     # syscalls the denylist refuses; `host_sockets` leaves the host's /run in view; `process` shares the host's
-    # processes; `project_config` leaves the project's own config files writable (agentbox.testing.weakened).
-    weaken: tuple[Literal["privilege", "host_sockets", "process", "project_config"], ...] = ()
+    # processes; `project_config` leaves the project's own config files writable; `backings` the profile
+    # backings under the workspace's .agentbox in view; `policy_files` the harness's compiled policy writable;
+    # `root_writable`, `host_tmp`, `host_home` the host's root, /tmp and home as they are (agentbox.testing.weakened).
+    weaken: tuple[Literal["privilege", "host_sockets", "process", "project_config", "backings", "policy_files",
+                          "root_writable", "host_tmp", "host_home"], ...] = ()
     harness_intent: dict[str, Any] | None = None  # the harness layer's control intent, when it differs
     # `host`: the harness layer's control runs on the host, for a protection of the harness's own that no
     # intent turns off (Claude Code's and Codex's sandboxes keep their own project config read-only)
@@ -166,6 +171,27 @@ class Vector(_Strict):
             return self.layers
         has_sandbox = self.sandbox_argv(self.steps, self.sandbox_command) is not None
         return ("sandbox", "harness", "composed") if has_sandbox else ("harness", "composed")
+
+    @staticmethod
+    def host_argv(steps) -> tuple[str, ...] | None:
+        """The steps as one plain command, for a control that runs on the host: shell steps as they are, a
+        file tool's write or read as the same act by `sh` (None when a step has no such equivalent)."""
+        import shlex
+
+        parts = []
+        for step in steps:
+            if "shell" in step:
+                parts.append(step["shell"]["command"])
+            elif "write_file" in step:
+                parts.append(f"printf %s {shlex.quote(step['write_file']['content'])} > "
+                             f"{shlex.quote(step['write_file']['path'])}")
+            elif "read_file" in step:
+                parts.append(f"cat {shlex.quote(step['read_file']['path'])}")
+            elif isinstance(step.get("native_call", {}).get("arguments", {}).get("cmd"), str):
+                parts.append(step["native_call"]["arguments"]["cmd"])  # a native command tool's command
+            else:
+                return None
+        return ("sh", "-c", "; ".join(parts)) if parts else None
 
     @staticmethod
     def sandbox_argv(steps, command) -> tuple[str, ...] | None:

@@ -65,6 +65,9 @@ class ToolVocabulary(BaseModel):
     read_file: ToolCall | None = None
     fetch_url: ToolCall | None = None
     mcp_call: ToolCall | None = None  # tool may use {server} and {tool}; arguments may be "{arguments}"
+    # How the harness's own output records a call it refused and never answered to the model (OpenCode ends
+    # a headless run at an `ask`): a match proves the attempt met its policy; regular expressions
+    refusals: tuple[str, ...] = ()
 
 
 class HarnessAdapter(ABC):

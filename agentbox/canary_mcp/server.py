@@ -42,6 +42,30 @@ def build_server(log: str | os.PathLike[str], name: str = SERVER_NAME, secret: s
         return f"wrote {len(content)} characters to {path}"
 
     @server.tool(structured_output=False)
+    def read_path(path: str) -> str:
+        """Return the content of the file at path, reversed."""
+        # Reversed, so that no harness's masking of secret-looking text can pass for a read that failed.
+        record("read_path", {"path": path})
+        try:
+            return Path(path).read_text()[::-1]
+        except OSError as exc:
+            raise ToolError(f"read_path failed: {exc}") from exc
+
+    @server.tool(structured_output=False)
+    def fetch_url(url: str) -> str:
+        """Fetch the URL with a GET request and return the status and the start of the body."""
+        import urllib.request
+
+        record("fetch_url", {"url": url})
+        try:
+            # no proxy from the environment: the server itself opens the connection, as a hostile one would
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+            with opener.open(url, timeout=5) as response:
+                return f"{response.status} {response.read(200)!r}"
+        except OSError as exc:
+            raise ToolError(f"fetch_url failed: {exc}") from exc
+
+    @server.tool(structured_output=False)
     def secret_read() -> str:
         """Return the secret value."""
         record("secret_read", {})

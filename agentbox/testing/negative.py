@@ -130,8 +130,7 @@ class VectorRunner:
             intent = fill(chosen_intent, values)
             weaken = spec.weaken if spec is not None else ()
             steps = fill(list((spec.steps if spec and spec.steps is not None else vector.steps)), values)
-            chosen = (spec.oracle or vector.oracle) if spec else vector.oracle
-            oracle = Oracle.model_validate(fill(chosen.model_dump(), values))
+            oracle = Oracle.model_validate(fill(vector.oracle.model_dump(), values))
             if oracle.kind == "file_unchanged":
                 targets.snapshot(oracle.path)
             run_layer = layer
@@ -145,6 +144,10 @@ class VectorRunner:
             if run_layer in ("sandbox", "host"):
                 command = Vector.sandbox_argv(steps, fill(
                     (spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command), values))
+                if command is None and run_layer == "host":
+                    command = Vector.host_argv(steps)
+                if command is None:
+                    return Attempt(None, f"the steps have no plain-command form to run in the {run_layer} layer")
                 error, seen = self._run_command(command, intent, targets, sandboxed=run_layer == "sandbox",
                                                 weaken=weaken, mutation=mutation)
             else:
@@ -227,8 +230,13 @@ class VectorRunner:
         # says the attempt ever met a mechanism.
         answered = {r.step_index for r in model.tool_results() if r.step_index is not None}
         unanswered = [i for i in range(len(steps)) if i not in answered]
+        refusals = harness.vocabulary().refusals
+        if unanswered and unanswered[-1] == len(steps) - 1 and any(
+                re.search(p, f"{out.stdout}\n{out.stderr}") for p in refusals):
+            unanswered = unanswered[:-1]  # the last call met the harness's policy, which ended the run there
         if unanswered:
-            return f"the harness never answered scripted step {unanswered[0]}'s tool call", seen
+            tail = " ".join((out.stdout or "").split())[-300:]
+            return f"the harness never answered scripted step {unanswered[0]}'s tool call (its output ends: {tail})", seen
         return None, seen
 
     def _observe(self, oracle: Oracle, targets: Targets, seen: "Seen") -> Attempt:

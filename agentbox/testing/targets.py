@@ -14,6 +14,7 @@ import socket
 import subprocess
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 from ..vectors import Setup, fill
@@ -108,12 +109,14 @@ class Targets:
     env: dict[str, str] = field(default_factory=dict)
     resolve: dict[str, str] = field(default_factory=dict)  # name -> listener address, for the egress proxy
     made_dirs: list[str] = field(default_factory=list)  # folders made outside the root (a listener's under /run)
+    segment: Any = None  # a host SysV shared-memory segment holding the secret ({shm_key})
 
     def values(self) -> dict[str, str]:
         v = {"loopback": LOOPBACK, "ws": str(self.ws), "home": str(self.home), "parent": str(self.ws.parent),
              "outside": str(self.outside), "nonce": self.nonce, "secret": self.secret,
              "model_key": self.model_key, "tmp_probe": self.tmp_probe,
-             "sleeper_pid": str(self.sleeper.pid) if self.sleeper else "0"}
+             "sleeper_pid": str(self.sleeper.pid) if self.sleeper else "0",
+             "shm_key": str(self.segment.key) if self.segment else "0"}
         for kind, name in (("tcp", "port"), ("tcp2", "port2"), ("tcp6", "port6"), ("udp", "udp_port"),
                            ("unix", "unix_path")):
             if kind in self.listeners:
@@ -133,6 +136,8 @@ class Targets:
             os.unlink(self.tmp_probe)
         for folder in self.made_dirs:
             shutil.rmtree(folder, ignore_errors=True)
+        if self.segment is not None:
+            self.segment.close()
 
 
 def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
@@ -156,6 +161,10 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
         targets.sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True,
                                            env={"PATH": os.environ.get("PATH", ""),
                                                 "AGENTBOX_SLEEPER_SECRET": targets.secret})
+    if setup.shm_secret:
+        from .sysv_segment import Segment
+
+        targets.segment = Segment(int(nonce[:7], 16) or 1, targets.secret)
     values = targets.values()
     if setup.git:
         subprocess.run(["git", "init", "-q", str(ws)], check=True)
@@ -167,6 +176,8 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
         p.write_text(fill(content, values))
     for link, target in setup.symlinks.items():
         os.symlink(fill(target, values), fill(link, values))
+    for link, target in setup.hardlinks.items():
+        os.link(fill(target, values), fill(link, values))
     targets.env = {k: fill(v, values) for k, v in setup.env.items()}
     targets.resolve = {name: targets.listeners[kind].host for name, kind in setup.names.items()}
     return targets

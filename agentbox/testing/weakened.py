@@ -9,7 +9,11 @@ taken out, and must then see the side effect. A vector's control names what it r
 - `host_sockets`: the host's /run (docker, D-Bus, systemd sockets) stays in view;
 - `process`: the run shares the host's PID namespace and outlives its parent (no `--unshare-pid`,
   `--die-with-parent`, `--new-session`);
-- `project_config`: the project's own config files are not covered by the profile's read-only copies.
+- `project_config`: the project's own config files are not covered by the profile's read-only copies;
+- `backings`: the profile backings under the workspace's `.agentbox` stay in view (no tmpfs over them);
+- `policy_files`: the harness's compiled policy files are bound writable;
+- `root_writable`: the host's root is bound writable instead of read-only (writes outside the workspace);
+- `host_tmp`, `host_home`: the host's /tmp, the host home, are not replaced by private ones.
 
 Test code only: nothing outside the conformance suite imports it, and `agent-box` has no spelling for it.
 
@@ -66,8 +70,34 @@ def _without_config_masks(entry: dict) -> dict:
     return {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--ro-bind" and g[1] in backings)}
 
 
-MUTATIONS: dict[str, Callable[[dict], dict]] = {"privilege": _without_privilege, "host_sockets": _with_host_sockets,
-                                                "process": _sharing_processes, "project_config": _without_config_masks}
+def _with_backings_in_view(entry: dict) -> dict:
+    return {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--tmpfs" and g[1].endswith("/.agentbox"))}
+
+
+def _with_writable_policy(entry: dict) -> dict:
+    argv = _rewrite(entry["argv"], SINGLE["writable-policy-files"][0], "writable", "", "")
+    return {**entry, "argv": argv if argv is not None else entry["argv"]}
+
+
+def _with_writable_root(entry: dict) -> dict:
+    argv = _rewrite(entry["argv"], SINGLE["writable-root"][0], "writable", "", "")
+    return {**entry, "argv": argv if argv is not None else entry["argv"]}
+
+
+def _with_host_tmp(entry: dict) -> dict:
+    return {**entry, "argv": _drop(entry["argv"], lambda g: g == ["--tmpfs", "/tmp"])}
+
+
+def _with_host_home(entry: dict) -> dict:
+    # the hidden home is the run's HOME (a harness run's entry has no `hidden` list)
+    homes = (set(entry.get("hidden", ())) | {entry.get("env", {}).get("HOME")}) - {"/tmp", None}
+    return {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--tmpfs" and g[1] in homes)}
+
+
+MUTATIONS: dict[str, Callable[[dict], dict]] = {
+    "privilege": _without_privilege, "host_sockets": _with_host_sockets, "process": _sharing_processes,
+    "project_config": _without_config_masks, "backings": _with_backings_in_view, "policy_files": _with_writable_policy,
+    "root_writable": _with_writable_root, "host_tmp": _with_host_tmp, "host_home": _with_host_home}
 
 
 # -- single protections, for the mutation check -----------------------------------------------------------

@@ -49,7 +49,7 @@ def log(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_tools_list_offers_exactly_the_three_canary_tools_with_string_arguments(log, mode):
+def test_tools_list_offers_exactly_the_canary_tools_with_string_arguments(log, mode):
     async def body(client):
         return {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
 
@@ -60,7 +60,18 @@ def test_tools_list_offers_exactly_the_three_canary_tools_with_string_arguments(
     assert set(schemas["denied_write"]["properties"]) == {"path", "content"}
     assert sorted(schemas["denied_write"]["required"]) == ["content", "path"]
     assert schemas["secret_read"]["properties"] == {}
+    assert set(schemas["read_path"]["properties"]) == {"path"} and set(schemas["fetch_url"]["properties"]) == {"url"}
     assert CanaryLog(log).invocations() == [], "listing tools is not an invocation"
+
+
+def test_read_path_returns_the_file_reversed_and_logs_the_call(log, tmp_path):
+    (tmp_path / "f.txt").write_text("abc")
+
+    async def body(client):
+        return text_of(await client.call_tool("read_path", {"path": str(tmp_path / "f.txt")}))
+
+    assert session(log, body) == "cba"
+    assert CanaryLog(log).calls("read_path") == [{"path": str(tmp_path / "f.txt")}]
 
 
 def test_the_server_reports_the_name_it_was_given(log):
