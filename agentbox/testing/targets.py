@@ -161,6 +161,7 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
         targets.sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True,
                                            env={"PATH": os.environ.get("PATH", ""),
                                                 "AGENTBOX_SLEEPER_SECRET": targets.secret})
+        _wait_for_environ(targets.sleeper.pid, targets.secret)
     if setup.shm_secret:
         from .sysv_segment import Segment
 
@@ -181,6 +182,24 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
     targets.env = {k: fill(v, values) for k, v in setup.env.items()}
     targets.resolve = {name: targets.listeners[kind].host for name, kind in setup.names.items()}
     return targets
+
+
+def _wait_for_environ(pid: int, secret: str, limit: float = 5.0) -> None:
+    """Until the new process's /proc/<pid>/environ holds `secret`. Popen returns once the child has called
+    execve (vfork), before the kernel has laid out the new environment: read then, the file is empty (seen 16
+    times in 1,000 starts), and a control reading it would fail for no reason of the sandbox's."""
+    import time
+
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if secret.encode() in f.read():
+                    return
+        except OSError:
+            pass
+        time.sleep(0.001)
+    raise RuntimeError(f"the sleeper {pid} never showed its environment")
 
 
 def process_alive(token: str) -> list[int]:

@@ -1,0 +1,56 @@
+"""Wall time of the conformance run (`pytest conformance negative -n 2`) against its floor.
+
+The floor is what the run cannot go below on this machine: every harness start it makes, at the cheapest
+start seen for that harness and layer in the same run, divided over the workers. A vector's record holds
+its control and its attack (two starts); the cheapest record of a (harness, layer) stands for two cold
+starts. Ratio = wall / floor: what the suite adds on top of starting harnesses (fixed waits, per-test
+probes and compiles, an idle worker). Target: the run within 20 min on a 2-core machine.
+
+Usage: python benchmarks/conformance.py [--matrix matrices/default.yaml] [--workers 2] [-- PYTEST-ARGS...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--matrix", default="matrices/default.yaml")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("extra", nargs="*")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as evidence:
+        argv = [sys.executable, "-m", "pytest", "conformance", "negative", "-q", "-n", str(args.workers),
+                "--agentbox-matrix", args.matrix, "--agentbox-require-harnesses",
+                "--agentbox-evidence-dir", evidence, *args.extra]
+        start = time.perf_counter()
+        done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wall = time.perf_counter() - start
+        records = [json.loads(line) for path in Path(evidence).glob("*.jsonl") for line in path.open()]
+    cheapest: dict[tuple, float] = {}
+    runs: dict[tuple, int] = defaultdict(int)
+    for r in records:
+        key = (r["run_info"].get("harness") or "-", r["layer"])
+        cheapest[key] = min(cheapest.get(key, float("inf")), r["duration"])
+        runs[key] += 1
+    floor = sum(cheapest[k] * runs[k] for k in runs) / args.workers
+    print(f"pytest exit {done.returncode}; {len(records)} vector records")
+    for key in sorted(runs):
+        print(f"  {key[0]:<12} {key[1]:<9} {runs[key]:>4} records, cheapest {cheapest[key]:6.2f}s")
+    print(f"wall {wall / 60:.1f} min; floor {floor / 60:.1f} min (cheapest start x records / {args.workers} workers); "
+          f"ratio {wall / floor:.2f}" if floor else f"wall {wall / 60:.1f} min; no records")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
