@@ -37,15 +37,24 @@ _ARITY = {"--ro-bind": 2, "--bind": 2, "--dev-bind": 2, "--symlink": 2, "--dev":
           "--dir": 1, "--chdir": 1, "--cap-drop": 1, "--cap-add": 1, "--seccomp": 1, "--uid": 1, "--gid": 1}
 
 
-def _drop(argv: list[str], unwanted: Callable[[list[str]], bool]) -> list[str]:
-    """`argv` without every option (taken with its arguments, e.g. ["--tmpfs", "/run"]) that `unwanted` names."""
-    out, i = [], 0
+def _edit(argv: list[str], chosen: Callable[[list[str]], bool], how: str = "drop") -> tuple[list[str], bool]:
+    """`argv` with every option `chosen` names (taken with its arguments, e.g. ["--tmpfs", "/run"]) dropped
+    or made a writable bind in place (mount order is meaning), and whether any was."""
+    out, hit, i = [], False, 0
     while i < len(argv):
         group = argv[i:i + 1 + _ARITY.get(argv[i], 0)]
-        if not unwanted(group):
-            out.extend(group)
         i += len(group)
-    return out
+        if not chosen(group):
+            out.extend(group)
+            continue
+        hit = True
+        if how == "writable":
+            out.extend(["--bind", *group[1:]])
+    return out, hit
+
+
+def _drop(argv: list[str], unwanted: Callable[[list[str]], bool]) -> list[str]:
+    return _edit(argv, unwanted)[0]
 
 
 def _without_privilege(entry: dict) -> dict:
@@ -54,10 +63,6 @@ def _without_privilege(entry: dict) -> dict:
     # (mount(8) and umount(8) refuse any other uid before they ask the kernel).
     extra = [] if os.geteuid() == 0 else ["--unshare-user", "--uid", "0", "--gid", "0"]
     return {**entry, "argv": [*argv, *extra, "--cap-add", "ALL"], "seccomp": False}
-
-
-def _with_host_sockets(entry: dict) -> dict:
-    return {**entry, "argv": _drop(entry["argv"], lambda g: g == ["--tmpfs", "/run"])}
 
 
 def _sharing_processes(entry: dict) -> dict:
@@ -74,18 +79,10 @@ def _with_backings_in_view(entry: dict) -> dict:
     return {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--tmpfs" and g[1].endswith("/.agentbox"))}
 
 
-def _with_writable_policy(entry: dict) -> dict:
-    argv = _rewrite(entry["argv"], SINGLE["writable-policy-files"][0], "writable", "", "")
-    return {**entry, "argv": argv if argv is not None else entry["argv"]}
-
-
-def _with_writable_root(entry: dict) -> dict:
-    argv = _rewrite(entry["argv"], SINGLE["writable-root"][0], "writable", "", "")
-    return {**entry, "argv": argv if argv is not None else entry["argv"]}
-
-
-def _with_host_tmp(entry: dict) -> dict:
-    return {**entry, "argv": _drop(entry["argv"], lambda g: g == ["--tmpfs", "/tmp"])}
+def _single(name: str) -> Callable[[dict], dict]:
+    """A control's weakening that is one of the mutation check's single protections (one without {ws} or
+    {home} in its pattern); a plan without that protection is left as it is."""
+    return lambda entry: mutate(entry, name, "", "") or entry
 
 
 def _with_host_home(entry: dict) -> dict:
@@ -95,9 +92,10 @@ def _with_host_home(entry: dict) -> dict:
 
 
 MUTATIONS: dict[str, Callable[[dict], dict]] = {
-    "privilege": _without_privilege, "host_sockets": _with_host_sockets, "process": _sharing_processes,
-    "project_config": _without_config_masks, "backings": _with_backings_in_view, "policy_files": _with_writable_policy,
-    "root_writable": _with_writable_root, "host_tmp": _with_host_tmp, "host_home": _with_host_home}
+    "privilege": _without_privilege, "host_sockets": _single("no-private-run"), "process": _sharing_processes,
+    "project_config": _without_config_masks, "backings": _with_backings_in_view,
+    "policy_files": _single("writable-policy-files"), "root_writable": _single("writable-root"),
+    "host_tmp": _single("no-private-tmp"), "host_home": _with_host_home}
 
 
 # -- single protections, for the mutation check -----------------------------------------------------------
@@ -135,22 +133,6 @@ def _matches(group: list[str], pattern: tuple[str, ...], ws: str, home: str) -> 
         fnmatch.fnmatchcase(g, p.replace("{ws}", ws).replace("{home}", home)) for g, p in zip(group, pattern))
 
 
-def _rewrite(argv: list[str], pattern: tuple[str, ...], how: str, ws: str, home: str) -> list[str] | None:
-    """`argv` with every group matching `pattern` dropped or made a writable bind in place (mount order is
-    meaning), or None when nothing matches."""
-    out, hit, i = [], False, 0
-    while i < len(argv):
-        group = argv[i:i + 1 + _ARITY.get(argv[i], 0)]
-        i += len(group)
-        if not _matches(group, pattern, ws, home):
-            out.extend(group)
-            continue
-        hit = True
-        if how == "writable":
-            out.extend(["--bind", *group[1:]])
-    return out if hit else None
-
-
 def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
     """`entry` with the single protection `name` removed, or None when its plan does not have it."""
     if name == NO_SECCOMP:
@@ -161,8 +143,8 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
         entry = mutate(entry, first, ws, home) or entry
     else:
         pattern, how = SINGLE[name]
-    argv = _rewrite(entry["argv"], pattern, how, ws, home)
-    return None if argv is None else {**entry, "argv": argv}
+    argv, hit = _edit(entry["argv"], lambda g: _matches(g, pattern, ws, home), how)
+    return {**entry, "argv": argv} if hit else None
 
 
 def mutation_names() -> list[str]:
