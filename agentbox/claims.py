@@ -61,6 +61,9 @@ class Claim(BaseModel):
     binary_sha256: str | None = None
     backend: str
     privilege: str = "?"  # root | user: who ran the suite ("?": recorded before that was recorded)
+    # how the harness was driven (headless, tui, acp): its own permission handling differs by mode; "-" on a
+    # backend row, which no harness takes part in
+    mode: str = "headless"
     capability: str
     declared: Support
     claim: ClaimState
@@ -116,8 +119,9 @@ class ClaimsTable(BaseModel):
         return self.model_copy(update={"claims": keep})
 
     def lines(self) -> list[str]:
-        head = ("harness", "version", "backend", "as", "capability", "declared", "claim", "run", "blocked", "notes")
-        rows = [(c.harness, c.version, c.backend, c.privilege, c.capability, c.declared, c.label,
+        head = ("harness", "version", "backend", "as", "mode", "capability", "declared", "claim", "run", "blocked",
+                "notes")
+        rows = [(c.harness, c.version, c.backend, c.privilege, c.mode, c.capability, c.declared, c.label,
                  f"{c.run} of {c.total}", str(c.blocked), c.note_text()) for c in self.claims]
         widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head) - 1)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
@@ -262,22 +266,23 @@ def reconcile(records: Iterable[EvidenceRecord], catalogue: Catalogue,
     # Sandbox-alone records, per backend version: they make the backend rows and feed harness drift.
     # Who ran the suite splits every row: root's evidence proves nothing for a user's launch, and the reverse.
     sandbox: dict[tuple[str, str, str], list[tuple[int, EvidenceRecord]]] = {}
-    harnessed: dict[tuple[str, str, str], list[tuple[int, EvidenceRecord]]] = {}
+    # So does the mode the harness was driven in: a TUI's permission handling is not its headless run's.
+    harnessed: dict[tuple[str, str, str, str], list[tuple[int, EvidenceRecord]]] = {}
     for i, r in indexed:
         ri = r.run_info
         if ri.harness is None:
             sandbox.setdefault((backend_of(r), ri.sandbox_version or UNKNOWN, ri.level), []).append((i, r))
         else:
-            harnessed.setdefault((ri.harness, ri.version or UNKNOWN, ri.level), []).append((i, r))
+            harnessed.setdefault((ri.harness, ri.version or UNKNOWN, ri.level, ri.mode), []).append((i, r))
 
     fresh = _freshness(catalogue, suite_revision)
     claims: list[Claim] = []
     for (backend, bversion, level), recs in sandbox.items():
         claims += _backend_rows(backend, bversion, level, recs, catalogue, declarations, fresh)
-    for (harness, version, level), recs in harnessed.items():
-        claims += _harness_rows(harness, version, level, recs, sandbox, catalogue, declarations, notes, fresh)
+    for (harness, version, level, mode), recs in harnessed.items():
+        claims += _harness_rows(harness, version, level, recs, sandbox, catalogue, declarations, notes, fresh, mode)
     claims.sort(key=lambda c: (c.harness != NO_HARNESS, c.harness, version_key(c.version), c.backend, c.privilege,
-                               c.capability))
+                               c.mode, c.capability))
     return ClaimsTable(catalogue_digest=catalogue.digest, claims=claims, notes=notes)
 
 
@@ -293,7 +298,8 @@ def _backend_rows(backend: str, bversion: str, level: str, recs: list[tuple[int,
         declared = _declared(None, sr)
         j = _judge(vectors, "sandbox", latest, lambda v: expected_outcome(v, "sandbox", None, sr), declared, fresh, {})
         drift = _drift(vectors, latest, lambda v, layer: expected_outcome(v, layer, None, sr))
-        out.append(Claim(harness=NO_HARNESS, version=bversion, backend=backend, privilege=level, capability=cap,
+        out.append(Claim(harness=NO_HARNESS, version=bversion, backend=backend, privilege=level, mode="-",
+                         capability=cap,
                          declared=declared, claim=j.state, blocked=j.blocked, total=len(vectors), run=j.run,
                          escaped=tuple(j.escaped), unverified=j.unverified, drift=drift,
                          layers=by_layer(vectors, latest, ("sandbox",))))
@@ -303,7 +309,7 @@ def _backend_rows(backend: str, bversion: str, level: str, recs: list[tuple[int,
 def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, EvidenceRecord]],
                   sandbox: dict[tuple[str, str, str], list[tuple[int, EvidenceRecord]]], catalogue: Catalogue,
                   declarations: DeclarationSource, table_notes: list[str],
-                  fresh: Callable[[EvidenceRecord], str | None]) -> list[Claim]:
+                  fresh: Callable[[EvidenceRecord], str | None], mode: str = "headless") -> list[Claim]:
     # One build per version: the binary of the newest record. A rebuilt binary with the same version
     # string is a different harness as far as evidence goes, so older builds' records are set aside.
     newest = max(recs, key=lambda ir: (ir[1].when, ir[0]))[1]
@@ -311,7 +317,8 @@ def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, 
     superseded = sum(1 for _, r in recs if r.run_info.binary_sha256 != sha)
     recs = [(i, r) for i, r in recs if r.run_info.binary_sha256 == sha]
     if superseded:
-        table_notes.append(f"{harness} {version}: {superseded} record(s) of another binary build ignored")
+        table_notes.append(f"{harness} {version}{'' if mode == 'headless' else f' ({mode})'}: {superseded} "
+                           "record(s) of another binary build ignored")
     hversion = None if version == UNKNOWN else version
 
     # The harness layer runs without a sandbox, so its records join every backend row of this version.
@@ -341,7 +348,7 @@ def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, 
                        declared, fresh, skipped)
             drift = _drift(applicable, latest, lambda v, layer: expected_outcome(v, layer, hr.get(layer), sr))
             out.append(Claim(harness=harness, version=version, binary_sha256=sha, backend=backend, privilege=level,
-                             capability=cap, declared=declared, claim=j.state, blocked=j.blocked,
+                             mode=mode, capability=cap, declared=declared, claim=j.state, blocked=j.blocked,
                              total=len(composed) + len(skipped), run=j.run, escaped=tuple(j.escaped),
                              unverified=j.unverified, drift=drift,
                              layers=by_layer(applicable, latest, ("harness", "composed"))))

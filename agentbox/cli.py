@@ -216,7 +216,7 @@ def cmd_launch(args) -> int:
     from .launch_plan import launch
 
     return launch(args.profile, args.cwd, args.harness_args, evidence=args.evidence,
-                  accept_unverified=args.accept_unverified, binary=args.binary)
+                  accept_unverified=tuple(args.accept_unverified), binary=args.binary)
 
 
 def cmd_runs_list(args) -> int:
@@ -248,7 +248,7 @@ def cmd_runs_show(args) -> int:
         print(json.dumps(run, indent=2, sort_keys=True))
         return 0
     for key in ("id", "status", "profile", "profile_digest", "profile_source", "project_root", "harness", "version",
-                "binary", "binary_sha256", "backend", "intent_hash", "plan_hash", "accept_unverified",
+                "binary", "binary_sha256", "backend", "intent_hash", "plan_hash", "accepted_items",
                 "harness_args", "started_at", "ended_at", "exit_status", "cleanup"):
         print(f"{key:<18} {run[key]}")
     print("claims:")
@@ -314,13 +314,14 @@ def _parser() -> "argparse.ArgumentParser":
     mls.set_defaults(fn=cmd_matrix_list)
 
     lch = sub.add_parser("launch", help="start a harness under a profile, if the evidence proves every required item",
-                         usage="agent-box launch PROFILE [--cwd DIR] [--evidence DIR] [--accept-unverified] "
+                         usage="agent-box launch PROFILE [--cwd DIR] [--evidence DIR] [--accept-unverified ITEM]... "
                                "[--binary PATH] [-- HARNESS ARGS...]")
     lch.add_argument("profile", help="a profile path or a name under $AGENTBOX_HOME/profiles")
     lch.add_argument("--cwd", default=".", help="the project directory (default: the current one)")
     lch.add_argument("--evidence", metavar="DIR", help="the evidence store (default $AGENTBOX_HOME/evidence)")
-    lch.add_argument("--accept-unverified", action="store_true",
-                     help="run past required items whose claims are unverified (never refuted or partial)")
+    lch.add_argument("--accept-unverified", action="append", default=[], metavar="ITEM",
+                     help="run past this required item (a profile item or its capability) if its claim is only "
+                          "unverified, never refuted or partial; repeat it for each item")
     lch.add_argument("--binary", help="launch this harness binary instead of the installed one")
     lch.set_defaults(fn=cmd_launch, harness_args=[])
 

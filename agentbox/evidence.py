@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from . import __version__
 from .errors import InputError
 
-__all__ = ["SCHEMA_VERSION", "Privilege", "PrivilegeLevel", "privilege_level", "Provenance", "RunInfo",
+__all__ = ["SCHEMA_VERSION", "Mode", "MODES", "Privilege", "PrivilegeLevel", "privilege_level", "Provenance", "RunInfo",
            "EvidenceRecord", "append", "read_records", "EvidenceError", "host_facts", "json_schema"]
 
 SCHEMA_VERSION = 1
@@ -60,6 +60,10 @@ def privilege_level(uid: int | None = None) -> PrivilegeLevel:
     return "root" if (os.geteuid() if uid is None else uid) == 0 else "user"
 
 
+Mode = Literal["headless", "tui", "acp"]
+MODES: tuple[str, ...] = ("headless", "tui", "acp")
+
+
 class RunInfo(BaseModel):
     """What the observation depends on, after web-platform-tests' run_info."""
 
@@ -79,6 +83,11 @@ class RunInfo(BaseModel):
     # "synthetic" (made up by a generator for tests, the report or a benchmark). None: recorded before
     # records said (or by a producer that did not); only "observed" ever counts as proof at the gate.
     provenance: Provenance | None = None
+    # How the harness was driven: its one-shot headless run, its interactive TUI on a pseudo-terminal, or as an
+    # ACP agent. Permission handling differs by mode (Claude Code's TUI modes, Codex's TUI approvals, which
+    # `codex exec` forces to never), so a harness's enforcement is proven only for the mode it ran in. Records
+    # written before the field existed came from headless runs.
+    mode: Mode = "headless"
 
     @property
     def level(self) -> str:

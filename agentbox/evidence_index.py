@@ -26,24 +26,25 @@ from pathlib import Path
 __all__ = ["INDEX_NAME", "lookup", "unproven", "sync", "signature", "index_path"]
 
 INDEX_NAME = ".index.sqlite"
-_FORMAT = "4"  # bump when the tables change: an old index is then rebuilt
+_FORMAT = "5"  # bump when the tables change: an old index is then rebuilt
 _DEFAULT_BACKEND = "bwrap"  # as claims.DEFAULT_BACKEND: a composed record that names none ran under it
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, ino INTEGER NOT NULL, size INTEGER NOT NULL, "
     "mtime_ns INTEGER NOT NULL, offset INTEGER NOT NULL, lines INTEGER NOT NULL)",
     # harness-layer rows have backend '' (they join every backend); sandbox-alone rows have harness ''
-    # provenance is part of the key: a synthetic record must never shadow an observed one of its run
+    # provenance is part of the key: a synthetic record must never shadow an observed one of its run; so is the
+    # mode a harness was driven in (a TUI run never shadows a headless one); sandbox-alone rows have mode ''
     "CREATE TABLE IF NOT EXISTS latest (harness TEXT NOT NULL, version TEXT NOT NULL, sha TEXT NOT NULL, "
     "backend TEXT NOT NULL, kernel TEXT NOT NULL, privilege TEXT NOT NULL, sversion TEXT NOT NULL, "
-    "provenance TEXT NOT NULL, vector TEXT NOT NULL, layer TEXT NOT NULL, t INTEGER NOT NULL, ord TEXT NOT NULL, "
-    "line TEXT NOT NULL, "
-    "PRIMARY KEY (harness, version, sha, backend, kernel, privilege, sversion, provenance, vector, layer)) "
+    "provenance TEXT NOT NULL, mode TEXT NOT NULL, vector TEXT NOT NULL, layer TEXT NOT NULL, t INTEGER NOT NULL, "
+    "ord TEXT NOT NULL, line TEXT NOT NULL, "
+    "PRIMARY KEY (harness, version, sha, backend, kernel, privilege, sversion, provenance, mode, vector, layer)) "
     "WITHOUT ROWID",
 )
 _UPSERT = (
-    "INSERT INTO latest VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-    "ON CONFLICT (harness, version, sha, backend, kernel, privilege, sversion, provenance, vector, layer) "
+    "INSERT INTO latest VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (harness, version, sha, backend, kernel, privilege, sversion, provenance, mode, vector, layer) "
     "DO UPDATE SET t=excluded.t, ord=excluded.ord, line=excluded.line "
     "WHERE excluded.t > latest.t OR (excluded.t = latest.t AND excluded.ord > latest.ord)"
 )
@@ -90,7 +91,7 @@ def _micros(stamp: str) -> int:
     return (when - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
 
 
-def _key(data: dict) -> tuple[str, str, str, str, str, str, str, str]:
+def _key(data: dict) -> tuple[str, str, str, str, str, str, str, str, str]:
     info = data["run_info"]
     kernel = info.get("kernel") or ""
     privilege = info.get("privilege") or {}
@@ -98,10 +99,10 @@ def _key(data: dict) -> tuple[str, str, str, str, str, str, str, str]:
     sversion = "" if data["layer"] == "harness" else info.get("sandbox_version") or "?"
     provenance = info.get("provenance") or ""
     if info.get("harness") is None:
-        return "", "", "", info.get("sandbox_backend") or _DEFAULT_BACKEND, kernel, level, sversion, provenance
+        return "", "", "", info.get("sandbox_backend") or _DEFAULT_BACKEND, kernel, level, sversion, provenance, ""
     backend = "" if data["layer"] == "harness" else info.get("sandbox_backend") or _DEFAULT_BACKEND
     return info["harness"], info.get("version") or "?", info.get("binary_sha256") or "", backend, kernel, level, \
-        sversion, provenance
+        sversion, provenance, info.get("mode") or "headless"
 
 
 def _rows(path: Path, start: int, first_line: int):

@@ -12,9 +12,14 @@ Rules, per item:
 - required whose plan coverage is not exact: refused, whatever the evidence (no evidence can make a
   missing mechanism exist, and `--accept-unverified` does not weaken a plan);
 - required, covered exactly: the claim must be `exact`; `refuted` and `partial` refuse always;
-  `unverified` (or no evidence at all) refuses unless `--accept-unverified`, which lets it through
-  loudly. The claims reach the gate already judged for freshness (a record of another suite revision,
+  `unverified` (or no evidence at all) refuses unless `--accept-unverified ITEM` names the item (or its
+  capability), which lets that one item through loudly; an unnamed item stays refused, so accepting one
+  gap never waves through another that appears later. The claims reach the gate already judged for freshness (a record of another suite revision,
   catalogue or bubblewrap version counts as unverified, never as exact);
+- evidence counts for the mode the launch drives the harness in (`LAUNCH_MODE`, its TUI): a harness's
+  permission handling differs by mode, so a claim proven only in headless runs carries an item only where the
+  OS sandbox alone blocked every vector bearing on it (no harness mode can change that); elsewhere the item is
+  `unverified`, naming the mode its evidence was taken in;
 - the sandbox-alone row is read too: where the OS sandbox alone escaped a vector its declaration says it
   blocks, the plan's coverage rests on a false declaration, so an `exact` composed claim does not carry
   the item (refused at the sandbox layer until the declaration is fixed to the truth).
@@ -27,9 +32,11 @@ from typing import Any, Iterable, Literal, Mapping
 
 from .capability import TRIVIAL
 
-__all__ = ["Target", "ItemVerdict", "Decision", "decide", "evidence_command"]
+__all__ = ["Target", "ItemVerdict", "Decision", "decide", "evidence_command", "accepts", "unknown_accepted",
+           "carried_by_sandbox", "LAUNCH_MODE"]
 
 Verdict = Literal["proven", "trivial", "accepted", "refused", "advisory"]
+LAUNCH_MODE = "tui"  # `agent-box launch` starts the harness's interactive TUI
 _SHOWN = 8  # vector ids named per item; the rest are counted
 _UNPROVEN = {
     "synthetic": "not counted: {n} synthetic vector run(s) of this build (made up for tests or benchmarks); "
@@ -79,7 +86,7 @@ class Decision:
     target: Target
     items: tuple[ItemVerdict, ...]
     errors: tuple[str, ...] = ()  # plan errors not tied to an item (a compile that cannot work)
-    accept_unverified: bool = False
+    accept_unverified: tuple[str, ...] = ()  # the items (or capabilities) the user named
     # runs of this build the evidence index left out, per provenance: never proof, named in a refusal
     unproven: tuple[tuple[str, int], ...] = ()
 
@@ -110,15 +117,17 @@ class Decision:
         if any(v.layer == "composed" for v in self.refused):
             lines.append("produce the evidence for this exact build with:")
             lines.append(f"  {evidence_command(self.target)}")
-        if any(v.claim == "unverified" and v.layer == "composed" for v in self.refused):
-            lines.append("or relaunch with --accept-unverified to run past unverified items "
+        unverified = [v.item for v in self.refused if v.claim == "unverified" and v.layer == "composed"]
+        if unverified:
+            flags = " ".join(f"--accept-unverified {name}" for name in unverified)
+            lines.append(f"or relaunch with {flags} to run past these unverified items, named one by one "
                          "(never past refuted or partial ones)")
         return "\n".join(lines)
 
     def notice(self) -> str:
         """The loud line printed on every launch that --accept-unverified let through."""
         names = "; ".join(f"{v.item} ({v.capability}: {v.reason})" for v in self.accepted)
-        return (f"WARNING: --accept-unverified: {len(self.accepted)} required item(s) are NOT proven for "
+        return (f"WARNING: --accept-unverified {' '.join(self.accept_unverified)}: {len(self.accepted)} required item(s) are NOT proven for "
                 f"{self.target.label} and run unverified: {names}")
 
 
@@ -131,8 +140,42 @@ def _layers(item: Any) -> str:
     return item.gap or f"coverage {item.effective}"
 
 
+def accepts(item: Any, names: Iterable[str]) -> bool:
+    """Whether `--accept-unverified` named this item, by its profile name or its capability."""
+    return item.item in names or item.capability in names
+
+
+def unknown_accepted(items: Iterable[Any], names: Iterable[str]) -> list[str]:
+    """Names given to `--accept-unverified` that are no item (nor capability) of the plan: a typo must not
+    look like consent."""
+    items = list(items)
+    return [n for n in names if not any(accepts(i, (n,)) for i in items)]
+
+
+def carried_by_sandbox(vectors: Iterable[str], sandbox: Any | None) -> bool:
+    """Whether the OS sandbox alone blocked, with passing controls, every vector bearing on an item: then no
+    harness mode can change the item's truth, and evidence of any mode speaks for it."""
+    vectors = set(vectors)
+    return (sandbox is not None and sandbox.claim == "exact" and bool(vectors)
+            and vectors <= set(sandbox.layers.get("sandbox", {})))
+
+
+def _in_mode(claim: Any | None, other: Any | None, vectors: tuple[str, ...], sandbox: Any | None,
+             mode: str) -> tuple[Any | None, str]:
+    """The claim that speaks for a launch in `mode`, and why another mode's claim does not, if it does not."""
+    if other is None or (claim is not None and claim.claim != "unverified"):
+        return claim, ""  # the launched mode's own evidence decides whenever it says anything firm
+    if carried_by_sandbox(vectors, sandbox):
+        return other, ""
+    if claim is None and other.claim == "exact":
+        return None, (f"proven in {other.mode} runs only: launch drives the {mode}, whose permission handling is "
+                      f"another code path, and the sandbox alone does not block every vector of it; record "
+                      f"{mode} evidence (pytest negative --agentbox-mode {mode})")
+    return claim, ""
+
+
 def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool,
-           sandbox: Any | None = None) -> ItemVerdict:
+           sandbox: Any | None = None, other: Any | None = None, mode: str = LAUNCH_MODE) -> ItemVerdict:
     base = dict(item=item.item, capability=item.capability, requirement=item.requirement, coverage=item.effective)
     required = item.requirement == "required"
     if item.capability in TRIVIAL:
@@ -142,9 +185,10 @@ def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool,
         state = claim.claim if claim is not None else "unverified"
         return ItemVerdict(**base, claim=state, verdict="refused" if required else "advisory", layer="plan",
                            reason=f"the plan covers it {item.effective}: {_layers(item)}")
+    claim, other_mode = _in_mode(claim, other, vectors, sandbox, mode)
     if claim is None:
-        reason = ("no evidence recorded for this build" if vectors
-                  else "the vector catalogue has no vector for this capability, so nothing can verify it")
+        reason = other_mode or ("no evidence recorded for this build" if vectors
+                                else "the vector catalogue has no vector for this capability, so nothing can verify it")
         state, failing = "unverified", vectors
     else:
         state = claim.claim
@@ -173,17 +217,22 @@ def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool,
     return ItemVerdict(**base, claim=state, verdict=verdict, layer=layer, vectors=tuple(failing), reason=reason)
 
 
-def decide(items: Iterable[Any], claims: Mapping[str, Any], target: Target, *, accept_unverified: bool = False,
+def decide(items: Iterable[Any], claims: Mapping[str, Any], target: Target, *,
+           accept_unverified: Iterable[str] = (),
            vectors: Mapping[str, tuple[str, ...]] | None = None, errors: Iterable[str] = (),
-           sandbox_claims: Mapping[str, Any] | None = None, unproven: Mapping[str, int] | None = None) -> Decision:
-    """`items`: the plan's ItemPlans; `claims`: capability -> Claim for exactly `target`; `vectors`:
+           sandbox_claims: Mapping[str, Any] | None = None, unproven: Mapping[str, int] | None = None,
+           other_modes: Mapping[str, Any] | None = None, mode: str = LAUNCH_MODE) -> Decision:
+    """`items`: the plan's ItemPlans; `claims`: capability -> Claim for exactly `target`, in the `mode` the launch
+    drives the harness in; `other_modes`: capability -> its claim from another mode (headless), which counts only
+    where the sandbox alone carries the item; `vectors`:
     capability -> the catalogue's composed vectors for this harness, skipped ones included (named when no
     evidence exists); `sandbox_claims`: capability -> the sandbox-alone Claim of `target.backend`;
     `unproven`: provenance -> runs of this build left out of `claims` (`evidence_index.unproven`)."""
-    vectors, sandbox_claims = vectors or {}, sandbox_claims or {}
-    verdicts = tuple(_judge(i, claims.get(i.capability), tuple(vectors.get(i.capability, ())), accept_unverified,
-                            sandbox_claims.get(i.capability))
+    vectors, sandbox_claims, other_modes = vectors or {}, sandbox_claims or {}, other_modes or {}
+    named = tuple(sorted(set(accept_unverified)))
+    verdicts = tuple(_judge(i, claims.get(i.capability), tuple(vectors.get(i.capability, ())), accepts(i, named),
+                            sandbox_claims.get(i.capability), other_modes.get(i.capability), mode)
                      for i in items)
-    return Decision(target=target, items=verdicts, errors=tuple(errors), accept_unverified=accept_unverified,
+    return Decision(target=target, items=verdicts, errors=tuple(errors), accept_unverified=named,
                     unproven=tuple(sorted((unproven or {}).items())))
 

@@ -179,7 +179,7 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
 
 # How long a run's processes get to end with its PID namespace before they count as outliving it (only
 # spent when some process is still there: the kernel ends a namespace in milliseconds).
-_NAMESPACE_GRACE = 3.0
+NAMESPACE_GRACE = 3.0
 
 
 def run_harness(req: RunRequest) -> RunOutcome:
@@ -196,7 +196,7 @@ def run_harness(req: RunRequest) -> RunOutcome:
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
         elapsed = time.monotonic() - start
-        leftovers = kill_marked(run.run_id, grace=_NAMESPACE_GRACE)
+        leftovers = kill_marked(run.run_id, grace=NAMESPACE_GRACE)
         failure = "; ".join(run.started.notes) if run.started is not None and run.started.notes else None
         return RunOutcome(exit_code=None if timed_out else proc.returncode, stdout=out, stderr=err, elapsed=elapsed,
                           timed_out=timed_out, plan=run.plan, argv=run.argv, artifacts=run.artifacts,

@@ -31,7 +31,7 @@ SENTINEL = "\0agentbox-harness-args\0"  # finds where an adapter puts the user's
 
 def _parse(argv: list[str]) -> dict | None:
     """The common spelling only; anything else goes through argparse and its messages."""
-    out: dict = {"profile": None, "cwd": ".", "evidence": None, "binary": None, "accept_unverified": False}
+    out: dict = {"profile": None, "cwd": ".", "evidence": None, "binary": None, "accept_unverified": []}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -42,9 +42,11 @@ def _parse(argv: list[str]) -> dict | None:
             out[a[2:]] = argv[i + 1]
             i += 2
             continue
-        if a == "--accept-unverified":
-            out["accept_unverified"] = True
-        elif not a.startswith("-") and out["profile"] is None:
+        if a == "--accept-unverified" and i + 1 < len(argv):
+            out["accept_unverified"].append(argv[i + 1])
+            i += 2
+            continue
+        if not a.startswith("-") and out["profile"] is None:
             out["profile"] = a
         else:
             return None
@@ -55,10 +57,10 @@ def _parse(argv: list[str]) -> dict | None:
 
 
 def cache_file(profile_bytes: bytes, profile_path: str, cwd: str, evidence: str, binary: str | None,
-               accept_unverified: bool) -> str:
+               accept_unverified: list[str] | tuple[str, ...]) -> str:
     key = sha256(b"\0".join([
         FORMAT.encode(), profile_bytes, os.path.realpath(profile_path).encode(), cwd.encode(), home_dir().encode(),
-        os.path.abspath(evidence).encode(), (binary or "").encode(), b"accept" if accept_unverified else b"",
+        os.path.abspath(evidence).encode(), (binary or "").encode(), "\n".join(sorted(set(accept_unverified))).encode(),
         package_fingerprint().encode(),
     ])).hexdigest()
     return os.path.join(agentbox_home(), "cache", "launch", f"{key}.json")

@@ -18,8 +18,8 @@ from pathlib import Path
 from .adapters import get_adapter
 from .adapters.base import Probe
 from .compiler import compile_plan
-from .errors import HarnessError
-from .gate import Decision, Target, decide
+from .errors import HarnessError, InputError
+from .gate import LAUNCH_MODE, Decision, Target, decide, unknown_accepted
 from .launch import SENTINEL, binary_state, cache_file, execute, stat_key, surface_state
 from .plan import EffectiveRunPlan, canonical_json
 from .profile import LoadedProfile, load_profile
@@ -40,6 +40,7 @@ class Built:
     vectors: dict  # capability -> the catalogue's composed vectors for this harness
     probe_errors: tuple[str, ...] = ()
     sandbox_claims: dict | None = None  # capability -> the sandbox-alone Claim of the plan's backend
+    other_modes: dict | None = None  # capability -> the build's claim from headless runs
 
 
 def _binary(harness: str, binary: str | None) -> tuple[str, dict]:
@@ -67,7 +68,7 @@ def _surface_paths(plan: EffectiveRunPlan) -> list[str]:
     return sorted(paths)
 
 
-def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unverified: bool = False,
+def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unverified: tuple[str, ...] = (),
           binary: str | None = None) -> Built:
     """Everything the gate decides from, and its decision. Writes nothing but caches."""
     from .claims import NO_HARNESS, default_catalogue_dir, reconcile
@@ -85,6 +86,11 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     stat = stat_key(resolved)
     probe, identity = get_adapter(harness).remembered_probe(invoked)
     plan = compile_plan(loaded, cwd, probe=probe)
+    unknown = unknown_accepted(plan.items, accept_unverified)
+    if unknown:
+        names = ", ".join(f"{i.item} ({i.capability})" for i in plan.items)
+        raise InputError(f"--accept-unverified {unknown[0]}: no item of this profile is called that; "
+                         f"name an item or its capability: {names}", file=loaded.source)
     store = Path(evidence).absolute() if evidence else evidence_dir()
     backend = plan.sandbox.backend
     # the gate's answer holds for this user (evidence matches the privilege a launch runs with) and this
@@ -99,7 +105,10 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     left_out = unproven(store, harness, probe.version, probe.sha256, backend, **build_key)
     catalogue = load_catalogue(default_catalogue_dir())
     table = reconcile([EvidenceRecord.model_validate(r) for r in rows], catalogue, suite_revision=suite_revision())
-    claims = {c.capability: c for c in table.claims if c.harness == harness and c.backend == backend}
+    mine = [c for c in table.claims if c.harness == harness and c.backend == backend]
+    claims = {c.capability: c for c in mine if c.mode == LAUNCH_MODE}
+    # another mode's claims (headless runs) speak only where the sandbox alone carries the item (`gate`)
+    other_modes = {c.capability: c for c in mine if c.mode == "headless"}
     sandbox_claims = {c.capability: c for c in table.claims if c.harness == NO_HARNESS and c.backend == backend}
     # a vector the catalogue cannot run on this harness is named too: it leaves the item unverified
     vectors = {i.capability: tuple(v.id for v in catalogue.vectors if v.capability == i.capability
@@ -108,7 +117,8 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     probe_errors = (f"{harness} binary {probe.binary}: {probe.problem}",) if probe.version is None else ()
     target = Target(harness, probe.version, probe.sha256, backend, str(store))
     decision = decide(plan.items, claims, target, accept_unverified=accept_unverified, vectors=vectors,
-                      errors=[*plan.native.errors, *probe_errors], sandbox_claims=sandbox_claims, unproven=left_out)
+                      errors=[*plan.native.errors, *probe_errors], sandbox_claims=sandbox_claims, unproven=left_out,
+                      other_modes=other_modes)
     used = {v for ids in vectors.values() for v in ids}
     fields = {
         "profile": loaded.profile.name, "profile_digest": loaded.digest,
@@ -118,9 +128,11 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
         "intent_hash": hashlib.sha256(canonical_json(plan.intent).encode()).hexdigest(), "plan_hash": plan.hash,
         "claims": decision.claims(),
         "evidence_ids": sorted(r["id"] for r in rows if r["layer"] == "composed" and r["vector_id"] in used),
-        "overrides": [o.model_dump(mode="json") for o in plan.overrides], "accept_unverified": accept_unverified,
+        "overrides": [o.model_dump(mode="json") for o in plan.overrides],
+        "accept_unverified": bool(decision.accepted), "accepted_items": [v.item for v in decision.accepted],
     }
-    return Built(loaded, probe, plan, decision, fields, check, claims, vectors, probe_errors, sandbox_claims)
+    return Built(loaded, probe, plan, decision, fields, check, claims, vectors, probe_errors, sandbox_claims,
+                 other_modes)
 
 
 def _entry(built: Built) -> tuple[dict, bool]:
@@ -141,7 +153,7 @@ def _entry(built: Built) -> tuple[dict, bool]:
 
 
 def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None = None,
-           accept_unverified: bool = False, binary: str | None = None) -> int:
+           accept_unverified: tuple[str, ...] = (), binary: str | None = None) -> int:
     from .runs import RunStore
 
     built = build(profile_arg, cwd, evidence=evidence, accept_unverified=accept_unverified, binary=binary)
@@ -170,7 +182,7 @@ def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None
     return execute(entry, extra)
 
 
-def _with_mcp_inventory(built: Built, accept_unverified: bool) -> Built:
+def _with_mcp_inventory(built: Built, accept_unverified: tuple[str, ...]) -> Built:
     """Tool allowlists need each server's full tool list, asked from the server (in a locked-down
     sandbox) only after the first gate allowed the launch; the plan is then compiled and gated again."""
     from dataclasses import replace
@@ -182,6 +194,8 @@ def _with_mcp_inventory(built: Built, accept_unverified: bool) -> Built:
     plan = compile_plan(built.loaded, built.plan.cwd, probe=built.probe, mcp_tools=tools)
     decision = decide(plan.items, built.claims, built.decision.target, accept_unverified=accept_unverified,
                       vectors=built.vectors, errors=[*plan.native.errors, *built.probe_errors],
-                      sandbox_claims=built.sandbox_claims, unproven=dict(built.decision.unproven))
-    fields = {**built.fields, "plan_hash": plan.hash, "claims": decision.claims()}
+                      sandbox_claims=built.sandbox_claims, unproven=dict(built.decision.unproven),
+                      other_modes=built.other_modes)
+    fields = {**built.fields, "plan_hash": plan.hash, "claims": decision.claims(),
+              "accept_unverified": bool(decision.accepted), "accepted_items": [v.item for v in decision.accepted]}
     return replace(built, plan=plan, decision=decision, fields=fields)

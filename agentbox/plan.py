@@ -166,6 +166,9 @@ class SandboxPlan(_Frozen):
     unix_filter: bool = False  # every process of the run is refused new unix sockets
     # every process of the run gets the seccomp denylist (agentbox/data/seccomp/denylist.yaml)
     syscall_filter: bool = False
+    # every process of the run is kept from abstract unix sockets made outside it (Landlock scope), where the run
+    # shares the host's network namespace and with it the host's abstract sockets
+    abstract_unix_scope: bool = False
 
 
 class EffectiveRunPlan(_Frozen):

@@ -56,8 +56,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX runs_status ON runs (status)",
     ),
+    # which required items `--accept-unverified ITEM` let through unproven, by name
+    ("ALTER TABLE runs ADD COLUMN accepted_items TEXT NOT NULL DEFAULT '[]'",),
 )
-_JSON = ("claims", "evidence_ids", "overrides", "harness_args")
+_JSON = ("claims", "evidence_ids", "overrides", "harness_args", "accepted_items")
 _FIELDS = ("profile", "profile_digest", "profile_source", "project_root", "harness", "version", "binary",
            "binary_sha256", "backend", "intent_hash", "plan_hash", *_JSON, "accept_unverified", "refusal", "run_dir")
 

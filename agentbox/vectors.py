@@ -63,7 +63,7 @@ class Oracle(_Strict):
     server: str = "canary"    # mcp_not_called: whose log
 
 
-ListenerKind = Literal["tcp", "tcp2", "tcp6", "udp", "unix"]
+ListenerKind = Literal["tcp", "tcp2", "tcp6", "udp", "unix", "abstract"]
 
 
 class Setup(_Strict):
@@ -87,7 +87,8 @@ class Setup(_Strict):
 
     @model_validator(mode="after")
     def _names_have_listeners(self) -> "Setup":
-        stray = sorted(n for n, kind in self.names.items() if kind not in self.listeners or kind == "unix")
+        stray = sorted(n for n, kind in self.names.items()
+                       if kind not in self.listeners or kind in ("unix", "abstract"))
         if stray:
             raise ValueError(f"names {', '.join(stray)} point at a listener the setup does not open (or a unix one)")
         return self
@@ -113,9 +114,10 @@ class Control(_Strict):
     # syscalls the denylist refuses; `host_sockets` leaves the host's /run in view; `process` shares the host's
     # processes; `project_config` leaves the project's own config files writable; `backings` the profile
     # backings under the workspace's .agentbox in view; `policy_files` the harness's compiled policy writable;
-    # `root_writable`, `host_tmp`, `host_home` the host's root, /tmp and home as they are (agentbox.testing.weakened).
+    # `root_writable`, `host_tmp`, `host_home` the host's root, /tmp and home as they are; `abstract_sockets` no
+    # Landlock scope over the host's abstract unix sockets (agentbox.testing.weakened).
     weaken: tuple[Literal["privilege", "host_sockets", "process", "project_config", "backings", "policy_files",
-                          "root_writable", "host_tmp", "host_home"], ...] = ()
+                          "root_writable", "host_tmp", "host_home", "abstract_sockets"], ...] = ()
     harness_intent: dict[str, Any] | None = None  # the harness layer's control intent, when it differs
     # `host`: the harness layer's control runs on the host, for a protection of the harness's own that no
     # intent turns off (Claude Code's and Codex's sandboxes keep their own project config read-only)

@@ -6,7 +6,8 @@ its control and its attack (two starts); the cheapest record of a (harness, laye
 starts. Ratio = wall / floor: what the suite adds on top of starting harnesses (fixed waits, per-test
 probes and compiles, an idle worker). Target: the run within 20 min on a 2-core machine.
 
-Usage: python benchmarks/conformance.py [--matrix matrices/default.yaml] [--workers 2] [-- PYTEST-ARGS...]
+Usage: python benchmarks/conformance.py [--matrix matrices/default.yaml] [--workers 2] [--evidence DIR]
+           [-- PYTEST-ARGS...]      (--evidence keeps the run's records there: its claims table)
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--matrix", default="matrices/default.yaml")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--evidence", metavar="DIR", help="keep the run's evidence here (default: a temporary folder)")
     ap.add_argument("extra", nargs="*")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as evidence:
+    with tempfile.TemporaryDirectory() as scratch:
+        evidence = args.evidence or scratch
         argv = [sys.executable, "-m", "pytest", "conformance", "negative", "-q", "-n", str(args.workers),
                 "--agentbox-matrix", args.matrix, "--agentbox-require-harnesses",
                 "--agentbox-evidence-dir", evidence, *args.extra]

@@ -5,15 +5,13 @@ terminal, which these TUIs do not need (see the note at the end of this module).
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from agentbox.testing import terminal
+from agentbox.testing.tui import SCRIPTS, Tail, plain
 from agentbox.testing.fixtures import scripted_key_env, scripted_profile
 from agentbox.testing.session import session_key
 
@@ -21,42 +19,6 @@ ANSWER = "tui-answer-7c41"
 READ_WRITE = {"workspace": {"access": "read_write", "requirement": "required"},
               "command_network": {"access": "none", "requirement": "required"}}
 _REPO = Path(__file__).resolve().parents[1]
-
-
-def _seed_claude_state(config_dir: Path, env: dict[str, str]) -> None:
-    """Claude Code asks once whether to use an API key found in the environment; the answer lives in
-    `.claude.json` (`customApiKeyResponses.approved`: the key's last 20 characters). The compiled
-    `.claude.json` already settles onboarding and the trust dialog."""
-    state_file = config_dir / ".claude.json"
-    state = json.loads(state_file.read_text()) if state_file.exists() else {}
-    key = env["ANTHROPIC_API_KEY"]
-    state["customApiKeyResponses"] = {"approved": [key[-20:]], "rejected": []}
-    state_file.write_text(json.dumps(state))
-
-
-def _words(text: str) -> str:
-    """A regex for `text` on a terminal screen: words may be apart by spaces or cursor moves."""
-    import re
-
-    return r"(?:\s|\x1b\[[0-9;]*[A-Za-z])+".join(re.escape(w) for w in text.split())
-
-
-@dataclass(frozen=True)
-class TuiScript:
-    ready: str  # a regex that shows the input box is up
-    quit: str  # the TUI's own quit command
-    dialogs: tuple[tuple[str, str], ...] = ()  # first-run dialogs: (regex, keys that pass it)
-    seed: Callable[[Path, dict[str, str]], None] | None = None  # amends the private config before start
-
-
-# How to drive each harness's TUI (test knowledge, not product data).
-SCRIPTS = {
-    "claude-code": TuiScript(ready=_words("for shortcuts"), quit="/exit", seed=_seed_claude_state),
-    # Not yet codex: its 0.171 TUI first asks how to open the (compiled: untrusted) project ("Open
-    # restricted", Enter), and under pytest also shows a "Meet GPT-6 Sol / Try new model" migration
-    # prompt, after the input box is already drawn, that takes the prompt's Enter (it then fails to save
-    # the choice to the read-only config.toml). It answers and quits fine when that prompt is absent.
-}
 
 pytestmark = [pytest.mark.smoke, pytest.mark.harness(*SCRIPTS)]
 
@@ -86,7 +48,7 @@ def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, reques
         child = terminal.spawn(run.argv, env=env, cwd=run.cwd, pass_fds=run.pass_fds, dimensions=(40, 120),
                                encoding="utf-8", codec_errors="replace", timeout=timeout)
         screen: list[str] = []
-        child.logfile_read = _Tail(screen)
+        child.logfile_read = Tail(screen, keep=400)
         try:
             for pattern, keys in script.dialogs:
                 child.expect(pattern)
@@ -101,36 +63,14 @@ def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, reques
             child.expect(pexpect.EOF)
         except (pexpect.TIMEOUT, pexpect.EOF) as exc:
             child.close(force=True)
-            pytest.fail(f"{type(exc).__name__} after {time.monotonic() - start:.1f}s; screen tail:\n{_plain(screen)}")
+            pytest.fail(f"{type(exc).__name__} after {time.monotonic() - start:.1f}s; screen tail:\n{plain(screen)}")
         child.close()
         elapsed = time.monotonic() - start
         leftovers = kill_marked(run.run_id)
-    assert child.exitstatus == 0, f"exit {child.exitstatus} signal {child.signalstatus}\n{_plain(screen)}"
+    assert child.exitstatus == 0, f"exit {child.exitstatus} signal {child.signalstatus}\n{plain(screen)}"
     assert leftovers == [], "no process of the TUI survived it"
     assert [r for r in scripted_model.transcript if not r.side], "the TUI asked the scripted model through the relay"
     print(f"{harness.id}: answered after {answered:.2f}s, exited after {elapsed:.2f}s")
-
-
-class _Tail:
-    """A pexpect log sink keeping the last screenful of output for failure messages."""
-
-    def __init__(self, sink: list[str]):
-        self.sink = sink
-
-    def write(self, data: str) -> None:
-        self.sink.append(data)
-        if len(self.sink) > 400:
-            del self.sink[:200]
-
-    def flush(self) -> None:
-        pass
-
-
-def _plain(chunks: list[str]) -> str:
-    import re
-
-    text = re.sub(r"\x1b\[[0-9;?<>=]*[a-zA-Z~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[=>()78A-Z]", "", "".join(chunks))
-    return text[-2000:]
 
 
 # Note on terminals. bwrap --new-session (setsid) leaves the TUI without a controlling terminal: its

@@ -11,6 +11,7 @@ from agentbox.evidence import privilege_level
 from agentbox.testing.evidence_writer import hand_over
 from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
+from agentbox.testing.tui import unsupported
 
 pytestmark = pytest.mark.negative
 
@@ -30,7 +31,7 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture
 def runner(request):
     session = request.config.stash[session_key]
-    return VectorRunner(session.catalogue(), session.timeout, request.node.nodeid)
+    return VectorRunner(session.catalogue(), session.timeout, request.node.nodeid, mode=session.mode)
 
 
 def _judge(request, record, expected):
@@ -43,6 +44,8 @@ def _judge(request, record, expected):
 
 @pytest.mark.vector_layers("sandbox")
 def test_the_sandbox_alone_enforces_what_it_declares(request, runner, vector):
+    if runner.mode != "headless":
+        pytest.skip(f"the sandbox alone drives no harness: its records are the same in every mode ({runner.mode} run)")
     if not vector.applies_to(None, privilege_level()):
         pytest.skip(vector.skip_reason(None, privilege_level()))
     record = runner.run(vector, "sandbox")
@@ -56,6 +59,8 @@ def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, h
         pytest.skip(vector.skip_reason(harness.name, privilege_level()))
     if layer not in vector.run_layers():
         pytest.skip(f"{vector.id} is not run in the {layer} layer")
+    if runner.mode == "tui" and unsupported(harness.name):
+        pytest.skip(f"{harness.name} has no TUI driver: {unsupported(harness.name)}")
     probe = request.getfixturevalue("harness_probe")
     record = runner.run(vector, layer, harness, probe, scripted_model)
     _judge(request, record, expected_for(vector, layer, harness.name, probe.version))

@@ -68,6 +68,9 @@ class ToolVocabulary(BaseModel):
     # How the harness's own output records a call it refused and never answered to the model (OpenCode ends
     # a headless run at an `ask`): a match proves the attempt met its policy; regular expressions
     refusals: tuple[str, ...] = ()
+    # How the harness answers a call whose arguments its tool rejects (a wrong name, a missing field): such a
+    # call never met a permission mechanism, so an attempt that got one proves nothing (regular expressions)
+    argument_errors: tuple[str, ...] = ()
 
 
 class HarnessAdapter(ABC):

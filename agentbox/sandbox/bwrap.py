@@ -25,7 +25,7 @@ from ..egress.policy import EgressPolicy, policy_for
 from ..errors import SandboxError
 from ..paths import is_within
 from ..plan import SANDBOX_CONFIG_HOME, SANDBOX_TMPDIR, LayerCoverage, RuntimeRequirements, SandboxPlan
-from . import unix_filter
+from . import landlock_scope, unix_filter
 from .relay import RELAY_DIR
 from .surfaces import Mask
 
@@ -172,7 +172,9 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
         env.update(inside.proxy_env(relay[-1][0]))
     return SandboxPlan(backend="bwrap", argv=tuple(argv), env=dict(sorted(env.items())), binds=tuple(binds),
                        relay=relay, egress=policy, unix_filter=unshares_net(req) and unix_filter.supported(),
-                       syscall_filter=True)
+                       syscall_filter=True,
+                       # a network namespace of its own has its own abstract sockets; a shared one has the host's
+                       abstract_unix_scope=not unshares_net(req) and landlock_scope.supported())
 
 
 def _run_resolver_files() -> tuple[str, ...]:

@@ -20,7 +20,9 @@ _FILES = ("inner_relay.py", "unix_filter.py")  # the relay imports the filter fr
 COMMAND_FILTER = "command.bpf"  # the program the relay installs on the command (built on the host)
 
 
-def install(run_dir: str) -> None:
+def install(run_dir: str, denylist: bool = True) -> None:
+    """The relay's files in the run folder; with `denylist`, the host-built program it installs on the command
+    (without it, as in a plan that has no denylist, the relay falls back to the unix-socket filter alone)."""
     from .syscall_filter import host_program
 
     dest = os.path.join(run_dir, "relay")
@@ -30,6 +32,8 @@ def install(run_dir: str) -> None:
             out.write(src.read())
     # The whole denylist with new unix sockets refused (datagram socketpairs too, which can be re-aimed at
     # any unix path), stacked on the one bwrap gave the relay: the relay keeps its own sockets, the command none.
+    if not denylist:
+        return
     with open(os.path.join(dest, COMMAND_FILTER), "wb") as out:
         out.write(host_program(deny_unix=True))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 from ..hot import which
@@ -42,6 +43,7 @@ def entry_from_plan(plan, masks) -> dict:
         "egress": sandbox.egress.model_dump(mode="json") if sandbox.egress is not None else None,
         "unix_filter": sandbox.unix_filter,
         "seccomp": sandbox.syscall_filter,
+        "landlock_scope": sandbox.abstract_unix_scope,
     }
 
 
@@ -108,11 +110,17 @@ def environment(entry: dict, run_id: str | None = None, source=None, extra: dict
     return env
 
 
+_LANDLOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock_scope.py")
+
+
 def sandbox_argv(entry: dict, run_dir: str, seccomp_fd: int | None = None) -> list[str]:
     argv = [a.replace(RUN_DIR, run_dir) for a in entry["argv"]]
     argv[0] = which("bwrap") or argv[0]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
+    if entry.get("landlock_scope"):
+        # bubblewrap starts inside the scope, so everything it starts is in it too
+        argv = [sys.executable or python_for_sandbox(), "-I", "-S", _LANDLOCK, *argv]
     return argv
 
 

@@ -44,7 +44,7 @@ def relay_prefix(entry: dict, run_dir: str) -> list[str]:
         return []
     from .relay import install, relay_argv
 
-    install(run_dir)
+    install(run_dir, denylist=bool(entry.get("seccomp")))
     return relay_argv(python_for_sandbox(), [(int(port), name) for port, name in entry["relay"]])
 
 

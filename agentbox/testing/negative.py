@@ -47,6 +47,10 @@ class Seen:
     canaries: dict = field(default_factory=dict)
     leftovers: list = field(default_factory=list)
     egress: list[dict] | None = None
+    printed: str = ""  # what the attempt itself printed last (its tool result, or the command's output)
+
+    def tail(self, n: int = 300) -> str:
+        return " ".join(self.printed.split())[-n:]
 
 
 @dataclass
@@ -55,7 +59,8 @@ class Attempt:
     observation: str
 
 
-_CAP_EFF = re.compile(r"CapEff:\s*([0-9a-fA-F]{16})")
+# the tab after the colon arrives escaped (a literal backslash-t) in a harness's JSON tool result
+_CAP_EFF = re.compile(r"CapEff:(?:\s|\\t)*([0-9a-fA-F]{16})")
 
 
 def _with_egress(observation: str, decisions: list[dict] | None) -> str:
@@ -103,8 +108,8 @@ def expected_for(vector: Vector, layer: str, harness: str | None, version: str |
 class VectorRunner:
     """Everything one test needs to attempt a vector: temp folders, the scripted model, a harness."""
 
-    def __init__(self, catalogue: Catalogue, timeout: float, nodeid: str):
-        self.catalogue, self.timeout, self.nodeid = catalogue, timeout, nodeid
+    def __init__(self, catalogue: Catalogue, timeout: float, nodeid: str, mode: str = "headless"):
+        self.catalogue, self.timeout, self.nodeid, self.mode = catalogue, timeout, nodeid, mode
 
     def _root(self, vector: Vector, nonce: str) -> Path:
         # Not under /tmp: the sandbox makes /tmp private, which would hide every target outside the
@@ -159,7 +164,11 @@ class VectorRunner:
                 return Attempt(None, _with_egress(f"the attempt never ran: its first act ({fill(vector.proof, values)}) "
                                                   "is missing", seen.egress))
             attempt = self._observe(oracle, targets, seen)
-            return Attempt(attempt.effect, _with_egress(attempt.observation, seen.egress))
+            observation = attempt.observation
+            if spec is not None and attempt.effect is False and seen.tail():
+                # a control that saw nothing says what its attempt printed: the reason is usually there
+                observation += f" (the attempt printed: {seen.tail()})"
+            return Attempt(attempt.effect, _with_egress(observation, seen.egress))
         finally:
             targets.close()
             shutil.rmtree(root, ignore_errors=True)
@@ -181,6 +190,10 @@ class VectorRunner:
             runner = ["agentbox.testing.weakened", *changes] if changes else ["agentbox.cli", "sandbox", "run"]
             argv = [sys.executable, "-m", *runner, "--profile", str(profile),
                     "--workspace", str(targets.ws), *resolve, "--egress-log", str(log), "--", *command]
+        elif os.geteuid() == 0 and shutil.which("unshare"):
+            # a control on the host runs as root: in a mount namespace of its own, a control of a mount attack
+            # (a bind, an unmount) changes nothing the machine keeps
+            argv = ["unshare", "--mount", "--propagation", "private", *command]
         else:
             argv = list(command)
         try:
@@ -188,7 +201,8 @@ class VectorRunner:
                                   stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return f"timed out after {self.timeout}s", Seen([])
-        seen = Seen([done.stdout, done.stderr], egress=read_log(log) if log.exists() else None)
+        seen = Seen([done.stdout, done.stderr], egress=read_log(log) if log.exists() else None,
+                    printed=f"{done.stdout}\n{done.stderr}")
         return _sandbox_failure(done, targets.nonce), seen
 
     def _run_harness(self, harness, probe, model, intent, steps, vector: Vector, targets: Targets, layer: str,
@@ -202,24 +216,34 @@ class VectorRunner:
         for c in canaries.values():
             c.log.parent.mkdir()
         model.clear()
-        model.load({"steps": steps}, harness.vocabulary())
+        # in the TUI the run ends when the driver sees the model's closing words on screen
+        done_text = f"agentbox-attempt-over-{targets.nonce}"
+        model.load({"steps": steps, "final_text": done_text}, harness.vocabulary())
         profile = scripted_profile(harness, model, intent, name="vector",
                                    mcp_servers={n: c.server_spec() for n, c in canaries.items()})
         loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<vector>", digest=vector.id)
         package_root = str(Path(__file__).resolve().parents[2])
-        out = run_harness(RunRequest(
+        req = RunRequest(
             loaded=loaded, probe=probe, workspace=str(targets.ws), home=str(targets.home),
             prompt="Follow the tool calls you are given.", layer=layer, timeout=self.timeout,
             extra_env=scripted_key_env(), host_env={**os.environ, **targets.env},
             ro_binds=(package_root,), rw_binds=tuple(str(c.log.parent) for c in canaries.values()),
-            resolve=dict(targets.resolve), entry_hook=entry_hook(weaken)))
-        seen = Seen([out.stdout, out.stderr, *(r.text for r in model.tool_results())], set(model.offered_tools()),
+            resolve=dict(targets.resolve), entry_hook=entry_hook(weaken))
+        if self.mode == "tui":
+            from .tui import drive
+
+            out = drive(req, harness.name, probe.binary, done_text)
+        else:
+            out = run_harness(req)
+        results = [r.text for r in model.tool_results()]
+        seen = Seen([out.stdout, out.stderr, *results], set(model.offered_tools()),
                     canaries, out.leftovers, out.egress if out.plan.sandbox.egress is not None and layer == "composed"
-                    else None)
+                    else None, printed=results[-1] if results else out.stdout)
         if out.failure:
             return out.failure, seen
         if out.timed_out:
-            return f"the harness timed out after {self.timeout}s", seen
+            return f"the harness timed out after {self.timeout}s" + (f" ({out.stderr.strip()[-400:]})"
+                                                                     if self.mode == "tui" else ""), seen
         if out.exit_code != 0:
             return f"the harness exited {out.exit_code}: {out.stderr.strip()[-400:]}", seen
         emitted = {r.step_index for r in model.transcript if r.step_index is not None}
@@ -231,12 +255,22 @@ class VectorRunner:
         answered = {r.step_index for r in model.tool_results() if r.step_index is not None}
         unanswered = [i for i in range(len(steps)) if i not in answered]
         refusals = harness.vocabulary().refusals
+        if self.mode == "tui":
+            from .tui import DECLINED
+
+            refusals = (*refusals, DECLINED)  # a permission dialog the driver declined, which ended the turn
         if unanswered and unanswered[-1] == len(steps) - 1 and any(
                 re.search(p, f"{out.stdout}\n{out.stderr}") for p in refusals):
             unanswered = unanswered[:-1]  # the last call met the harness's policy, which ended the run there
         if unanswered:
             tail = " ".join((out.stdout or "").split())[-300:]
             return f"the harness never answered scripted step {unanswered[0]}'s tool call (its output ends: {tail})", seen
+        # Answered is not met: a call whose arguments the tool rejected never reached a permission mechanism
+        for r in model.tool_results():
+            hit = next((p for p in harness.vocabulary().argument_errors if re.search(p, r.text or "")), None)
+            if hit is not None:
+                return (f"the harness rejected scripted step {r.step_index}'s arguments, so the attempt never met a "
+                        f"mechanism (fix the vocabulary): {' '.join((r.text or '').split())[:300]}"), seen
         return None, seen
 
     def _observe(self, oracle: Oracle, targets: Targets, seen: "Seen") -> Attempt:
@@ -307,7 +341,8 @@ class VectorRunner:
             sandbox_backend="bwrap" if layer in ("sandbox", "composed") else None,
             sandbox_version=bwrap_version() if layer in ("sandbox", "composed") else None,
             kernel=facts["kernel"], agentbox_version=facts["agentbox_version"], suite_revision=suite_revision(),
-            catalogue_digest=self.catalogue.digest, privilege=observed(layer), provenance="observed")
+            catalogue_digest=self.catalogue.digest, privilege=observed(layer), provenance="observed",
+            mode=self.mode if harness is not None else "headless")
         return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
                               outcome=outcome, observation=observation, control_outcome=control_outcome,
                               duration=round(time.monotonic() - start, 3), nodeid=self.nodeid)

@@ -73,6 +73,11 @@ class AgentBoxSession:
     def timeout(self) -> float:
         return float(self.config.getoption("--agentbox-timeout"))
 
+    @property
+    def mode(self) -> str:
+        """How harnesses are driven: "headless" or "tui" (`--agentbox-mode`)."""
+        return str(self.config.getoption("--agentbox-mode"))
+
     def targets(self) -> list[HarnessTarget]:
         if self._targets is None:
             self._targets = self._resolve()

@@ -21,20 +21,22 @@ from ..vectors import Catalogue
 __all__ = ["proving_records", "filler_lines", "posing_as_observed"]
 
 
-def _info(catalogue: Catalogue, harness: str, version: str, sha: str, backend: str) -> RunInfo:
-    """As this host would record it: its kernel, its bubblewrap, its user (what a launch from here matches)."""
+def _info(catalogue: Catalogue, harness: str, version: str, sha: str, backend: str, mode: str = "tui") -> RunInfo:
+    """As this host would record it: its kernel, its bubblewrap, its user, in the mode `launch` drives the harness
+    in (what a launch from here matches)."""
     facts = host_facts()
     return RunInfo(harness=harness, version=version, binary_sha256=sha, dialect=None, sandbox_backend=backend,
                    sandbox_version=backend_version() or "0.8.0", kernel=facts["kernel"],
                    agentbox_version=facts["agentbox_version"], suite_revision="synthetic",
-                   catalogue_digest=catalogue.digest, provenance="synthetic",
+                   catalogue_digest=catalogue.digest, provenance="synthetic", mode=mode,
                    privilege=Privilege(uid=os.geteuid(), user_namespace=True, capabilities="0000000000000000"))
 
 
 def proving_records(catalogue: Catalogue, harness: str, version: str, sha: str, capabilities: Iterable[str],
-                    outcome: str = "blocked", control: str = "passed", backend: str = "bwrap") -> list[EvidenceRecord]:
-    """One composed record per applicable vector of each capability."""
-    info = _info(catalogue, harness, version, sha, backend)
+                    outcome: str = "blocked", control: str = "passed", backend: str = "bwrap",
+                    mode: str = "tui") -> list[EvidenceRecord]:
+    """One composed record per applicable vector of each capability, taken in `mode`."""
+    info = _info(catalogue, harness, version, sha, backend, mode)
     out = []
     for cap in sorted(set(capabilities)):
         for v in catalogue.for_capability(cap, harness):

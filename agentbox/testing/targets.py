@@ -36,12 +36,13 @@ class Listener:
     def __init__(self, kind: str, unix_path: str | None = None):
         self.kind = kind
         family = {"tcp": socket.AF_INET, "tcp2": socket.AF_INET, "udp": socket.AF_INET, "tcp6": socket.AF_INET6,
-                  "unix": socket.AF_UNIX}[kind]
+                  "unix": socket.AF_UNIX, "abstract": socket.AF_UNIX}[kind]
         stype = socket.SOCK_DGRAM if kind == "udp" else socket.SOCK_STREAM
         self.sock = socket.socket(family, stype)
         self.host = None
-        if kind == "unix":
-            self.sock.bind(unix_path)
+        if kind in ("unix", "abstract"):
+            # an abstract name (a leading NUL, given without it): no file, the network namespace's
+            self.sock.bind(unix_path if kind == "unix" else f"\0{unix_path}")
             self.address = unix_path
         else:
             self.host = "::1" if kind == "tcp6" else LOOPBACK
@@ -118,7 +119,7 @@ class Targets:
              "sleeper_pid": str(self.sleeper.pid) if self.sleeper else "0",
              "shm_key": str(self.segment.key) if self.segment else "0"}
         for kind, name in (("tcp", "port"), ("tcp2", "port2"), ("tcp6", "port6"), ("udp", "udp_port"),
-                           ("unix", "unix_path")):
+                           ("unix", "unix_path"), ("abstract", "abstract_name")):
             if kind in self.listeners:
                 v[name] = str(self.listeners[kind].address)
         return v
@@ -156,7 +157,8 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
         os.makedirs(os.path.dirname(unix_path))  # a folder of its own, under a nonce: removed at close
         targets.made_dirs.append(os.path.dirname(unix_path))
     for kind in setup.listeners:
-        targets.listeners[kind] = Listener(kind, unix_path if kind == "unix" else None)
+        address = {"unix": unix_path, "abstract": f"agentbox-vectors-{nonce}"}.get(kind)
+        targets.listeners[kind] = Listener(kind, address)
     if setup.sleeper:
         targets.sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True,
                                            env={"PATH": os.environ.get("PATH", ""),

@@ -13,7 +13,8 @@ taken out, and must then see the side effect. A vector's control names what it r
 - `backings`: the profile backings under the workspace's `.agentbox` stay in view (no tmpfs over them);
 - `policy_files`: the harness's compiled policy files are bound writable;
 - `root_writable`: the host's root is bound writable instead of read-only (writes outside the workspace);
-- `host_tmp`, `host_home`: the host's /tmp, the host home, are not replaced by private ones.
+- `host_tmp`, `host_home`: the host's /tmp, the host home, are not replaced by private ones;
+- `abstract_sockets`: no Landlock scope, so the host's abstract unix sockets are reachable on a shared network.
 
 Test code only: nothing outside the conformance suite imports it, and `agent-box` has no spelling for it.
 
@@ -95,7 +96,8 @@ MUTATIONS: dict[str, Callable[[dict], dict]] = {
     "privilege": _without_privilege, "host_sockets": _single("no-private-run"), "process": _sharing_processes,
     "project_config": _without_config_masks, "backings": _with_backings_in_view,
     "policy_files": _single("writable-policy-files"), "root_writable": _single("writable-root"),
-    "host_tmp": _single("no-private-tmp"), "host_home": _with_host_home}
+    "host_tmp": _single("no-private-tmp"), "host_home": _with_host_home,
+    "abstract_sockets": _single("no-abstract-scope")}
 
 
 # -- single protections, for the mutation check -----------------------------------------------------------
@@ -124,6 +126,7 @@ SINGLE: dict[str, tuple[tuple[str, ...], str]] = {
 # bwrap refuses --disable-userns without --unshare-user, so the user namespace goes with both flags
 _TOGETHER = {"no-unshare-user": ("no-disable-userns", (("--unshare-user",), "drop"))}
 NO_SECCOMP = "no-seccomp"  # the denylist (and the unix-socket filter) not installed
+NO_SCOPE = "no-abstract-scope"  # the Landlock scope over abstract unix sockets not applied
 
 
 def _matches(group: list[str], pattern: tuple[str, ...], ws: str, home: str) -> bool:
@@ -138,6 +141,8 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
     if name == NO_SECCOMP:
         had = entry.get("seccomp") or entry.get("unix_filter")
         return {**entry, "seccomp": False, "unix_filter": False} if had else None
+    if name == NO_SCOPE:
+        return {**entry, "landlock_scope": False} if entry.get("landlock_scope") else None
     if name in _TOGETHER:
         first, (pattern, how) = _TOGETHER[name]
         entry = mutate(entry, first, ws, home) or entry
@@ -148,7 +153,7 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
 
 
 def mutation_names() -> list[str]:
-    return [*SINGLE, *_TOGETHER, NO_SECCOMP]
+    return [*SINGLE, *_TOGETHER, NO_SECCOMP, NO_SCOPE]
 
 
 def weaken(entry: dict, names: Iterable[str]) -> dict:

@@ -142,10 +142,10 @@ def test_records_of_vectors_outside_the_catalogue_are_ignored_and_counted(catalo
 def test_the_table_has_one_aligned_line_per_claim_under_a_header(catalogue, record):
     records = [*as_declared(record), record("ro-shell", "harness", "blocked")]
     lines = reconcile(records, catalogue, declarations()).lines()
-    assert lines[0].split() == ["harness", "version", "backend", "as", "capability", "declared", "claim", "run",
-                                "blocked", "notes"]
-    assert lines[2].split()[:11] == ["toy", "1.0", "box", "root", "workspace.read_only", "exact", "exact+drift", "2",
-                                     "of", "2", "2"]
+    assert lines[0].split() == ["harness", "version", "backend", "as", "mode", "capability", "declared", "claim",
+                                "run", "blocked", "notes"]
+    assert lines[2].split()[:12] == ["toy", "1.0", "box", "root", "headless", "workspace.read_only", "exact",
+                                     "exact+drift", "2", "of", "2", "2"]
     assert "drift: ro-shell[harness] expected escaped saw blocked" in lines[2]
     assert len({line.index("capability") if i == 0 else line.index("workspace") for i, line in enumerate(lines)}) == 1
 
@@ -200,3 +200,11 @@ def load(entries):
     from agentbox.vectors import Vector
 
     return [Vector.model_validate(e) for e in entries]
+
+
+def test_a_harness_driven_in_its_tui_gets_rows_of_its_own_beside_its_headless_ones(catalogue, record):
+    records = [*as_declared(record), record("ro-shell", "composed", "escaped", mode="tui")]
+    rows = {(c.mode, c.capability): c for c in reconcile(records, catalogue, declarations()).claims
+            if c.harness == "toy"}
+    assert rows[("headless", "workspace.read_only")].claim == "exact"
+    assert rows[("tui", "workspace.read_only")].claim != "exact"  # its escape never touches the headless row

@@ -15,7 +15,7 @@ def test_claims_print_one_row_per_harness_version_backend_and_capability(tmp_pat
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:3] == ["harness", "version", "backend"]
     row = lines[1].split()
-    assert row[:5] == ["codex", "0.1.0", "bwrap", "root", "workspace.read_only"] and row[6] == "unverified"
+    assert row[:6] == ["codex", "0.1.0", "bwrap", "root", "headless", "workspace.read_only"] and row[7] == "unverified"
     assert "missing: ro-file-tool" in lines[1]
 
 

@@ -29,7 +29,8 @@ def record(rng: random.Random, stamp: str) -> EvidenceRecord:
                    sandbox_version=rng.choice(["0.8.0", "0.8.0", "0.9.0"]), kernel=rng.choice(["6.1", "6.1", "5.10"]),
                    agentbox_version="0.1.0", suite_revision="t", catalogue_digest=CATALOGUE.digest,
                    privilege=rng.choice([Privilege(uid=0), Privilege(uid=0), Privilege(uid=1000), None]),
-                   provenance=rng.choice(["observed", "observed", "synthetic", None]))
+                   provenance=rng.choice(["observed", "observed", "synthetic", None]),
+                   mode=rng.choice(["headless", "headless", "tui"]))
     vector = rng.choice(CATALOGUE.vectors[:12])
     return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
                           outcome=rng.choice(["blocked", "blocked", "escaped", "error"]), observation="t",

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from agentbox.claims import Claim
-from agentbox.gate import Target, decide, evidence_command
+from agentbox.gate import Target, decide, evidence_command, unknown_accepted
 
 TARGET = Target("codex", "0.171.0", "ab" * 32, "bwrap", "/store")
 CAP = "workspace.read_only"
@@ -61,7 +61,7 @@ TABLE = [
 def sentence(row) -> str:
     requirement, coverage, evidence, accept, verdict, allowed = row
     ev = "no evidence" if evidence == "missing" else f"{evidence} evidence"
-    flag = " with --accept-unverified" if accept else ""
+    flag = " with --accept-unverified naming it" if accept else ""
     outcome = {"proven": "launches", "accepted": "launches loudly", "refused": "is refused",
                "advisory": "never refuses"}[verdict]
     return f"a {requirement} item covered {coverage} with {ev}{flag} {outcome}"
@@ -71,7 +71,7 @@ def sentence(row) -> str:
 def test_decision_table(row):
     requirement, coverage, evidence, accept, verdict, allowed = row
     got = decide([item(requirement, coverage)], {CAP: claim(evidence)} if claim(evidence) else {}, TARGET,
-                 accept_unverified=accept, vectors=VECTORS)
+                 accept_unverified=("workspace",) if accept else (), vectors=VECTORS)
     assert got.items[0].verdict == verdict
     assert got.allowed is allowed
     assert bool(got.accepted) is (verdict == "accepted")
@@ -99,13 +99,28 @@ def test_the_refusal_names_the_item_its_claim_the_layer_the_vectors_and_the_comm
 def test_an_item_with_no_evidence_names_every_vector_that_would_prove_it():
     message = decide([item()], {}, TARGET, vectors=VECTORS).message()
     assert "no evidence recorded for this build" in message and "ws-ro-tee, ws-ro-cp" in message
-    assert "--accept-unverified" in message
+    assert "--accept-unverified workspace" in message
+
+
+def test_accepting_one_unverified_item_never_lets_another_through():
+    other = item(name="host_home", capability="host_home.hidden")
+    got = decide([item(), other], {}, TARGET, accept_unverified=("workspace",), vectors=VECTORS)
+    assert [v.verdict for v in got.items] == ["accepted", "refused"]
+    assert not got.allowed and "--accept-unverified host_home" in got.message()
+
+
+def test_an_item_can_be_accepted_by_its_capability_name():
+    assert decide([item()], {}, TARGET, accept_unverified=(CAP,), vectors=VECTORS).allowed
+
+
+def test_a_name_that_is_no_item_of_the_plan_is_reported_as_unknown():
+    assert unknown_accepted([item()], ["workspace", "workspce", CAP]) == ["workspce"]
 
 
 def test_a_capability_without_vectors_can_only_pass_unverified():
     got = decide([item(capability="workspace.none")], {}, TARGET)
     assert got.items[0].verdict == "refused" and "no vector" in got.items[0].reason
-    assert decide([item(capability="workspace.none")], {}, TARGET, accept_unverified=True).allowed
+    assert decide([item(capability="workspace.none")], {}, TARGET, accept_unverified=("workspace",)).allowed
 
 
 def test_a_plan_error_refuses_even_when_every_item_is_proven():
@@ -114,8 +129,8 @@ def test_a_plan_error_refuses_even_when_every_item_is_proven():
 
 
 def test_accepting_unverified_items_produces_a_loud_notice_naming_them():
-    got = decide([item()], {}, TARGET, accept_unverified=True, vectors=VECTORS)
-    assert got.notice().startswith("WARNING: --accept-unverified: 1 required item(s) are NOT proven")
+    got = decide([item()], {}, TARGET, accept_unverified=("workspace",), vectors=VECTORS)
+    assert got.notice().startswith("WARNING: --accept-unverified workspace: 1 required item(s) are NOT proven")
     assert "workspace (workspace.read_only" in got.notice()
     assert got.claims()["workspace"]["verdict"] == "accepted"
 
@@ -127,7 +142,7 @@ def sandbox_row(state):
 
 
 def test_an_exact_composed_claim_does_not_carry_an_item_whose_sandbox_row_is_refuted():
-    decision = decide([item()], {CAP: claim("exact")}, TARGET, accept_unverified=True, vectors=VECTORS,
+    decision = decide([item()], {CAP: claim("exact")}, TARGET, accept_unverified=("workspace",), vectors=VECTORS,
                       sandbox_claims={CAP: sandbox_row("refuted")})
     [verdict] = decision.items
     assert not decision.allowed and verdict.layer == "sandbox" and verdict.vectors == ("ws-ro-tee",)
@@ -152,3 +167,38 @@ def test_a_refusal_asks_to_rerun_the_suite_for_records_that_do_not_say_where_the
     message = decide([item()], {}, TARGET, vectors=VECTORS, unproven={"": 3}).message()
     assert "not counted: 3 vector run(s) of this build whose records do not say where they came from" in message
     assert "re-run the suite to prove this build" in message and evidence_command(TARGET) in message
+
+
+def sandbox_exact(vectors=VECTORS[CAP]):
+    return Claim(harness="-", version="0.8.0", backend="bwrap", capability=CAP, declared="exact", claim="exact",
+                 blocked=len(vectors), total=len(vectors),
+                 layers={"sandbox": {v: "blocked" for v in vectors}})
+
+
+def headless(state):
+    return claim(state).model_copy(update={"mode": "headless"})
+
+
+def test_headless_evidence_does_not_prove_an_item_the_harness_layer_carries_for_a_tui_launch():
+    got = decide([item()], {}, TARGET, vectors=VECTORS, other_modes={CAP: headless("exact")})
+    [verdict] = got.items
+    assert verdict.verdict == "refused" and verdict.claim == "unverified"
+    assert "proven in headless runs only" in verdict.reason and "--agentbox-mode tui" in verdict.reason
+
+
+def test_headless_evidence_proves_an_item_the_sandbox_alone_blocks_in_every_vector():
+    got = decide([item()], {}, TARGET, vectors=VECTORS, other_modes={CAP: headless("exact")},
+                 sandbox_claims={CAP: sandbox_exact()})
+    assert got.allowed and got.items[0].verdict == "proven"
+
+
+def test_a_sandbox_that_never_ran_one_of_the_vectors_does_not_carry_the_item():
+    got = decide([item()], {}, TARGET, vectors=VECTORS, other_modes={CAP: headless("exact")},
+                 sandbox_claims={CAP: sandbox_exact(("ws-ro-tee",))})
+    assert not got.allowed
+
+
+def test_a_refuted_tui_claim_is_never_outweighed_by_headless_evidence():
+    got = decide([item()], {CAP: claim("refuted")}, TARGET, vectors=VECTORS, other_modes={CAP: headless("exact")},
+                 sandbox_claims={CAP: sandbox_exact()})
+    assert not got.allowed and got.items[0].claim == "refuted"

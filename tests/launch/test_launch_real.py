@@ -73,11 +73,20 @@ def test_new_evidence_is_seen_at_once_even_after_a_cached_launch(setup, real_cod
 
 def test_accept_unverified_launches_loudly_and_is_recorded(tmp_path, abhome, ws, real_codex):
     done = cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", tmp_path / "none",
-               "--accept-unverified", "--", "--version")
+               "--accept-unverified", "workspace", "--", "--version")
     assert done.returncode == 0
-    assert "WARNING: --accept-unverified: 1 required item(s) are NOT proven" in done.stderr
+    assert "WARNING: --accept-unverified workspace: 1 required item(s) are NOT proven" in done.stderr
     [run] = runs(os.environ)
-    assert run["accept_unverified"] is True and run["claims"]["workspace"]["verdict"] == "accepted"
+    assert run["accept_unverified"] is True and run["accepted_items"] == ["workspace"]
+    assert run["claims"]["workspace"]["verdict"] == "accepted"
+
+
+def test_accept_unverified_naming_no_item_of_the_profile_is_an_input_error(tmp_path, abhome, ws, real_codex):
+    done = cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", tmp_path / "none",
+               "--accept-unverified", "workspce", "--", "--version")
+    assert done.returncode == 2
+    assert "--accept-unverified workspce: no item of this profile is called that" in done.stderr
+    assert "workspace (workspace.read_write)" in done.stderr and runs(os.environ) == []
 
 
 def test_project_config_gets_a_blank_private_backing_and_the_host_file_is_untouched(tmp_path, abhome, ws,

@@ -69,7 +69,7 @@ def test_refuted_evidence_refuses_even_with_accept_unverified(tmp_path, abhome, 
     store = tmp_path / "ev"
     prove(store, real_codex, ["workspace.read_write"], outcome="escaped")
     done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
-                   "--accept-unverified", "--", "touch")
+                   "--accept-unverified", "workspace", "--", "touch")
     assert done.returncode == 3 and "claim refuted" in done.stderr
     assert list(ws.iterdir()) == []
 
@@ -145,6 +145,6 @@ def test_a_required_item_the_plan_cannot_cover_exactly_is_refused_with_its_layer
     (tmp_path / "ask.yaml").write_text(
         "name: t\nharness: codex\npermission_intent:\n" + RW + "  shell: {access: ask, requirement: required}\n")
     done = run_cli("launch", tmp_path / "ask.yaml", "--cwd", ws, "--evidence", tmp_path / "ev", "--binary",
-                   real_codex, "--accept-unverified", "--", "touch")
+                   real_codex, "--accept-unverified", "shell", "--", "touch")
     assert done.returncode == 3
     assert "shell (shell.ask)" in done.stderr and "plan layer" in done.stderr

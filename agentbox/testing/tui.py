@@ -1,0 +1,164 @@
+"""A harness driven through its interactive TUI on a pseudo-terminal: the mode `agent-box launch` starts.
+
+Headless runs (`claude -p`, `codex exec`) take another permission path than the TUI a user meets (Claude
+Code's interactive permission modes and dialogs, Codex's TUI approvals), so evidence for a launch is taken
+here too: the run's plan is the same, only the harness's argv is its interactive one. The driver types the
+prompt, declines every permission dialog the TUI raises (a person who was asked and said no: the refusal
+reaches the model as the tool's result), waits for the scripted model's closing words, then quits with the
+TUI's own command. How to drive each TUI is test knowledge, kept here as data (`SCRIPTS`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+# Appended to the screen text when the driver declined dialogs: the refusal that may end a run early
+DECLINED_NOTE = "[tui: {n} permission dialog(s) declined]"
+DECLINED = r"\[tui: \d+ permission dialog\(s\) declined\]"
+
+__all__ = ["DECLINED", "DECLINED_NOTE", "TuiScript", "SCRIPTS", "Tail", "words", "plain", "drive", "unsupported"]
+
+
+def words(text: str) -> str:
+    """A regex for `text` on a terminal screen: words may be apart by spaces or cursor moves."""
+    return r"(?:\s|\x1b\[[0-9;]*[A-Za-z])+".join(re.escape(w) for w in text.split())
+
+
+def plain(chunks: list[str], n: int = 2000) -> str:
+    """The screen's text without escape sequences, its last `n` characters."""
+    text = re.sub(r"\x1b\[[0-9;?<>=]*[a-zA-Z~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[=>()78A-Z]", "", "".join(chunks))
+    return text[-n:]
+
+
+def readable(chunks: list[str], n: int = 600) -> str:
+    """The screen's last words for a message: no box drawing, one space between words."""
+    return " ".join(re.sub(r"[\u2500-\u259f\u276f]+", " ", plain(chunks, 20000)).split())[-n:]
+
+
+def _seed_claude_state(config_dir: Path, env: dict[str, str]) -> None:
+    """Claude Code asks once whether to use an API key found in the environment; the answer lives in
+    `.claude.json` (`customApiKeyResponses.approved`: the key's last 20 characters). The compiled
+    `.claude.json` already settles onboarding and the trust dialog."""
+    state_file = config_dir / ".claude.json"
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    key = env["ANTHROPIC_API_KEY"]
+    state["customApiKeyResponses"] = {"approved": [key[-20:]], "rejected": []}
+    state_file.write_text(json.dumps(state))
+
+
+@dataclass(frozen=True)
+class TuiScript:
+    ready: str  # a regex that shows the input box is up
+    quit: str  # the TUI's own quit command
+    dialogs: tuple[tuple[str, str], ...] = ()  # first-run dialogs: (regex, keys that pass it)
+    seed: Callable[[Path, dict[str, str]], None] | None = None  # amends the private config before start
+    permission: str | None = None  # a regex for a permission dialog the TUI raises mid-run
+    decline: str = "\x1b"  # the keys that answer it "no"
+    declined: str | None = None  # a regex that shows a declined dialog ended the turn (the model is not asked on)
+
+
+SCRIPTS = {
+    # Claude Code 2.1.x: a permission dialog ends in "Do you want to proceed?" (or "...make this edit"); Esc
+    # declines it, which interrupts the whole turn ("Interrupted · What should Claude do instead?"): the model is
+    # not asked again until the person types, so the run ends there.
+    "claude-code": TuiScript(ready=words("for shortcuts"), quit="/exit", seed=_seed_claude_state,
+                             permission=words("Do you want"), declined=words("What should Claude do instead?")),
+}
+
+# Why a harness has no TUI driver yet (its TUI evidence is then missing, and the claims say so).
+_UNSUPPORTED = {
+    "codex": "its 0.171 TUI first asks how to open the (compiled: untrusted) project, then, under a pseudo-terminal, "
+             "shows a model-migration prompt after the input box is drawn that takes the prompt's Enter",
+    "opencode": "no driver for its TUI yet",
+    "hermes": "no driver for its interactive mode yet",
+}
+
+
+def unsupported(harness: str) -> str | None:
+    """Why `harness` cannot be driven through its TUI, or None when it can."""
+    if harness in SCRIPTS:
+        return None
+    return _UNSUPPORTED.get(harness, "no driver for its TUI")
+
+
+class Tail:
+    """A pexpect log sink keeping the recent screen output (for oracles and failure messages)."""
+
+    def __init__(self, sink: list[str], keep: int = 4000):
+        self.sink, self.keep = sink, keep
+
+    def write(self, data: str) -> None:
+        self.sink.append(data)
+        if len(self.sink) > self.keep:
+            del self.sink[: self.keep // 2]
+
+    def flush(self) -> None:
+        pass
+
+
+def drive(req, harness_name: str, binary: str, done_text: str):
+    """Run `req` through the harness's TUI until the scripted model says `done_text`; a RunOutcome whose stdout
+    is the screen's text and whose exit code is None when the TUI never got there (timed out)."""
+    import pexpect
+
+    from ..adapters import get_adapter
+    from ..harness_run import RunOutcome, kill_marked, prepared, NAMESPACE_GRACE
+    from . import terminal
+
+    script = SCRIPTS[harness_name]
+    adapter = get_adapter(harness_name)
+    screen: list[str] = []
+    with prepared(req, command=lambda native: [binary, *adapter.interactive_argv(native, [])]) as run:
+        if script.seed is not None:
+            script.seed(Path(run.run_dir) / "config", run.env)
+        env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}
+        start = time.monotonic()
+        child = terminal.spawn(run.argv, env=env, cwd=run.cwd, pass_fds=run.pass_fds, dimensions=(50, 160),
+                               encoding="utf-8", codec_errors="replace", timeout=req.timeout)
+        child.logfile_read = Tail(screen)
+        finished, declined, why = False, 0, ""
+        try:
+            for pattern, keys in script.dialogs:
+                child.expect(pattern)
+                child.send(keys)
+            child.expect(script.ready)
+            child.send(req.prompt)
+            child.send("\r")
+            expected = [re.escape(done_text), pexpect.EOF, pexpect.TIMEOUT, script.permission or "(?!)",
+                        script.declined or "(?!)"]
+            while not finished:
+                left = req.timeout - (time.monotonic() - start)
+                got = child.expect(expected, timeout=max(left, 1))
+                if got == 0:
+                    finished = True
+                elif got == 3:
+                    declined += 1
+                    child.send(script.decline)
+                elif got == 4 and declined:
+                    finished = True  # the declined dialog ended the turn: nothing more will happen
+                elif got == 4:
+                    continue
+                else:
+                    why = "the TUI ended" if got == 1 else "timed out"
+                    break
+            if finished:
+                child.send(script.quit)
+                child.send("\r")
+                child.expect(pexpect.EOF, timeout=30)
+        except (pexpect.TIMEOUT, pexpect.EOF) as exc:
+            why = why or f"{type(exc).__name__} before the TUI was ready"
+        child.close(force=True)
+        elapsed = time.monotonic() - start
+        leftovers = kill_marked(run.run_id, grace=NAMESPACE_GRACE)
+        text = plain(screen, 20000)
+        failure = "; ".join(run.started.notes) if run.started is not None and run.started.notes else None
+        note = f"{DECLINED_NOTE.format(n=declined)}" if declined else ""
+        return RunOutcome(exit_code=0 if finished else None, stdout=f"{text}\n{note}".strip(),
+                          stderr="" if finished else f"{why}; screen: {readable(screen)}", elapsed=elapsed,
+                          timed_out=not finished, plan=run.plan, argv=run.argv, artifacts=run.artifacts,
+                          run_dir=run.run_dir, leftovers=leftovers, egress=run.end_egress(), failure=failure)
