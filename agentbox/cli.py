@@ -151,13 +151,13 @@ def cmd_evidence_claims(args) -> int:
     from .claims import default_catalogue_dir, reconcile
     from .errors import InputError
     from .evidence import read_records
-    from .home import evidence_dir
+    from .home import evidence_store
     from .vectors import load_catalogue
 
     catalogue_dir = args.catalogue or default_catalogue_dir()
     if not any(Path(catalogue_dir).glob("*.yaml")):
         raise InputError("no vector catalogue (*.yaml) here", file=str(catalogue_dir))
-    store = Path(args.evidence) if args.evidence else evidence_dir()
+    store = evidence_store(args.evidence)
     records = list(read_records(store)) if store.exists() else []
     table = reconcile(records, load_catalogue(catalogue_dir))
     if args.json:
@@ -170,12 +170,10 @@ def cmd_evidence_claims(args) -> int:
 
 
 def cmd_evidence_list(args) -> int:
-    from pathlib import Path
-
     from .evidence import read_records
-    from .home import evidence_dir
+    from .home import evidence_store
 
-    store = Path(args.evidence) if args.evidence else evidence_dir()
+    store = evidence_store(args.evidence)
     indexed = list(enumerate(read_records(store))) if store.exists() else []
     records = [r for _, r in sorted(indexed, key=lambda ir: (ir[1].when, ir[0]))]  # newest last
     if args.json:
@@ -202,10 +200,11 @@ def cmd_evidence_merge(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .home import evidence_dir
+    from .home import evidence_dir, evidence_store
     from .report import generate
 
-    report = generate(args.evidence or [evidence_dir()], args.output, json_path=args.json,
+    stores = [evidence_store(e) for e in args.evidence] if args.evidence else [evidence_dir()]
+    report = generate(stores, args.output, json_path=args.json,
                       markdown_path=args.markdown, catalogue_dir=args.catalogue)
     written = ", ".join(str(p) for p in (args.output, args.json, args.markdown) if p)
     print(f"report of {report.recorded.records} record(s), {len(report.columns)} column(s): {written}")
@@ -392,6 +391,11 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`agent-box evidence list | head`): stop quietly, as a tool killed by SIGPIPE
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

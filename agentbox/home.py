@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["agentbox_home", "profiles_dir", "evidence_dir", "harnesses_dir", "cache_dir", "db_path"]
+__all__ = ["agentbox_home", "profiles_dir", "evidence_dir", "evidence_store", "harnesses_dir", "cache_dir", "db_path"]
 
 
 def agentbox_home() -> Path:
@@ -23,6 +23,20 @@ def profiles_dir() -> Path:
 
 def evidence_dir() -> Path:
     return agentbox_home() / "evidence"
+
+
+def evidence_store(given: str | os.PathLike | None) -> Path:
+    """The evidence store a command reads: the one given, which must exist (a typo is not an empty store), or the
+    default one, which is simply empty until a suite run writes to it."""
+    if not given:
+        return evidence_dir()
+    path = Path(given).absolute()
+    if not path.exists():
+        from .errors import InputError
+
+        raise InputError("no such evidence store (a typo?): give an existing folder or .jsonl file, or leave the "
+                         "option out for the default store", file=str(path))
+    return path
 
 
 def harnesses_dir() -> Path:

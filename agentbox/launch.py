@@ -150,6 +150,10 @@ def execute(entry: dict, extra: list[str]) -> int:
 
     if entry.get("notice"):
         print(f"agent-box: {entry['notice']}", file=sys.stderr)
+    key_env = entry.get("key_env")
+    if key_env and not os.environ.get(key_env):
+        print(f"agent-box: warning: model.api_key_env names {key_env}, which is not set here: the harness starts "
+              f"without its model key (export {key_env}=... first)", file=sys.stderr)
     store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
     store.reap()
     sandbox = entry["sandbox"]

@@ -76,7 +76,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     from .evidence import EvidenceRecord, privilege_level
     from .evidence_index import lookup, signature, unproven
     from .sandbox import bwrap
-    from .home import evidence_dir
+    from .home import evidence_store
     from .vectors import load_catalogue
 
     loaded = load_profile(profile_arg)
@@ -91,7 +91,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
         names = ", ".join(f"{i.item} ({i.capability})" for i in plan.items)
         raise InputError(f"--accept-unverified {unknown[0]}: no item of this profile is called that; "
                          f"name an item or its capability: {names}", file=loaded.source)
-    store = Path(evidence).absolute() if evidence else evidence_dir()
+    store = evidence_store(evidence)
     backend = plan.sandbox.backend
     # the gate's answer holds for this user (evidence matches the privilege a launch runs with) and this
     # bubblewrap (its version is part of the evidence key)
@@ -148,7 +148,9 @@ def _entry(built: Built) -> tuple[dict, bool]:
     appendable = argv[-1:] == [SENTINEL] and SENTINEL not in argv[:-1]
     entry = {"format": "1", "check": built.check, "sandbox": entry_from_plan(plan, masks),
              "harness": [built.probe.binary, *argv[:-1]], "run": built.fields,
-             "notice": built.decision.notice() if built.decision.accepted else None}
+             "notice": built.decision.notice() if built.decision.accepted else None,
+             # checked at each start, cached or not: the harness would start without its model key
+             "key_env": built.loaded.profile.model.api_key_env}
     return entry, appendable
 
 

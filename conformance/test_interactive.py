@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentbox.testing import terminal
-from agentbox.testing.tui import SCRIPTS, Tail, plain
+from agentbox.testing.tui import SCRIPTS, Tail, plain, submit
 from agentbox.testing.fixtures import scripted_key_env, scripted_profile
 from agentbox.testing.session import session_key
 
@@ -54,12 +54,10 @@ def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, reques
                 child.expect(pattern)
                 child.send(keys)
             child.expect(script.ready)
-            child.send("say the magic words")
-            child.send("\r")
+            submit(child, script, "say the magic words")
             child.expect(ANSWER)
             answered = time.monotonic() - start
-            child.send(script.quit)
-            child.send("\r")
+            submit(child, script, script.quit)
             child.expect(pexpect.EOF)
         except (pexpect.TIMEOUT, pexpect.EOF) as exc:
             child.close(force=True)

@@ -194,6 +194,10 @@ class VectorRunner:
             # a control on the host runs as root: in a mount namespace of its own, a control of a mount attack
             # (a bind, an unmount) changes nothing the machine keeps
             argv = ["unshare", "--mount", "--propagation", "private", *command]
+        elif "privilege" in weaken and shutil.which("unshare"):
+            # as a user, a control of a mount attack needs the privilege it attacks: root of a user namespace of
+            # its own, with a mount namespace (what the weakened sandbox gives it in the sandbox layer)
+            argv = ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private", *command]
         else:
             argv = list(command)
         try:
@@ -242,7 +246,7 @@ class VectorRunner:
         if out.failure:
             return out.failure, seen
         if out.timed_out:
-            return f"the harness timed out after {self.timeout}s" + (f" ({out.stderr.strip()[-400:]})"
+            return f"the harness timed out after {self.timeout}s" + (f" ({out.stderr.strip()[-600:]})"
                                                                      if self.mode == "tui" else ""), seen
         if out.exit_code != 0:
             return f"the harness exited {out.exit_code}: {out.stderr.strip()[-400:]}", seen

@@ -21,7 +21,7 @@ from typing import Callable
 DECLINED_NOTE = "[tui: {n} permission dialog(s) declined]"
 DECLINED = r"\[tui: \d+ permission dialog\(s\) declined\]"
 
-__all__ = ["DECLINED", "DECLINED_NOTE", "TuiScript", "SCRIPTS", "Tail", "words", "plain", "drive", "unsupported"]
+__all__ = ["DECLINED", "DECLINED_NOTE", "submit", "TuiScript", "SCRIPTS", "Tail", "words", "plain", "drive", "unsupported"]
 
 
 def words(text: str) -> str:
@@ -60,6 +60,7 @@ class TuiScript:
     permission: str | None = None  # a regex for a permission dialog the TUI raises mid-run
     decline: str = "\x1b"  # the keys that answer it "no"
     declined: str | None = None  # a regex that shows a declined dialog ended the turn (the model is not asked on)
+    echo: bool = False  # submit only once the typed prompt is drawn (a TUI that takes fast input for a paste)
 
 
 SCRIPTS = {
@@ -68,15 +69,29 @@ SCRIPTS = {
     # not asked again until the person types, so the run ends there.
     "claude-code": TuiScript(ready=words("for shortcuts"), quit="/exit", seed=_seed_claude_state,
                              permission=words("Do you want"), declined=words("What should Claude do instead?")),
+    # Codex 0.171: the compiled project is untrusted, so it first asks how to open it ("Open restricted",
+    # Enter); after the input box is drawn it offers a model migration ("Meet GPT-6 Sol": "2. Use existing
+    # model", then Enter); it reads fast input as a paste, where Enter is a newline, so the prompt is
+    # submitted once it is drawn. Under `shell: ask` (approval_policy untrusted) it raised no dialog for a
+    # workspace write (docs/harnesses/codex.md), so no permission dialog is known yet.
+    "codex": TuiScript(ready=words("Ask Codex to do anything"), quit="/quit",
+                       dialogs=((words("Open restricted"), "\r"), (words("Use existing model"), "2\r")), echo=True),
 }
 
 # Why a harness has no TUI driver yet (its TUI evidence is then missing, and the claims say so).
 _UNSUPPORTED = {
-    "codex": "its 0.171 TUI first asks how to open the (compiled: untrusted) project, then, under a pseudo-terminal, "
-             "shows a model-migration prompt after the input box is drawn that takes the prompt's Enter",
     "opencode": "no driver for its TUI yet",
     "hermes": "no driver for its interactive mode yet",
 }
+
+
+def submit(child, script: TuiScript, prompt: str) -> None:
+    """Type `prompt` into the input box and submit it."""
+    child.send(prompt)
+    if script.echo and prompt.split():
+        # a TUI that reads fast input as a paste takes an Enter inside it as a newline
+        child.expect(re.escape(prompt.split()[-1]))
+    child.send("\r")
 
 
 def unsupported(harness: str) -> str | None:
@@ -127,8 +142,7 @@ def drive(req, harness_name: str, binary: str, done_text: str):
                 child.expect(pattern)
                 child.send(keys)
             child.expect(script.ready)
-            child.send(req.prompt)
-            child.send("\r")
+            submit(child, script, req.prompt)
             expected = [re.escape(done_text), pexpect.EOF, pexpect.TIMEOUT, script.permission or "(?!)",
                         script.declined or "(?!)"]
             while not finished:
@@ -147,8 +161,7 @@ def drive(req, harness_name: str, binary: str, done_text: str):
                     why = "the TUI ended" if got == 1 else "timed out"
                     break
             if finished:
-                child.send(script.quit)
-                child.send("\r")
+                submit(child, script, script.quit)
                 child.expect(pexpect.EOF, timeout=30)
         except (pexpect.TIMEOUT, pexpect.EOF) as exc:
             why = why or f"{type(exc).__name__} before the TUI was ready"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agentbox.cli import main
 from agentbox.evidence import append
 
@@ -44,6 +46,7 @@ def test_claims_without_a_catalogue_are_an_input_error(tmp_path, capsys):
 
 
 def test_an_empty_store_says_so_and_succeeds(tmp_path, catalogue, capsys):
+    (tmp_path / "ev").mkdir()
     assert main(["evidence", "claims", "--evidence", str(tmp_path / "ev"), "--catalogue", str(tmp_path / "vectors")]) == 0
     assert "no evidence" in capsys.readouterr().out
 
@@ -57,3 +60,22 @@ def test_list_prints_one_line_per_record_newest_last(tmp_path, record, capsys):
     assert len(lines) == 2 and "composed" in lines[0] and "harness" in lines[1]
     assert main(["evidence", "list", "--json", "--evidence", str(tmp_path)]) == 0
     assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [old.id, new.id]
+
+
+@pytest.mark.parametrize("command", [["claims"], ["claims", "--json"], ["list"], ["list", "--json"]])
+def test_a_store_that_does_not_exist_is_a_typo_exit_2_naming_it(tmp_path, capsys, command):
+    assert main(["evidence", *command, "--evidence", str(tmp_path / "evidnce")]) == 2
+    assert f"{tmp_path / 'evidnce'}: no such evidence store (a typo?)" in capsys.readouterr().err
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path, record):
+    import subprocess
+    import sys
+
+    append(tmp_path / "ev", [record("ro-shell", "composed", "blocked") for _ in range(3000)])
+    proc = subprocess.Popen([sys.executable, "-m", "agentbox.cli", "evidence", "list", "--evidence",
+                             str(tmp_path / "ev")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()  # as `| head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141 and "Traceback" not in err

@@ -48,6 +48,7 @@ def test_codex_launches_through_the_gate_with_evidence_for_its_exact_build(tmp_p
 
 
 def test_codex_is_refused_without_evidence_and_the_refusal_is_recorded(tmp_path, abhome, ws, codex):
+    (tmp_path / "ev").mkdir()
     done = cli("launch", write_profile(tmp_path, RO + HIDDEN_HOME), "--cwd", ws, "--evidence", tmp_path / "ev",
                "--", "--version")
     assert done.returncode == 3 and "codex-cli" not in done.stdout

@@ -72,6 +72,7 @@ def test_new_evidence_is_seen_at_once_even_after_a_cached_launch(setup, real_cod
 
 
 def test_accept_unverified_launches_loudly_and_is_recorded(tmp_path, abhome, ws, real_codex):
+    (tmp_path / "none").mkdir()  # an empty store
     done = cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", tmp_path / "none",
                "--accept-unverified", "workspace", "--", "--version")
     assert done.returncode == 0
@@ -143,3 +144,15 @@ def test_runs_show_finds_a_run_by_a_prefix_and_refuses_an_unknown_id(setup):
     assert shown.returncode == 0 and f"id                 {run['id']}" in shown.stdout
     assert json.loads(cli("runs", "show", run["id"], "--json", env=env).stdout)["plan_hash"] == run["plan_hash"]
     assert cli("runs", "show", "nope", env=env).returncode == 2
+
+
+def test_a_launch_whose_model_key_variable_is_unset_warns_and_names_it(tmp_path, abhome, ws, real_codex):
+    (tmp_path / "none").mkdir()
+    profile = tmp_path / "k.yaml"
+    profile.write_text("name: k\nharness: codex\nmodel: {api_key_env: AGENTBOX_TEST_UNSET_KEY}\n"
+                       "permission_intent:\n" + RW)
+    env = {k: v for k, v in os.environ.items() if k != "AGENTBOX_TEST_UNSET_KEY"}
+    done = cli("launch", profile, "--cwd", ws, "--evidence", tmp_path / "none", "--accept-unverified", "workspace",
+               "--", "--version", env=env)
+    assert done.returncode == 0
+    assert "model.api_key_env names AGENTBOX_TEST_UNSET_KEY, which is not set here" in done.stderr

@@ -32,6 +32,7 @@ def test_a_launch_without_evidence_exits_3_and_leaves_everything_as_it_was(tmp_p
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
     env = {**os.environ, "TMPDIR": str(tmpdir)}
+    (tmp_path / "empty").mkdir()  # a store with no records yet
     before = snapshot(project)
     done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", project, "--evidence", tmp_path / "empty",
                    "--binary", real_codex, "--", "touch", env=env)
@@ -42,7 +43,7 @@ def test_a_launch_without_evidence_exits_3_and_leaves_everything_as_it_was(tmp_p
     assert snapshot(project) == before  # no STARTED (the harness never ran), no .agentbox, masks untouched
     assert list(tmpdir.iterdir()) == []  # no private config home
     assert not (abhome / "cache" / "launch").exists()  # a refusal is never cached
-    assert not (tmp_path / "empty").exists()
+    assert list((tmp_path / "empty").iterdir()) == []  # reading the store wrote nothing into it
     runs = json.loads(run_cli("runs", "list", "--json", env=env).stdout)
     assert [(r["status"], r["exit_status"], r["harness_args"]) for r in runs] == [("refused", 3, ["touch"])]
     assert "workspace" in runs[0]["refusal"] and runs[0]["claims"]["workspace"]["verdict"] == "refused"
@@ -57,6 +58,7 @@ def test_a_refusal_reaches_neither_materialization_nor_any_process_start(tmp_pat
         monkeypatch.setattr(session, name, forbidden)
     monkeypatch.setattr(startup, "start_egress", forbidden)
     monkeypatch.setattr(os, "posix_spawn", forbidden)
+    (tmp_path / "empty").mkdir()
     rc = cli.main(["launch", str(write_profile(tmp_path, RW)), "--cwd", str(project), "--evidence",
                    str(tmp_path / "empty"), "--binary", str(real_codex), "--", "touch"])
     assert rc == 3
@@ -144,7 +146,15 @@ def test_a_required_item_the_plan_cannot_cover_exactly_is_refused_with_its_layer
     # shell ask: codex asks only in its TUI (partial), and the OS sandbox cannot tell its shell tool apart
     (tmp_path / "ask.yaml").write_text(
         "name: t\nharness: codex\npermission_intent:\n" + RW + "  shell: {access: ask, requirement: required}\n")
+    (tmp_path / "ev").mkdir()
     done = run_cli("launch", tmp_path / "ask.yaml", "--cwd", ws, "--evidence", tmp_path / "ev", "--binary",
                    real_codex, "--accept-unverified", "shell", "--", "touch")
     assert done.returncode == 3
     assert "shell (shell.ask)" in done.stderr and "plan layer" in done.stderr
+
+
+def test_an_evidence_store_that_does_not_exist_is_a_typo_exit_2_naming_it(tmp_path, abhome, ws, real_codex):
+    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", tmp_path / "evidnce",
+                   "--binary", real_codex, "--", "touch")
+    assert done.returncode == 2 and f"{tmp_path / 'evidnce'}: no such evidence store (a typo?)" in done.stderr
+    assert list(ws.iterdir()) == []
