@@ -33,4 +33,4 @@ def test_a_call_whose_arguments_the_tool_rejects_is_an_error_never_blocked(reque
     attempt = runner.attempt(vector, "harness", False, harness, request.getfixturevalue("harness_probe"),
                              scripted_model)
     assert attempt.effect is None, attempt.observation
-    assert "rejected scripted step 0's arguments" in attempt.observation
+    assert "never ran scripted step 0's call" in attempt.observation

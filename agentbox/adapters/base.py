@@ -68,9 +68,11 @@ class ToolVocabulary(BaseModel):
     # How the harness's own output records a call it refused and never answered to the model (OpenCode ends
     # a headless run at an `ask`): a match proves the attempt met its policy; regular expressions
     refusals: tuple[str, ...] = ()
-    # How the harness answers a call whose arguments its tool rejects (a wrong name, a missing field): such a
-    # call never met a permission mechanism, so an attempt that got one proves nothing (regular expressions)
-    argument_errors: tuple[str, ...] = ()
+    # How the harness answers a call it never ran: arguments its tool rejects (a wrong name, a missing field), a
+    # call it does not support in this mode. Such a call met no permission mechanism, so an attempt that got one
+    # proves nothing, and neither does its "blocked" (regular expressions; one with a `tool` group counts only
+    # when that tool was offered in the run)
+    never_ran: tuple[str, ...] = ()
 
 
 class HarnessAdapter(ABC):

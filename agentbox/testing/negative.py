@@ -269,12 +269,18 @@ class VectorRunner:
         if unanswered:
             tail = " ".join((out.stdout or "").split())[-300:]
             return f"the harness never answered scripted step {unanswered[0]}'s tool call (its output ends: {tail})", seen
-        # Answered is not met: a call whose arguments the tool rejected never reached a permission mechanism
+        # Answered is not met: a call the harness never ran (arguments its tool rejected, a call it does not
+        # support in this mode) reached no permission mechanism
+        offered = set(model.offered_tools())
         for r in model.tool_results():
-            hit = next((p for p in harness.vocabulary().argument_errors if re.search(p, r.text or "")), None)
+            hit = next((m for p in harness.vocabulary().never_ran for m in [re.search(p, r.text or "")]
+                        # a pattern naming the tool counts only for a tool the run offered: a tool the intent
+                        # removed is answered the same way, and that removal is the mechanism
+                        if m and ("tool" not in m.groupdict() or m.group("tool") in offered)), None)
             if hit is not None:
-                return (f"the harness rejected scripted step {r.step_index}'s arguments, so the attempt never met a "
-                        f"mechanism (fix the vocabulary): {' '.join((r.text or '').split())[:300]}"), seen
+                return (f"the harness never ran scripted step {r.step_index}'s call (rejected arguments or an "
+                        f"unsupported call), so the attempt met no mechanism: "
+                        f"{' '.join((r.text or '').split())[:300]}"), seen
         return None, seen
 
     def _observe(self, oracle: Oracle, targets: Targets, seen: "Seen") -> Attempt:
