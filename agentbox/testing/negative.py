@@ -222,7 +222,8 @@ class VectorRunner:
         model.clear()
         # in the TUI the run ends when the driver sees the model's closing words on screen
         done_text = f"agentbox-attempt-over-{targets.nonce}"
-        model.load({"steps": steps, "final_text": done_text}, harness.vocabulary())
+        vocabulary = harness.vocabulary()
+        model.load({"steps": steps, "final_text": done_text}, vocabulary)
         profile = scripted_profile(harness, model, intent, name="vector",
                                    mcp_servers={n: c.server_spec() for n, c in canaries.items()})
         loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<vector>", digest=vector.id)
@@ -258,7 +259,7 @@ class VectorRunner:
         # says the attempt ever met a mechanism.
         answered = {r.step_index for r in model.tool_results() if r.step_index is not None}
         unanswered = [i for i in range(len(steps)) if i not in answered]
-        refusals = harness.vocabulary().refusals
+        refusals = vocabulary.refusals
         if self.mode == "tui":
             from .tui import DECLINED
 
@@ -273,7 +274,7 @@ class VectorRunner:
         # support in this mode) reached no permission mechanism
         offered = set(model.offered_tools())
         for r in model.tool_results():
-            hit = next((m for p in harness.vocabulary().never_ran for m in [re.search(p, r.text or "")]
+            hit = next((m for p in vocabulary.never_ran for m in [re.search(p, r.text or "")]
                         # a pattern naming the tool counts only for a tool the run offered: a tool the intent
                         # removed is answered the same way, and that removal is the mechanism
                         if m and ("tool" not in m.groupdict() or m.group("tool") in offered)), None)
