@@ -19,11 +19,17 @@ def _profile_and_probe(args) -> tuple:
     binary = getattr(args, "binary", None)
     if binary is None and getattr(args, "harness_version", None) is None:
         found = find_binary(loaded.profile.harness)
-        binary = found.binary if found else None
+        if found is None:
+            from .errors import HarnessError
+
+            raise HarnessError(f"{loaded.profile.harness} is not installed (neither under $AGENTBOX_HOME/harnesses "
+                               f"nor on PATH): agent-box harness install {loaded.profile.harness}@VERSION, give "
+                               "--binary PATH, or --harness-version VERSION to compile for a version without its binary")
+        binary = found.binary
     if binary is not None:
         from .adapters import get_adapter
 
-        probe, _ = get_adapter(loaded.profile.harness).remembered_probe(binary)
+        probe, _ = get_adapter(loaded.profile.harness).known_probe(binary)
     return loaded, probe
 
 

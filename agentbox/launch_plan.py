@@ -84,7 +84,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     invoked, check = _binary(harness, binary)
     resolved = os.path.realpath(invoked)
     stat = stat_key(resolved)
-    probe, identity = get_adapter(harness).remembered_probe(invoked)
+    probe, identity = get_adapter(harness).known_probe(invoked)
     plan = compile_plan(loaded, cwd, probe=probe)
     unknown = unknown_accepted(plan.items, accept_unverified)
     if unknown:

@@ -161,6 +161,18 @@ class HarnessAdapter(ABC):
             write_json_atomic(memo, {"stat": stat, "probe": probe.model_dump()})
         return probe, identity
 
+    def known_probe(self, binary: str) -> tuple[Probe, Identity]:
+        """`remembered_probe`, for a command that must not go on without a version: a binary that does not
+        answer as this harness (a stand-in such as /bin/true, a broken install) is a harness binary problem
+        (exit 5), never a plan compiled for "version unknown" in the oldest dialect."""
+        probe, identity = self.remembered_probe(binary)
+        if probe.version is None:
+            tested = ", ".join(self.declarations.tested_versions) or "none declared"
+            raise HarnessError(f"{self.name}: binary {probe.binary} does not answer as {self.name}: {probe.problem}; "
+                               f"give the harness binary with --binary, or install one (tested: {tested}): "
+                               f"agent-box harness install {self.name}@VERSION")
+        return probe, identity
+
     def probe_env(self) -> dict[str, str]:
         return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TERM")}
 
