@@ -36,8 +36,11 @@ def _profile_and_probe(args) -> tuple:
 def _compile(args):
     from .compiler import compile_plan
 
+    from .mcp_inventory import for_profile
+
     loaded, probe = _profile_and_probe(args)
-    return compile_plan(loaded, args.cwd, harness_version=args.harness_version, probe=probe)
+    return compile_plan(loaded, args.cwd, harness_version=args.harness_version, probe=probe,
+                        **for_profile(loaded.profile).compile_args())
 
 
 def cmd_capabilities(args) -> int:

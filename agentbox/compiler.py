@@ -15,6 +15,7 @@ from .adapters.base import HarnessAdapter, Probe
 from .capability import TRIVIAL, Support, capability_id
 from .errors import InputError, PolicyError
 from .intent import ITEMS
+from .mcp_binds import server_binds
 from .plan import (CompileContext, CompileResult, EffectiveRunPlan, ItemPlan, LayerCoverage, OverrideRecord,
                    RuntimeRequirements)
 from .profile import LoadedProfile, NativeOverride
@@ -76,7 +77,8 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
                  probe: Probe | None = None, home: str | None = None,
                  config_home: str | None = None, tmpdir: str | None = None,
                  ro_binds: tuple[str, ...] = (), rw_binds: tuple[str, ...] = (),
-                 mcp_tools: dict[str, tuple[str, ...]] | None = None, sandboxed: bool = True) -> EffectiveRunPlan:
+                 mcp_tools: dict[str, tuple[str, ...]] | None = None, mcp_problems: dict[str, str] | None = None,
+                 sandboxed: bool = True) -> EffectiveRunPlan:
     """`config_home`/`tmpdir` default to the sandbox's fixed paths; the harness-alone layer passes host ones
     and `sandboxed=False` (the adapter then relies on no OS layer)."""
     profile = loaded.profile
@@ -95,7 +97,8 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
     given = {k: v for k, v in (("config_home", config_home), ("tmpdir", tmpdir)) if v is not None}
     if sandboxed:
         given.update(sandbox_facts(intent))
-    context = CompileContext(cwd=cwd, home=home, harness_version=version, mcp_tools=mcp_tools or {}, **given)
+    context = CompileContext(cwd=cwd, home=home, harness_version=version, mcp_tools=mcp_tools or {},
+                             mcp_problems=mcp_problems or {}, **given)
     native = adapter.compile(profile, context)
 
     overrides: list[OverrideRecord] = []
@@ -108,6 +111,8 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
     masks = discover(cwd, profile.name, native.requirements.surfaces,
                      bwrap.hidden_roots(native.requirements, home))
     roots = adapter.install_roots(probe.binary) if probe is not None else ()
+    hidden = bwrap.hidden_roots(native.requirements, home)
+    roots += tuple(b for name in intent.mcp.servers for b in server_binds(name, profile.mcp_servers[name], hidden))
     request = bwrap.SandboxRequest(requirements=native.requirements, workspace=cwd, home=home, masks=masks,
                                    ro_binds=(*roots, *ro_binds), rw_binds=rw_binds,
                                    config_files=tuple(a.path for a in native.artifacts))

@@ -21,7 +21,7 @@ from typing import Callable, Iterator, Literal
 from .adapters import get_adapter
 from .adapters.base import Probe
 from .compiler import compile_plan
-from .mcp_inventory import inventory
+from .mcp_inventory import for_profile
 from .plan import CompileResult, EffectiveRunPlan
 from .profile import LoadedProfile
 from .sandbox import bwrap
@@ -130,12 +130,12 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
     started = None
     try:
         profile = req.loaded.profile
-        tools = inventory(profile.mcp_servers, profile.permission_intent.mcp.servers) if profile.permission_intent.mcp.tools else {}
+        asked = for_profile(profile).compile_args()
         if req.layer == "composed":
             plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
-                                ro_binds=req.ro_binds, rw_binds=req.rw_binds, mcp_tools=tools)
+                                ro_binds=req.ro_binds, rw_binds=req.rw_binds, **asked)
         else:
-            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home, mcp_tools=tools,
+            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home, **asked,
                                 config_home=os.path.join(run_dir, "config"), tmpdir=os.path.join(run_dir, "tmp"),
                                 sandboxed=False)
         os.makedirs(os.path.join(run_dir, "config"), exist_ok=True)
@@ -148,7 +148,7 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
             launch = got if isinstance(got, HarnessCommand) else HarnessCommand(list(got))
         if req.layer == "composed" and launch.ro_binds:  # the binds are known only now: compile again
             plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
-                                ro_binds=(*req.ro_binds, *launch.ro_binds), rw_binds=req.rw_binds, mcp_tools=tools)
+                                ro_binds=(*req.ro_binds, *launch.ro_binds), rw_binds=req.rw_binds, **asked)
         harness_argv = launch.argv
         req_env = plan.native.requirements
         source = os.environ if req.host_env is None else req.host_env

@@ -85,7 +85,10 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     resolved = os.path.realpath(invoked)
     stat = stat_key(resolved)
     probe, identity = get_adapter(harness).known_probe(invoked)
-    plan = compile_plan(loaded, cwd, probe=probe)
+    from .mcp_inventory import for_profile
+
+    # a tool allowlist is exact only with each server's tool list, asked (locked down) before the gate decides
+    plan = compile_plan(loaded, cwd, probe=probe, **for_profile(loaded.profile).compile_args())
     unknown = unknown_accepted(plan.items, accept_unverified)
     if unknown:
         names = ", ".join(f"{i.item} ({i.capability})" for i in plan.items)
@@ -159,8 +162,6 @@ def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None
     from .runs import RunStore
 
     built = build(profile_arg, cwd, evidence=evidence, accept_unverified=accept_unverified, binary=binary)
-    if built.decision.allowed and built.loaded.profile.permission_intent.mcp.tools:
-        built = _with_mcp_inventory(built, accept_unverified)
     if not built.decision.allowed:
         store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
         store.reap()
@@ -182,22 +183,3 @@ def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None
         write_json_atomic(cache_file(data, built.loaded.source, built.plan.cwd, built.check["evidence"], binary,
                                      accept_unverified), entry)
     return execute(entry, extra)
-
-
-def _with_mcp_inventory(built: Built, accept_unverified: tuple[str, ...]) -> Built:
-    """Tool allowlists need each server's full tool list, asked from the server (in a locked-down
-    sandbox) only after the first gate allowed the launch; the plan is then compiled and gated again."""
-    from dataclasses import replace
-
-    from .mcp_inventory import inventory
-
-    profile = built.loaded.profile
-    tools = inventory(profile.mcp_servers, profile.permission_intent.mcp.servers)
-    plan = compile_plan(built.loaded, built.plan.cwd, probe=built.probe, mcp_tools=tools)
-    decision = decide(plan.items, built.claims, built.decision.target, accept_unverified=accept_unverified,
-                      vectors=built.vectors, errors=[*plan.native.errors, *built.probe_errors],
-                      sandbox_claims=built.sandbox_claims, unproven=dict(built.decision.unproven),
-                      other_modes=built.other_modes)
-    fields = {**built.fields, "plan_hash": plan.hash, "claims": decision.claims(),
-              "accept_unverified": bool(decision.accepted), "accepted_items": [v.item for v in decision.accepted]}
-    return replace(built, plan=plan, decision=decision, fields=fields)

@@ -10,13 +10,16 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from dataclasses import dataclass, field
 
+from .mcp_binds import server_binds
 from .profile import McpServer
 
-__all__ = ["list_tools", "inventory"]
+__all__ = ["list_tools", "inventory", "for_profile", "Inventory"]
 
 
-def _locked_down(command: str, args: tuple[str, ...]) -> tuple[str, list[str]]:
+def _locked_down(name: str, server: McpServer) -> tuple[str, list[str]]:
+    command, args = server.command, server.args
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return command, list(args)
@@ -33,16 +36,18 @@ def _locked_down(command: str, args: tuple[str, ...]) -> tuple[str, list[str]]:
     # live under /tmp (an editable install in a temporary checkout, a PYTHONPATH entry).
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     keep = sorted({p for p in (*sys.path, here) if p.startswith("/tmp/") and os.path.isdir(p)})
+    # the server's own install, when it lies under /tmp, as the run's sandbox binds it
+    keep += [d for d in server_binds(name, server, ("/tmp",)) if d not in keep]
     made += [x for d in keep for x in ("--ro-bind", d, d)]
     return bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *made,
                    "--unshare-net", "--unshare-pid", "--die-with-parent", "--", command, *args]
 
 
-def list_tools(server: McpServer, timeout: float = 30.0) -> tuple[str, ...]:
+def list_tools(name: str, server: McpServer, timeout: float = 30.0) -> tuple[str, ...]:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    command, args = _locked_down(server.command, server.args)
+    command, args = _locked_down(name, server)
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
     params = StdioServerParameters(command=command, args=args, env={**env, **server.env})
 
@@ -54,12 +59,49 @@ def list_tools(server: McpServer, timeout: float = 30.0) -> tuple[str, ...]:
     return anyio.run(main)
 
 
-def inventory(servers: dict[str, McpServer], names: tuple[str, ...], timeout: float = 30.0) -> dict[str, tuple[str, ...]]:
-    """Tool lists of the named servers; a server that cannot be asked is left out (compile then warns)."""
-    out: dict[str, tuple[str, ...]] = {}
+@dataclass(frozen=True)
+class Inventory:
+    """What the servers answered: each server's tools, or why it could not be asked."""
+
+    tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+
+    def compile_args(self) -> dict:
+        return {"mcp_tools": self.tools, "mcp_problems": self.problems}
+
+
+def _why(exc: BaseException) -> str:
+    """The first real failure: anyio wraps a server that died at start-up in exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, TimeoutError):
+        return "it did not answer tools/list in time"
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _missing(server: McpServer) -> str | None:
+    if os.path.isabs(server.command):
+        return None if os.access(server.command, os.X_OK) else f"{server.command} does not exist or is not executable"
+    return None if shutil.which(server.command) else f"{server.command} is not on PATH"
+
+
+def inventory(servers: dict[str, McpServer], names: tuple[str, ...], timeout: float = 30.0) -> Inventory:
+    """Tool lists of the named servers; a server that cannot be asked is named with the reason (compile
+    then reports the allowlist partial and says why)."""
+    out = Inventory()
     for name in names:
-        try:
-            out[name] = list_tools(servers[name], timeout)
-        except Exception:  # noqa: BLE001 - any failure just means "inventory unknown"
-            continue
+        problem = _missing(servers[name])
+        if problem is None:
+            try:
+                out.tools[name] = list_tools(name, servers[name], timeout)
+                continue
+            except Exception as exc:  # noqa: BLE001 - any failure means "inventory unknown", with its reason
+                problem = _why(exc)
+        out.problems[name] = problem
     return out
+
+
+def for_profile(profile) -> Inventory:
+    """The inventory a compile of `profile` needs: only tool allowlists need one (asked afresh every time)."""
+    intent = profile.permission_intent
+    return inventory(profile.mcp_servers, intent.mcp.servers) if intent.mcp.tools else Inventory()

@@ -57,6 +57,8 @@ class CompileContext(_Frozen):
     harness_version: str | None = None
     # server -> every tool it offers, asked from the server before the run (empty: unknown)
     mcp_tools: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    # server -> why asking it for its tools failed (a compile names it beside the gap)
+    mcp_problems: dict[str, str] = Field(default_factory=dict)
     # Intent items the OS sandbox around the harness enforces exactly for every process (empty when the
     # harness runs alone). Where the harness's own mechanism for such an item cannot work inside that
     # sandbox, its adapter may leave it out: the item stays exact through the OS layer.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..capability import weakest
 from ..egress.policy import DEFAULT_PORTS, parse_entry
@@ -258,11 +259,13 @@ class ClaudeCodeAdapter(HarnessAdapter):
             elif not tools:
                 rule("deny", "mcp", native)
             else:
-                warnings.append(f"mcp: the tools of server {server!r} are not known at compile time, so its tools "
-                                f"outside {', '.join(tools)} cannot be denied: they are offered to the model and "
-                                "need approval (refused in headless runs)")
-                degrade("mcp", "a tool allowlist without the server's tool inventory: unlisted tools are offered "
-                        "and only need approval")
+                problem = context.mcp_problems.get(server)
+                why = f" (asking server {server!r} for its tools failed: {problem})" if problem else ""
+                warnings.append(f"mcp: the tools of server {server!r} are not known at compile time{why}, so its "
+                                f"tools outside {', '.join(tools)} cannot be denied: they are offered to the model "
+                                "and need approval (refused in headless runs)")
+                degrade("mcp", f"a tool allowlist without the server's tool inventory{why}: unlisted tools are "
+                        "offered and only need approval")
         if limited:
             rule("deny", "mcp", *MCP_RESOURCE_TOOLS)  # resources are not tools on any allowlist
         mechanisms["mcp"] = ((f"--strict-mcp-config with only {', '.join(servers)}" if servers
@@ -355,9 +358,12 @@ class ClaudeCodeAdapter(HarnessAdapter):
         }
         owners["disableAllHooks"] = mode_owner
         owners["enableAllProjectMcpServers"] = "mcp"
-        if outer and net == "restricted":
-            # WebFetch first asks claude.ai whether a host is safe; the OS layer's egress proxy allows only the
-            # profile's hosts, so that lookup could only fail and WebFetch with it. The proxy decides instead.
+        own_api = not model.base_url or urlsplit(model.base_url).hostname == "api.anthropic.com"
+        if (outer and net != "unrestricted") or not own_api:
+            # WebFetch first asks claude.ai whether a host is safe. Inside the OS layer's egress proxy that lookup
+            # could only fail (the proxy allows the profile's hosts alone, and decides instead); with a model
+            # served elsewhere (a gateway, a local model) claude.ai is often out of reach too, and the fetch then
+            # fails on the lookup rather than on the rules under test (anthropics/claude-code#24921).
             settings["skipWebFetchPreflight"] = True
             owners["skipWebFetchPreflight"] = "command_network"
         owners["apiKeyHelper"] = "environment"
