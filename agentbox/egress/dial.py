@@ -35,8 +35,14 @@ async def resolve(policy: EgressPolicy, host: str, port: int) -> list[str]:
     except (socket.gaierror, UnicodeError) as exc:
         raise Refused(502, "resolve_failed", f"{host}: {exc}") from None
     addresses = list(dict.fromkeys(info[4][0] for info in infos))
-    # The model endpoint is named by the profile itself; any other name is the sandbox's choice and must
-    # not lead back into the host's loopback or the local networks around it.
+    # The model endpoint and a loopback entry of allow_domains (`localhost:5432`) are named by the profile
+    # itself; any other name is the sandbox's choice and must not lead back into the host's loopback or the
+    # local networks around it.
+    if policy.is_loopback_route(host, port) and not policy.allow_internal_addresses:
+        loopback = [a for a in addresses if hostnames.is_loopback_name(a)]
+        if not loopback:
+            raise Refused(403, "loopback_entry_not_loopback", f"{host} -> {', '.join(addresses)}")
+        return loopback
     if not policy.allow_internal_addresses and not policy.is_model_endpoint(host, port):
         public = [a for a in addresses if not hostnames.is_internal(a)]
         if not public:

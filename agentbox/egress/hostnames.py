@@ -13,7 +13,7 @@ import ipaddress
 import re
 from typing import Literal
 
-__all__ = ["normalize", "kind", "is_internal", "HostKind"]
+__all__ = ["normalize", "kind", "is_internal", "is_loopback_name", "HostKind"]
 
 HostKind = Literal["name", "ip", "numeric"]
 
@@ -76,3 +76,13 @@ def is_internal(address: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return not ip.is_global or ip.is_multicast
+
+
+def is_loopback_name(host: str) -> bool:
+    """`localhost` or a loopback address (normalized host)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -7,7 +7,8 @@ loopback port inside the network namespace to each.
 
 from __future__ import annotations
 
-__all__ = ["SOCKET_NAME", "MODEL_SOCKET", "LOG_NAME", "PROXY_PORT", "proxy_port", "proxy_env", "NO_PROXY"]
+__all__ = ["SOCKET_NAME", "MODEL_SOCKET", "LOG_NAME", "PROXY_PORT", "proxy_port", "proxy_env", "NO_PROXY",
+           "loopback_socket"]
 
 SOCKET_NAME = "egress.sock"  # the proxy, in the run's relay folder
 MODEL_SOCKET = "model.sock"  # the fixed route to a loopback model endpoint, next to it
@@ -18,9 +19,17 @@ PROXY_PORT = 3128
 NO_PROXY = "127.0.0.1,localhost,::1"
 
 
-def proxy_port(model_port: int | None) -> int:
-    """The proxy's port inside the sandbox: 3128, unless the model relay needs that one."""
-    return PROXY_PORT + 1 if model_port == PROXY_PORT else PROXY_PORT
+def proxy_port(taken: set[int] | frozenset[int] = frozenset()) -> int:
+    """The proxy's port inside the sandbox: 3128, or the next one no route of the relay listens on."""
+    port = PROXY_PORT
+    while port in taken:
+        port += 1
+    return port
+
+
+def loopback_socket(port: int) -> str:
+    """The fixed route to an allowed loopback port of the host (`localhost:5432`), in the relay folder."""
+    return f"loopback-{port}.sock"
 
 
 def proxy_env(port: int) -> dict[str, str]:

@@ -134,6 +134,20 @@ class EgressPolicy(BaseModel):
                 raise ValueError(f"resolver_overrides {name!r} -> {address!r}: {exc}") from None
         return out
 
+    def loopback_routes(self) -> tuple[Endpoint, ...]:
+        """Entries that name this host's own loopback with a port (a database, a dev server): the profile's own
+        choice, so they are dialled although loopback is internal, and the sandbox reaches each on the same
+        loopback port through a fixed route. One per port, in port order."""
+        out: dict[int, Endpoint] = {}
+        for entry in _entries(self.allow_domains):
+            if not entry.wildcard and hostnames.is_loopback_name(entry.host):
+                for port in entry.ports:
+                    out.setdefault(port, Endpoint(host=entry.host, port=port))
+        return tuple(out[p] for p in sorted(out))
+
+    def is_loopback_route(self, host: str, port: int) -> bool:
+        return any(e.host == host and e.port == port for e in self.loopback_routes())
+
     def is_model_endpoint(self, host: str, port: int) -> bool:
         me = self.model_endpoint
         return me is not None and me.host == host and me.port == port

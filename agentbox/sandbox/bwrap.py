@@ -72,12 +72,15 @@ def _loopback_model_port(policy: EgressPolicy) -> int | None:
 
 
 def relay_ports(policy: EgressPolicy | None) -> tuple[tuple[int, str], ...]:
-    """The inner relay's (port, socket) mappings: the model route when the model is on loopback, then the proxy."""
+    """The inner relay's (port, socket) mappings: the model route when the model is on loopback, a route per
+    allowed loopback port of the host (clients reach `localhost:PORT` directly, NO_PROXY, so the same port
+    must answer inside), then the proxy."""
     if policy is None:
         return ()
     model_port = _loopback_model_port(policy)
     ports = [(model_port, inside.MODEL_SOCKET)] if model_port is not None else []
-    return (*ports, (inside.proxy_port(model_port), inside.SOCKET_NAME))
+    ports += [(e.port, inside.loopback_socket(e.port)) for e in policy.loopback_routes() if e.port != model_port]
+    return (*ports, (inside.proxy_port({p for p, _ in ports}), inside.SOCKET_NAME))
 
 
 def hidden_paths(request: SandboxRequest) -> tuple[str, ...]:
@@ -145,10 +148,11 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
             argv.extend(["--tmpfs", os.path.join(layer, ".agentbox")])
     policy = egress_policy(req)
     relay = relay_ports(policy)
-    low = [port for port, _ in relay if port < 1024]
+    low = [(port, name) for port, name in relay if port < 1024]
     if low:
-        raise SandboxError(f"the model endpoint's loopback port {low[0]} is below 1024: the run holds no capability, "
-                           "so its relay cannot listen there inside the sandbox; serve the model on a port >= 1024")
+        what = "the model endpoint's" if low[0][1] == inside.MODEL_SOCKET else "the allowed (allow_domains)"
+        raise SandboxError(f"{what} loopback port {low[0][0]} is below 1024: the run holds no capability, so its "
+                           "relay cannot listen there inside the sandbox; serve it on a port >= 1024")
     if relay:
         bind("bind", f"{RUN_DIR}/relay", RELAY_DIR)
     if unshares_net(req):

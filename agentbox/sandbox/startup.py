@@ -25,7 +25,7 @@ def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = Non
     """
     if not entry.get("egress"):
         return None
-    from ..egress.inside import MODEL_SOCKET, SOCKET_NAME
+    from ..egress.inside import MODEL_SOCKET, SOCKET_NAME, loopback_socket
     from ..egress.policy import EgressPolicy
     from ..egress.proxy import EgressProxy
 
@@ -33,7 +33,8 @@ def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = Non
     data["resolver_overrides"] = {**data.get("resolver_overrides", {}), **(resolve or {})}
     policy = EgressPolicy.model_validate(data)
     relay_dir = os.path.join(run_dir, "relay")
-    routes = {os.path.join(relay_dir, name): policy.model_endpoint for _, name in entry["relay"] if name == MODEL_SOCKET}
+    fixed = {MODEL_SOCKET: policy.model_endpoint, **{loopback_socket(e.port): e for e in policy.loopback_routes()}}
+    routes = {os.path.join(relay_dir, name): fixed[name] for _, name in entry["relay"] if name != SOCKET_NAME}
     return EgressProxy(policy, os.path.join(run_dir, LOG_NAME), socket_path=os.path.join(relay_dir, SOCKET_NAME),
                        routes=routes).start()
 

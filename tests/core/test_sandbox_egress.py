@@ -127,3 +127,61 @@ def test_a_proxy_that_dies_during_the_run_ends_it(tmp_path, ws, monkeypatch):
         note = cleanup(run_id, run_dir, started)
     assert proc.returncode != 0
     assert "the egress proxy stopped during the run" in note
+
+
+class Echo:
+    """A TCP server on the host's 127.0.0.1 that answers each connection with what it first received."""
+
+    def __init__(self):
+        import socket
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.seen: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                data = conn.recv(100)
+                self.seen.append(data)
+                conn.sendall(b"echo:" + data)
+
+    def close(self):
+        self.sock.close()
+
+
+CLIENT = ("import socket, sys\n"
+          "for host, port in [(h, int(p)) for h, p in (a.split('=') for a in sys.argv[1:])]:\n"
+          "    try:\n"
+          "        s = socket.create_connection((host, port), timeout=5); s.sendall(b'hi-' + host.encode())\n"
+          "        print(s.recv(100).decode())\n"
+          "    except OSError as e:\n"
+          "        print('refused', type(e).__name__)\n")
+
+
+def test_restricted_reaches_an_allowed_loopback_port_of_the_host_and_no_other(tmp_path, env, ws):
+    allowed, other = Echo(), Echo()
+    try:
+        network = f"{{access: restricted, allow_domains: ['localhost:{allowed.port}']}}"
+        done = sandbox_run(env, profile(tmp_path, network), ws, "--", sys.executable, "-c", CLIENT,
+                           f"127.0.0.1={allowed.port}", f"localhost={allowed.port}", f"127.0.0.1={other.port}")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split("\n")[:2] == ["echo:hi-127.0.0.1", "echo:hi-localhost"]
+        assert done.stdout.split("\n")[2].startswith("refused")
+        assert allowed.seen == [b"hi-127.0.0.1", b"hi-localhost"] and other.seen == []
+    finally:
+        allowed.close()
+        other.close()
+
+
+def test_an_allowed_loopback_port_below_1024_is_refused_before_the_run_naming_it(tmp_path, env, ws):
+    done = sandbox_run(env, profile(tmp_path, "{access: restricted, allow_domains: ['localhost:80']}"), ws,
+                       "--", "true")
+    assert done.returncode == 4
+    assert "allowed (allow_domains) loopback port 80 is below 1024" in done.stderr

@@ -214,15 +214,40 @@ def test_unreachable_upstreams_get_502(world, start_proxy):
     assert [line["reason"] for line in last(proxy, 2)] == ["connect_failed", "resolve_failed"]
 
 
+def a_name_resolving_to_loopback() -> str:
+    """A name other than localhost that the system resolver maps to loopback (Debian's /etc/hosts maps the
+    machine's own name there)."""
+    import ipaddress
+    import socket
+
+    name = socket.gethostname()
+    try:
+        if name != "localhost" and ipaddress.ip_address(socket.gethostbyname(name)).is_loopback:
+            return name
+    except OSError:
+        pass
+    pytest.skip(f"no name other than localhost resolves to loopback here (the host name {name!r} does not)")
+
+
 def test_an_allowed_name_resolving_to_loopback_is_refused(world, start_proxy, origins):
-    """Without an override the proxy resolves the name itself; localhost leads back into the host."""
+    """Without an override the proxy resolves the name itself; a name that leads back into the host is refused."""
     target = origins(name="local")
-    url = f"http://localhost:{target.port}/"
-    refused = get(start_proxy(EgressPolicy(allow_domains=(f"localhost:{target.port}",))), url)
+    name = a_name_resolving_to_loopback()
+    url = f"http://{name}:{target.port}/"
+    refused = get(start_proxy(EgressPolicy(allow_domains=(f"{name}:{target.port}",))), url)
     assert refused.startswith(b"HTTP/1.1 403") and b"resolves_to_internal_address" in refused
     assert target.connections == 0
-    opted_in = EgressPolicy(allow_domains=(f"localhost:{target.port}",), allow_internal_addresses=True)
+    opted_in = EgressPolicy(allow_domains=(f"{name}:{target.port}",), allow_internal_addresses=True)
     assert get(start_proxy(opted_in), url).startswith(b"HTTP/1.1 200")
+    assert target.connections == 1
+
+
+def test_an_allowed_loopback_entry_is_the_profiles_own_choice_and_is_reachable(start_proxy, origins):
+    """`localhost:PORT` in allow_domains names the host's loopback itself (a database, a dev server)."""
+    target = origins(name="local")
+    proxy = start_proxy(EgressPolicy(allow_domains=(f"localhost:{target.port}",)))
+    assert get(proxy, f"http://localhost:{target.port}/").startswith(b"HTTP/1.1 200")
+    assert get(proxy, f"http://localhost:{target.port + 1 if target.port < 65535 else 1}/").startswith(b"HTTP/1.1 403")
     assert target.connections == 1
 
 
