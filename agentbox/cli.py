@@ -108,7 +108,7 @@ def cmd_sandbox_run(args) -> int:
 
 
 def cmd_harness_install(args) -> int:
-    from .installs import install, load_matrix
+    from .installs import install, load_matrix, parse_spec
 
     log = (lambda s: print(s, file=sys.stderr)) if not args.quiet else (lambda s: None)
     todo: list[tuple[str, str]] = []
@@ -116,13 +116,7 @@ def cmd_harness_install(args) -> int:
         matrix = load_matrix(args.matrix)
         todo += [(n, v) for n, vs in matrix.harnesses.items() for v in vs]
         todo += list(matrix.acp_adapters.items())
-    for spec in args.specs:
-        name, sep, version = spec.partition("@")
-        if not sep or not version:
-            from .errors import InputError
-
-            raise InputError("expected NAME@VERSION", field=spec)
-        todo.append((name, version))
+    todo += [parse_spec(spec) for spec in args.specs]
     if not todo:
         from .errors import InputError
 
@@ -305,7 +299,7 @@ def _parser() -> "argparse.ArgumentParser":
     har = sub.add_parser("harness", help="pinned harness installs").add_subparsers(dest="sub", required=True)
     inst = har.add_parser("install", help="install NAME@VERSION (or every version a matrix names)")
     inst.add_argument("specs", nargs="*", metavar="NAME@VERSION")
-    inst.add_argument("--matrix", help="a matrices/*.yaml file")
+    inst.add_argument("--matrix", help="a matrices/*.yaml file, or a packaged matrix by name (default, supported)")
     inst.add_argument("--json", action="store_true")
     inst.add_argument("--quiet", action="store_true")
     inst.set_defaults(fn=cmd_harness_install)
@@ -317,7 +311,8 @@ def _parser() -> "argparse.ArgumentParser":
     mtx = sub.add_parser("matrix", help="harness version matrices").add_subparsers(dest="sub", required=True)
     mls = mtx.add_parser("list", help="one line per harness version (--json: a GitHub Actions job matrix)")
     mls.add_argument("--matrix", action="append", default=[], metavar="FILE",
-                     help="a matrices/*.yaml file, repeatable (default: every matrices/*.yaml here)")
+                     help="a matrices/*.yaml file or a packaged matrix by name, repeatable "
+                          "(default: every matrices/*.yaml here, else the packaged ones)")
     mls.add_argument("--json", action="store_true")
     mls.set_defaults(fn=cmd_matrix_list)
 

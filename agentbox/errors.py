@@ -14,9 +14,11 @@ class InputError(AgentBoxError):
 
     exit_code = 2
 
-    def __init__(self, message: str, *, file: str | None = None, field: str | None = None):
-        self.file, self.field = file, field
-        where = ": ".join(p for p in (file, field) if p)
+    def __init__(self, message: str, *, file: str | None = None, field: str | None = None, line: int | None = None):
+        self.file, self.field, self.line = file, field, line
+        # `file:line:` as compilers write it, so an editor or a terminal jumps to the place
+        place = f"{file}:{line}" if file and line else file or (f"line {line}" if line else None)
+        where = ": ".join(p for p in (place, field) if p)
         super().__init__(f"{where}: {message}" if where else message)
 
 

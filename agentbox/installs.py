@@ -20,7 +20,8 @@ from .home import harnesses_dir
 from .matrix import Matrix, load_matrix  # the matrix model lives in agentbox.matrix; importable from here too
 from .versions import Version
 
-__all__ = ["Matrix", "Installed", "installed", "install", "find_binary", "load_matrix", "PACKAGES", "layout"]
+__all__ = ["Matrix", "Installed", "installed", "install", "find_binary", "load_matrix", "PACKAGES", "layout",
+           "parse_spec"]
 
 _DATA = Path(__file__).parent / "data" / "packages.yaml"
 
@@ -140,10 +141,44 @@ def installed(probe: bool = True) -> list[Installed]:
     return out
 
 
-def install(name: str, version: str, log: Callable[[str], None] = lambda s: None) -> Installed:
-    """Install NAME@VERSION; a no-op when present. The probed version must equal the pin."""
+def _check_known(name: str) -> None:
     if name not in _packages():
         raise InputError(f"unknown harness or adapter {name!r}; known: {', '.join(_packages())}")
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """NAME@VERSION as (NAME, VERSION). A bare NAME is refused with the versions to choose from: installing
+    whatever is newest would pin an untested version without saying so."""
+    name, _, version = spec.partition("@")
+    if version:
+        return name, version
+    _check_known(name)
+    tested, pin = _version_choices(name)
+    hint = f"`agent-box harness install {name}@{pin}` (the pin of matrices/default.yaml)" if pin else "NAME@VERSION"
+    raise InputError(f"which version? tested: {', '.join(tested) or 'none'}; type {hint}, "
+                     f"or `agent-box harness install --matrix default` for every default pin", field=spec)
+
+
+def _version_choices(name: str) -> tuple[list[str], str | None]:
+    """The versions NAME was tested at (a harness's declarations; an adapter's pins in the packaged matrices),
+    oldest first, and its pin in the default matrix."""
+    from .matrix import packaged_matrices
+
+    matrices = {p.stem: load_matrix(p) for p in packaged_matrices()}
+    pins = {v for m in matrices.values() for v in (*m.harnesses.get(name, ()), m.acp_adapters.get(name))} - {None}
+    if name in _harness_names():
+        from .capability import load_declarations
+
+        pins |= set(load_declarations(name).tested_versions)
+    default, pin = matrices.get("default"), None
+    if default:
+        pin = default.harnesses[name][-1] if name in default.harnesses else default.acp_adapters.get(name)
+    return sorted(pins, key=Version.parse), pin
+
+
+def install(name: str, version: str, log: Callable[[str], None] = lambda s: None) -> Installed:
+    """Install NAME@VERSION; a no-op when present. The probed version must equal the pin."""
+    _check_known(name)
     Version.parse(version)
     pkg = _packages()[name]
     dest = harnesses_dir() / name / version
@@ -166,7 +201,9 @@ def _install_locked(name: str, version: str, pkg: Package, dest: Path, log: Call
     dest.mkdir(parents=True)
     marker.write_text(version)
     try:
-        log(f"{name}@{version}: installing {pkg.package} from {pkg.registry} ...")
+        # one line a stage, on stderr, before it starts: a download can take minutes and a person should
+        # see which step a failure or a wait belongs to
+        log(f"{name}@{version}: [1/3] download {pkg.package}@{version} from {pkg.registry}")
         if pkg.registry == "npm":
             _run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(dest), f"{pkg.package}@{version}"], name)
         else:
@@ -174,9 +211,12 @@ def _install_locked(name: str, version: str, pkg: Package, dest: Path, log: Call
             _run([str(dest / "venv" / "bin" / "pip"), "install", "-q", f"{pkg.package}=={version}", *pkg.extras], name)
             if pkg.post_install:
                 _run([str(dest / "venv" / "bin" / "pip"), "install", "-q", *pkg.post_install], name)
+        log(f"{name}@{version}: [2/3] probe the version of " +
+            (str(_binary_in(dest, pkg)) if name in _harness_names() else f"{pkg.package}'s package.json"))
         got = _installed_version(dest, name, pkg)
         if got is None or Version.parse(got) != Version.parse(version):
             raise HarnessError(f"{name}: asked for {version}, the registry delivered {got or 'an unparsable version'}")
+        log(f"{name}@{version}: [3/3] verify: the probe reads {got}, the pin")
         marker.unlink()
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)

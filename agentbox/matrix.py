@@ -1,5 +1,8 @@
 """Harness version matrices (`matrices/*.yaml`): which versions CI, tox and the conformance run cover.
 
+The package ships them (agentbox/data/matrices; a checkout's `matrices` links there), so a bare name
+(`--matrix default`) or `matrices/default.yaml` also works outside a checkout.
+
 The pydantic model is the single source of truth; `agentbox/schemas/matrix.schema.json` is exported
 from it (a test pins the two together); after changing the model, regenerate it with
 `python -m agentbox.matrix --schema > agentbox/schemas/matrix.schema.json`.
@@ -17,13 +20,14 @@ import sys
 from pathlib import Path
 from typing import Annotated, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from .errors import InputError
-from .profile import HARNESSES, validation_message
+from .profile import HARNESSES
 from .versions import Version
 
-__all__ = ["Matrix", "Cell", "load_matrix", "cells", "default_matrices", "json_schema", "cmd_list"]
+__all__ = ["Matrix", "Cell", "load_matrix", "resolve_matrix", "packaged_matrices", "cells", "default_matrices",
+           "json_schema", "cmd_list"]
 
 VersionText = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)*$")]
 HarnessName = Literal[HARNESSES]
@@ -59,22 +63,40 @@ class Cell(BaseModel):
     install: tuple[str, ...]  # NAME@VERSION specs for `agent-box harness install`
 
 
+# The package ships its matrices, so `agent-box matrix list` and `--matrix default` work outside a checkout;
+# a checkout's `matrices` is a link to this folder, so `matrices/default.yaml` names the same file in both.
+PACKAGED = Path(__file__).parent / "data" / "matrices"
+
+
+def packaged_matrices() -> list[Path]:
+    return sorted(PACKAGED.glob("*.yaml"))
+
+
+def resolve_matrix(path: str | Path) -> Path:
+    """PATH when it exists; else the packaged matrix it names: a bare `default` or a `matrices/default.yaml`
+    given outside a checkout."""
+    given = Path(path)
+    if given.exists():
+        return given
+    bare = given.parent == Path(".") and not given.suffix
+    under_matrices = not given.is_absolute() and given.parent == Path("matrices")
+    packaged = PACKAGED / (f"{given.name}.yaml" if bare else given.name)
+    if (bare or under_matrices) and packaged.is_file():
+        return packaged
+    names = ", ".join(p.stem for p in packaged_matrices())
+    raise InputError(f"no such file (the packaged matrices are {names})", file=str(path))
+
+
 def load_matrix(path: str | Path) -> Matrix:
-    import yaml
-
     from .installs import PACKAGES
+    from .yaml_input import parse
 
+    try:
+        text = resolve_matrix(path).read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", file=str(path)) from None
     path = str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise InputError("no such file", file=path) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"malformed YAML: {exc}", file=path) from None
-    try:
-        matrix = Matrix.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(validation_message(exc), file=path) from None
+    matrix = parse(text, path).validate(Matrix)
     adapters = set(PACKAGES()) - set(HARNESSES)
     unknown = sorted(set(matrix.acp_adapters) - adapters)
     if unknown:
@@ -112,17 +134,27 @@ def json_schema() -> dict:
 
 
 def cmd_list(paths: list[str], as_json: bool) -> int:
-    """`agent-box matrix list`: one line (or JSON object) per harness version of the matrices."""
-    files = [Path(p) for p in paths] or default_matrices()
-    if not files:
-        raise InputError("no matrix: give --matrix FILE or run from a checkout with matrices/*.yaml")
+    """`agent-box matrix list`: one line (or JSON object) per harness version of the matrices.
+
+    The JSON stays the plan alone (a job matrix, the same on every machine); the table adds whether each
+    version is installed here, the question a person asks before running it."""
+    files = [Path(p) for p in paths] or default_matrices() or packaged_matrices()
     rows = cells(load_matrix(f) for f in files)
     if as_json:
         print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2))
         return 0
+    print(f"{'HARNESS':<12} {'VERSION':<10} {'TOX ENV':<22} {'INSTALLED':<9} INSTALL")
     for row in rows:
-        print(f"{row.harness:<12} {row.version:<10} {row.tox_env:<22} install {' '.join(row.install)}")
+        print(f"{row.harness:<12} {row.version:<10} {row.tox_env:<22} {installed_state(row):<9} {' '.join(row.install)}")
     return 0
+
+
+def installed_state(cell: Cell) -> str:
+    """`yes` when every install of CELL is pinned under $AGENTBOX_HOME, `no` when none is, else `partly`."""
+    from .installs import find_binary
+
+    have = [find_binary(*spec.split("@", 1)) is not None for spec in cell.install]
+    return "yes" if all(have) else "partly" if any(have) else "no"
 
 
 if __name__ == "__main__":

@@ -116,13 +116,10 @@ class LoadedProfile(BaseModel):
 
 
 def validation_message(error: ValidationError) -> str:
-    parts = []
-    for err in error.errors():
-        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-        msg = msg.removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    return "; ".join(parts)
+    """Every error of ERROR as `field: message`, on one line (a profile file's errors: yaml_input.Document)."""
+    from .schema_hints import describe
+
+    return "; ".join(f"{loc}: {msg}" if loc else msg for loc, msg in map(describe, error.errors()))
 
 
 def resolve_profile_path(arg: str) -> Path:
@@ -154,18 +151,10 @@ def load_profile(arg: str | Path) -> LoadedProfile:
         raise InputError("no such file", file=str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    import yaml
+    from .yaml_input import parse
 
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else None
-        raise InputError(f"malformed YAML: {getattr(exc, 'problem', None) or exc}", file=str(path), field=where) from None
-    if not isinstance(data, dict):
+    document = parse(raw, str(path))
+    if not isinstance(document.data, dict):
         raise InputError("a profile is a YAML mapping", file=str(path))
-    try:
-        profile = Profile.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(validation_message(exc), file=str(path)) from None
+    profile = document.validate(Profile)
     return LoadedProfile(profile=profile, source=str(path), digest=hashlib.sha256(raw).hexdigest())

@@ -25,9 +25,62 @@ def test_an_unknown_field_names_the_file_and_the_field(tmp_path):
 
 
 def test_malformed_yaml_names_the_line(tmp_path):
-    path = write(tmp_path, "name: p\nharness: [codex\n")
-    with pytest.raises(InputError, match="malformed YAML"):
+    path = write(tmp_path, "name: p\n  harness: codex\n")
+    with pytest.raises(InputError, match="malformed YAML") as exc:
         load_profile(path)
+    assert str(exc.value).startswith(f"{path}:2: malformed YAML: ")
+
+
+def test_a_misspelt_field_names_its_line_and_the_field_meant(tmp_path):
+    path = write(tmp_path, "name: p\nharness: codex\npermision_intent:\n  shell: deny\n")
+    with pytest.raises(InputError) as exc:
+        load_profile(path)
+    assert str(exc.value) == f"{path}:3: permision_intent: unknown field; did you mean `permission_intent`?"
+    assert (exc.value.file, exc.value.line, exc.value.field) == (str(path), 3, "permision_intent")
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("permission_intent:\n  network: {access: none}\n", 4,
+     "permission_intent.network: unknown field; did you mean `command_network`?"),
+    ("mcp_servers:\n  gh:\n    command: gh\n    arg: [mcp]\n", 6, "mcp_servers.gh.arg: unknown field; did you mean `args`?"),
+    ("model:\n  provider: openai\n  api_key: OPENAI_API_KEY\n", 5,
+     "model.api_key: unknown field; did you mean `api_key_env`?"),
+    ("permission_intent:\n  host_home: hiden\n", 4, "permission_intent.host_home.access: Input should be 'hidden' or "
+     "'visible'; did you mean `hidden`?"),
+])
+def test_a_nested_typo_names_its_line_and_the_nearest_name_at_that_level(tmp_path, text, line, message):
+    path = write(tmp_path, "name: p\nharness: codex\n" + text)
+    with pytest.raises(InputError) as exc:
+        load_profile(path)
+    assert str(exc.value) == f"{path}:{line}: {message}"
+
+
+def test_an_unknown_field_far_from_any_lists_the_allowed_ones(tmp_path):
+    path = write(tmp_path, "name: p\nharness: codex\nmodel: {xyz: 1}\n")
+    with pytest.raises(InputError, match=r"model.xyz: unknown field \(allowed: provider, base_url, name, api_key_env\)"):
+        load_profile(path)
+
+
+def test_a_bad_value_names_its_line_and_a_missing_field_the_mapping_that_lacks_it(tmp_path):
+    path = write(tmp_path, "name: p\nharness: codx\npermission_intent:\n  workspace:\n    requirement: advisory\n")
+    with pytest.raises(InputError) as exc:
+        load_profile(path)
+    assert str(exc.value).splitlines() == [
+        f"{path}:2: harness: Input should be 'claude-code', 'codex', 'opencode' or 'hermes'; did you mean `codex`?",
+        f"{path}:4: permission_intent.workspace.access: Field required",
+    ]
+
+
+def test_a_bad_profile_on_the_command_line_writes_nothing_and_says_where(tmp_path, monkeypatch, capsys):
+    from agentbox.cli import main
+
+    monkeypatch.setenv("AGENTBOX_HOME", str(tmp_path / "home"))
+    (tmp_path / "ws").mkdir()
+    path = write(tmp_path, "name: p\nharness: codex\npermission_intent:\n  shel: deny\n")
+    assert main(["permission", "compile", str(path), "--cwd", str(tmp_path / "ws"), "--harness-version", "0.171.0"]) == 2
+    assert capsys.readouterr().err == (f"agent-box: {path}:4: permission_intent.shel: unknown field; "
+                                       "did you mean `shell`?\n")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["p.yaml", "ws"]
 
 
 def test_a_missing_file_is_a_clear_error(tmp_path):
