@@ -39,18 +39,10 @@ def agentbox_home() -> str:
     return str(slow())
 
 
-# A launch's run folder holds the relay's unix sockets (`<root>/agentbox-launch-<12 hex>/relay/<name>.sock`),
-# and a unix socket path has at most 107 bytes: the longest suffix is 56 of them.
-_SOCKET_SUFFIX = 56
-_SUN_PATH_MAX = 107
-
-
 def temp_root() -> str:
-    """The folder tempfile would use, without importing it (TMPDIR, else /tmp); /tmp also when TMPDIR is too
-    long for the run folder's sockets (the egress proxy could not listen there)."""
+    """The folder tempfile would use, without importing it (TMPDIR, else /tmp)."""
     tmp = os.environ.get("TMPDIR")
-    fits = tmp and len(os.fsencode(tmp.rstrip("/"))) + _SOCKET_SUFFIX <= _SUN_PATH_MAX
-    return tmp.rstrip("/") if fits and os.path.isdir(tmp) else "/tmp"
+    return tmp if tmp and os.path.isdir(tmp) else "/tmp"
 
 
 def package_fingerprint() -> str:

@@ -447,7 +447,10 @@ def _degrade(cov: LayerCoverage, reason: str, extra: tuple[str, ...]) -> LayerCo
     if cov.support == "unsupported":
         return cov
     bypass = tuple(dict.fromkeys((*cov.bypass_surfaces, *extra)))
+    # the declared scope describes the whole mechanism (e.g. Bash in Claude Code's sandbox); this plan
+    # compiled only part of it, so `explain` must name what the plan holds, not what the harness could
     return cov.model_copy(update={"support": weakest(cov.support, "partial"), "bypass_surfaces": bypass,
+                                  "enforcement_scope": f"{cov.mechanism} only, in this plan",
                                   "reason": f"{cov.reason}; {reason}" if cov.reason else reason})
 
 

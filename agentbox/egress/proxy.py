@@ -41,7 +41,9 @@ def bind_unix(path: str) -> socket.socket:
         sock.listen(_BACKLOG)
     except OSError as exc:
         sock.close()
-        raise ProxyStartError(f"egress proxy cannot listen on {path}: {exc.strerror or exc}") from None
+        hint = ("; a unix socket path has at most 107 bytes: point TMPDIR at a shorter folder (the run folder "
+                "lives there)" if len(os.fsencode(path)) > 107 else "")
+        raise ProxyStartError(f"egress proxy cannot listen on {path}: {exc.strerror or exc}{hint}") from None
     return sock
 
 

@@ -363,3 +363,16 @@ def test_inside_the_os_sandbox_restricted_skips_the_webfetch_preflight_the_proxy
     assert inside.artifacts[0].owners["skipWebFetchPreflight"] == "command_network"
     assert "WebFetch(domain:pypi.org)" in settings(inside)["permissions"]["allow"]
     assert "skipWebFetchPreflight" not in settings(compile_(intent))
+
+
+def test_inside_the_os_sandbox_the_scope_names_what_the_plan_holds_not_claudes_own_sandbox():
+    """Claude Code's sandbox is off inside Agent-Box's: `explain` must not say Bash runs in it."""
+    inside = ADAPTER.compile(profile(RO_SHELL_NONE), CompileContext(
+        cwd=CWD, home=HOME, harness_version="2.1.332", sandbox_enforces=("workspace", "command_network", "host_home"),
+        user_namespaces=False))
+    for item in ("workspace", "command_network", "host_home"):
+        cov = inside.coverage[item]
+        assert "Claude Code's sandbox" not in cov.enforcement_scope
+        assert cov.enforcement_scope == f"{cov.mechanism} only, in this plan"
+    alone = compile_(RO_SHELL_NONE)
+    assert "Claude Code's sandbox with the workspace in denyWrite" in alone.coverage["workspace"].enforcement_scope

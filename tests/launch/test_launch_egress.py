@@ -61,7 +61,8 @@ def test_a_launch_whose_proxy_cannot_start_is_refused_before_the_harness(tmp_pat
     rc = agentbox_cli.main(["launch", str(with_model(tmp_path, NONE_WITH_MODEL)), "--cwd", str(ws), "--evidence",
                             str(store), "--binary", str(real_codex), "--", "--version"])
     assert rc == 4
-    assert "egress proxy cannot listen" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "egress proxy cannot listen" in err and "point TMPDIR at a shorter folder" in err
     [run] = json.loads(cli("runs", "list", "--json").stdout)  # a new process: the patches stay here
     assert (run["status"], run["exit_status"]) == ("failed", 4)
     assert list(long_tmp.iterdir()) == []  # the run folder is gone too
