@@ -202,6 +202,43 @@ def cmd_evidence_merge(args) -> int:
     return 0
 
 
+def cmd_evidence_verify(args) -> int:
+    from .evidence_repair import verify
+    from .home import evidence_store
+
+    store = evidence_store(args.evidence)
+    found = verify(store)
+    if args.json:
+        print(found.model_dump_json(indent=2))
+    else:
+        for bad in found.bad:
+            print(f"{bad.file}:{bad.line}: {bad.reason}")
+        if found.bad:
+            print(f"{len(found.bad)} bad line(s) in {store}; move them aside with: "
+                  f"agent-box evidence repair --evidence {store}")
+        else:
+            print(f"{found.records} record(s) in {found.files} file(s) of {store}, no bad line")
+    return 1 if found.bad else 0
+
+
+def cmd_evidence_repair(args) -> int:
+    from .evidence_repair import repair
+    from .home import evidence_store
+
+    store = evidence_store(args.evidence)
+    done = repair(store)
+    if args.json:
+        print(done.model_dump_json(indent=2))
+        return 0
+    for bad in done.moved:
+        print(f"moved {bad.file}:{bad.line} ({bad.reason}) to {bad.quarantine}")
+    if done.moved:
+        print(f"{len(done.moved)} bad line(s) moved aside; {done.kept} record(s) kept in order")
+    else:
+        print(f"nothing to repair: no bad line in {store}")
+    return 0
+
+
 def cmd_report(args) -> int:
     from .home import evidence_dir, evidence_store
     from .report import generate
@@ -354,6 +391,13 @@ def _parser() -> "argparse.ArgumentParser":
                      help="the merged store, DIR/evidence.jsonl (records already there are kept)")
     mrg.add_argument("--json", action="store_true", help="print the summary as JSON")
     mrg.set_defaults(fn=cmd_evidence_merge)
+    for name, fn, about in (
+            ("verify", cmd_evidence_verify, "list the lines a reader refuses (file, line, reason); exit 1 if any"),
+            ("repair", cmd_evidence_repair, "move bad lines to FILE.quarantine beside their file, keep the rest")):
+        sp = evd.add_parser(name, help=about)
+        sp.add_argument("--evidence", metavar="DIR", help="the evidence store (default $AGENTBOX_HOME/evidence)")
+        sp.add_argument("--json", action="store_true")
+        sp.set_defaults(fn=fn)
 
     rpt = sub.add_parser("report", help="the compatibility report: capabilities x harness versions, as HTML")
     rpt.add_argument("--evidence", nargs="+", metavar="DIR", help="evidence stores (default $AGENTBOX_HOME/evidence)")

@@ -6,6 +6,12 @@ exported from it (a test pins the two together); after changing the model, regen
 line under an exclusive lock, so concurrent writers never interleave and a crash loses at most the
 line being written. `read_records` is the full scan; a launch looks one build up through
 `evidence_index`, which catches up with whatever was appended since it last looked.
+
+The torn-line rule, which every reader keeps: a line is a record once its newline is written. A last line
+without one that is no JSON is a write cut short (or one still under way): readers skip it with a warning,
+and `append` moves it to the file's quarantine (`<file>.quarantine`, which no reader reads: they read
+`*.jsonl`) before appending, so no record is ever glued onto it. A bad line anywhere else is an error
+naming file and line; `agent-box evidence repair` (`evidence_repair`) moves such lines aside.
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ from . import __version__
 from .errors import InputError
 
 __all__ = ["SCHEMA_VERSION", "Mode", "MODES", "Privilege", "PrivilegeLevel", "privilege_level", "Provenance", "RunInfo",
-           "EvidenceRecord", "append", "read_records", "EvidenceError", "host_facts", "json_schema"]
+           "EvidenceRecord", "append", "read_records", "EvidenceError", "host_facts", "json_schema", "scan_lines",
+           "parse_line", "is_torn", "warn_torn", "bad_line", "quarantine_path", "quarantine", "store_files",
+           "wrong_schema"]
 
 SCHEMA_VERSION = 1
 Outcome = Literal["blocked", "escaped", "error", "skipped"]
@@ -34,7 +42,13 @@ Layer = Literal["sandbox", "harness", "composed"]
 
 
 class EvidenceError(InputError, ValueError):
-    """A store the reader cannot trust (another schema version, a torn line): exit 2, naming file:line."""
+    """A store the reader cannot trust (another schema version, a bad line): exit 2, naming file:line.
+
+    `reason` is what is wrong without where or what to do (`evidence verify` lists it beside file and line)."""
+
+    def __init__(self, message: str, *, file: str | None = None, field: str | None = None, reason: str | None = None):
+        super().__init__(message, file=file, field=field)
+        self.reason = reason or message
 
 
 class Privilege(BaseModel):
@@ -129,6 +143,87 @@ def _file(directory: Path) -> Path:
     return directory / "evidence.jsonl"
 
 
+def quarantine_path(path: Path) -> Path:
+    """Where a file's bad lines are moved: beside it, under a name no reader reads (they read `*.jsonl`)."""
+    return path.with_name(path.name + ".quarantine")
+
+
+def quarantine(path: Path, lines: Iterable[bytes]) -> Path:
+    """Append `lines` verbatim, each ended by a newline, to the quarantine of `path`; return its path.
+
+    Verbatim, so that a line fixed by hand can be appended back; synced before the caller removes the lines
+    from the store, so a crash between the two leaves a line in both places, never in neither."""
+    target = quarantine_path(path)
+    data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise EvidenceError(f"cannot write the quarantine: {exc.strerror or exc}", file=str(target)) from None
+    return target
+
+
+def _open_locked(path: Path) -> int:
+    """The store file, opened for appending under the writers' exclusive lock.
+
+    `evidence repair` replaces a file with a rewritten one under this lock: a writer that waited for it holds
+    the replaced file's lock, so it opens the new file and locks again rather than append where no reader looks."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def _last_line_start(fd: int, size: int) -> int:
+    """The offset just past the file's last newline (0 without one), read backwards in blocks."""
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        cut = os.pread(fd, end - start, start).rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        end = start
+    return 0
+
+
+def _line_number(fd: int, offset: int) -> int:
+    """The number of the line that starts at `offset`."""
+    count, done = 0, 0
+    while done < offset:
+        block = os.pread(fd, min(65536, offset - done), done)
+        count, done = count + block.count(b"\n"), done + len(block)
+    return count + 1
+
+
+def _end_the_last_line(fd: int, path: Path) -> bytes:
+    """What must precede new lines so that none is glued onto the file's last line (called under the lock).
+
+    A last line without its newline is either a whole record that lost it (a hand edit): it is ended; or
+    a write cut short (no writer holds the lock, so none is under way): it is quarantined and cut off."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return b""
+    start = _last_line_start(fd, size)
+    tail = os.pread(fd, size - start, start)
+    if not tail.strip() or not is_torn(tail):
+        return b"\n"
+    where = f"{path}:{_line_number(fd, start)}"
+    target = quarantine(path, [tail])
+    os.ftruncate(fd, start)
+    print(f"agent-box: warning: {where}: an incomplete last line (a write cut short) was moved to {target} "
+          "before appending", file=sys.stderr)
+    return b""
+
+
 def append(directory: str | os.PathLike, records: Iterable[EvidenceRecord]) -> int:
     """Append records to the store; returns how many were written."""
     path = _file(Path(directory))
@@ -136,39 +231,94 @@ def append(directory: str | os.PathLike, records: Iterable[EvidenceRecord]) -> i
     lines = "".join(r.model_dump_json() + "\n" for r in records)
     if not lines:
         return 0
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = _open_locked(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, lines.encode())
+        os.write(fd, _end_the_last_line(fd, path) + lines.encode())
         os.fsync(fd)
     finally:
         os.close(fd)
     return lines.count("\n")
 
 
+def is_torn(line: bytes) -> bool:
+    """Whether a last line without its newline is a write cut short: it is no JSON (a whole record is)."""
+    try:
+        json.loads(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError too: a write cut inside a character
+        return True
+    return False
+
+
+_warned: set[tuple[str, int]] = set()
+
+
+def warn_torn(path: Path, n: int) -> None:
+    """Every reader's word for the torn line it skips: where it is, and what to do once no suite is writing.
+    Once per line and process: a launch reads the store twice (its claims, and the runs they left out)."""
+    if (str(path), n) in _warned:
+        return
+    _warned.add((str(path), n))
+    print(f"agent-box: warning: {path}:{n}: an incomplete last line (a write cut short, or one still under way) "
+          f"is ignored; once no suite is writing, move it aside with: agent-box evidence repair --evidence {path}",
+          file=sys.stderr)
+
+
+def bad_line(reason: str, path: Path, n: int, field: str | None = None) -> EvidenceError:
+    """The error of a bad line: file and line, why, and the command that moves such lines aside."""
+    return EvidenceError(f"{reason}; move bad lines aside with: agent-box evidence repair --evidence {path}",
+                         file=f"{path}:{n}", field=field, reason=reason)
+
+
+def wrong_schema(version, path: Path, n: int) -> EvidenceError:
+    """A line of another schema version (or none): what every reader says of it."""
+    return bad_line(f"schema_version {version!r} is not {SCHEMA_VERSION}; this agent-box cannot read it", path, n)
+
+
+def scan_lines(f) -> Iterator[tuple[int, bytes, bool]]:
+    """(number, line, torn) of each non-blank line of a file open in binary; torn marks a last line that is
+    a write cut short (`is_torn`). Bytes, split on newlines only: as the index splits what it reads."""
+    for n, raw in enumerate(f, 1):
+        if raw.strip():
+            yield n, raw, not raw.endswith(b"\n") and is_torn(raw)
+
+
+def parse_line(raw: bytes, path: Path, n: int) -> EvidenceRecord:
+    """One line as a record; a line of another schema version, or no record at all, is a `bad_line`."""
+    try:
+        text = raw.decode("utf-8")  # explicitly: json.loads would take a byte-order mark for UTF-16
+    except UnicodeDecodeError:
+        raise bad_line("not UTF-8 text (is this an evidence file?)", path, n) from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise bad_line("not JSON (a write cut short?)", path, n) from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise wrong_schema(version, path, n)
+    try:
+        return EvidenceRecord.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise bad_line(err["msg"], path, n, field=".".join(str(p) for p in err["loc"])) from None
+
+
+def store_files(store: Path) -> list[Path]:
+    """The files of a store: a folder's `*.jsonl` at any depth (a folder so named is walked, not read), or the
+    one file given."""
+    if store.is_dir():
+        return sorted(p for p in store.rglob("*.jsonl") if p.is_file())
+    return [store]
+
+
 def read_records(directory: str | os.PathLike) -> Iterator[EvidenceRecord]:
-    """Every record of a store, oldest first. A record of another schema version is a clear error."""
-    base = Path(directory)
-    files = sorted(base.rglob("*.jsonl")) if base.is_dir() else [base]
-    for path in files:
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    data = json.loads(line)
-                except ValueError:
-                    raise EvidenceError("not JSON (a truncated write?)", file=f"{path}:{n}") from None
-                version = data.get("schema_version") if isinstance(data, dict) else None
-                if version != SCHEMA_VERSION:
-                    raise EvidenceError(f"schema_version {version!r} is not {SCHEMA_VERSION}; "
-                                        "this agent-box cannot read it", file=f"{path}:{n}")
-                try:
-                    yield EvidenceRecord.model_validate(data)
-                except ValidationError as exc:
-                    err = exc.errors()[0]
-                    loc = ".".join(str(p) for p in err["loc"])
-                    raise EvidenceError(err["msg"], file=f"{path}:{n}", field=loc) from None
+    """Every record of a store, oldest first. A bad line is a clear error; a torn last line is skipped."""
+    for path in store_files(Path(directory)):
+        with open(path, "rb") as f:
+            for n, raw, torn in scan_lines(f):
+                if torn:
+                    warn_torn(path, n)
+                else:
+                    yield parse_line(raw, path, n)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,15 @@ build key, provenance and (vector, layer), only the record `claims.reconcile` wo
 only records observed by a suite run: synthetic records, and records written before records said
 where they came from, never reach the gate (`unproven` counts them, so a refusal can say why).
 
-It lives next to the store (`.index.sqlite`, which `read_records` never reads) and is caught up on
-every lookup, whoever wrote the store: the stores are append-only JSON Lines, so each file is indexed
-up to a byte offset and only its new tail is parsed; a file that shrank or was replaced makes the index
-rebuild from scratch. `read_records` stays the full-scan reader.
+It lives under `$AGENTBOX_HOME/index/`, named by a digest of the store's resolved path, never in the
+store: reading a store writes nothing into it, so a read-only store (a CI artifact, a shared folder)
+keeps its index across launches like any other, and each store has its own. It is caught up on every
+lookup, whoever wrote the store: the stores are append-only JSON Lines, so each file is indexed up to a
+byte offset and only its new tail is parsed; a file that shrank or was replaced (`evidence repair`
+rewrites one) makes the index rebuild from scratch. It keeps the torn-line rule of `evidence.read_records`:
+a line counts once its newline is written, a last line without one that is no JSON is skipped with a
+warning, and a bad line anywhere else is an error naming file and line. `read_records` stays the
+full-scan reader.
 """
 
 from __future__ import annotations
@@ -23,9 +28,8 @@ import platform
 import sqlite3
 from pathlib import Path
 
-__all__ = ["INDEX_NAME", "lookup", "unproven", "sync", "signature", "index_path"]
+__all__ = ["lookup", "unproven", "sync", "signature", "index_path"]
 
-INDEX_NAME = ".index.sqlite"
 _FORMAT = "5"  # bump when the tables change: an old index is then rebuilt
 _DEFAULT_BACKEND = "bwrap"  # as claims.DEFAULT_BACKEND: a composed record that names none ran under it
 _SCHEMA = (
@@ -57,8 +61,14 @@ def _files(store: Path) -> list[Path]:
 
 
 def index_path(store: str | os.PathLike) -> Path:
-    store = Path(store)
-    return store.parent / f".{store.name}.index.sqlite" if store.is_file() else store / INDEX_NAME
+    """The store's index: one per store under $AGENTBOX_HOME, keyed by its resolved path (so another
+    spelling of the same store finds the same index)."""
+    import hashlib  # here: a cached launch only asks for `signature`
+
+    from .home import index_dir
+
+    key = hashlib.sha256(str(Path(store).resolve()).encode()).hexdigest()
+    return index_dir() / f"{key}.sqlite"
 
 
 def signature(store: str | os.PathLike) -> list[list]:
@@ -105,32 +115,47 @@ def _key(data: dict) -> tuple[str, str, str, str, str, str, str, str, str]:
         sversion, provenance, info.get("mode") or "headless"
 
 
+def _row(raw: bytes, path: Path, n: int) -> tuple:
+    """The upsert row of one line; a line that is no record of this schema is a `bad_line`."""
+    from .evidence import SCHEMA_VERSION, EvidenceError, bad_line, wrong_schema
+
+    try:
+        text = raw.decode("utf-8")
+        record = json.loads(text)
+        if record.get("schema_version") != SCHEMA_VERSION:
+            raise wrong_schema(record.get("schema_version"), path, n)
+        return (*_key(record), record["vector_id"], record["layer"], _micros(record["timestamp"]),
+                f"{path}\0{n:012d}", text)
+    except EvidenceError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise bad_line("not a readable evidence record (a write cut short?)", path, n) from None
+
+
 def _rows(path: Path, start: int, first_line: int):
     """Parse the complete lines after byte `start`; yield upsert rows, then (end offset, lines read)."""
-    from .evidence import SCHEMA_VERSION, EvidenceError
+    from .evidence import is_torn, warn_torn
 
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read()
         st = os.fstat(f.fileno())
-    end = data.rfind(b"\n") + 1  # a line still being written is left for the next catch-up
+    end = data.rfind(b"\n") + 1
     n = first_line
     rows = []
-    for raw in data[:end].splitlines():
+    for raw in data[:end].split(b"\n")[:-1]:  # on newlines only, as `read_records` splits
         n += 1
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-            if record.get("schema_version") != SCHEMA_VERSION:
-                raise EvidenceError(f"schema_version {record.get('schema_version')!r} is not {SCHEMA_VERSION}; "
-                                    "this agent-box cannot read it", file=f"{path}:{n}")
-            rows.append((*_key(record), record["vector_id"], record["layer"], _micros(record["timestamp"]),
-                         f"{path}\0{n:012d}", raw.decode()))
-        except EvidenceError:
-            raise
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise EvidenceError("not a readable evidence record (a truncated write?)", file=f"{path}:{n}") from None
+        if raw.strip():
+            rows.append(_row(raw, path, n))
+    tail = data[end:]
+    if tail.strip():
+        # the indexed offset stays before the last line until its newline comes, so it is read again
+        # next time: a torn line (or one still being written) is skipped, as `read_records` skips it;
+        # a whole record that only lacks its newline (a hand edit) counts, as it does there
+        if is_torn(tail):
+            warn_torn(path, n + 1)
+        else:
+            rows.append(_row(tail, path, n + 1))
     # the size recorded is what was read up to; its mtime only when that was the whole file, so a torn
     # tail (or a line appended meanwhile) makes the next call read on, not rebuild
     return rows, (st.st_ino, start + end, st.st_mtime_ns if start + end == st.st_size else -1), n
@@ -138,8 +163,10 @@ def _rows(path: Path, start: int, first_line: int):
 
 def _open(store: Path) -> sqlite3.Connection:
     try:
-        return _connect(index_path(store))
-    except sqlite3.OperationalError:  # a read-only store (a CI artifact): index it in memory, once
+        path = index_path(store)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return _connect(path)
+    except (OSError, sqlite3.OperationalError):  # a home that cannot be written: index in memory, once
         return _connect(":memory:")
 
 

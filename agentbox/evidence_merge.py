@@ -19,7 +19,7 @@ from typing import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from .evidence import EvidenceError, EvidenceRecord, read_records
+from .evidence import EvidenceError, EvidenceRecord, read_records, store_files
 
 __all__ = ["Collected", "MergeSummary", "collect", "merge"]
 
@@ -48,9 +48,7 @@ class Collected:
 def _files(source: Path) -> list[Path]:
     if not source.exists():
         raise EvidenceError("no such evidence store", file=str(source))
-    if not source.is_dir():
-        return [source]
-    return sorted(p for p in source.rglob("*.jsonl") if p.is_file())  # a folder so named is walked, not read
+    return store_files(source)
 
 
 def collect(sources: Iterable[str | os.PathLike]) -> Collected:
@@ -74,8 +72,6 @@ def collect(sources: Iterable[str | os.PathLike]) -> Collected:
                                             f"{first[1]}; one of the two stores was altered", file=str(path))
             except OSError as exc:
                 raise EvidenceError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
-            except UnicodeDecodeError:
-                raise EvidenceError("not UTF-8 text (is this an evidence file?)", file=str(path)) from None
     # Dicts keep insertion order, so equal timestamps stay in reading order.
     records = sorted((r for r, _ in seen.values()), key=lambda r: r.when)
     return Collected(records=records, inputs=inputs, files=files, read=read, duplicates=duplicates)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["agentbox_home", "profiles_dir", "evidence_dir", "evidence_store", "harnesses_dir", "cache_dir", "db_path"]
+__all__ = ["agentbox_home", "profiles_dir", "evidence_dir", "evidence_store", "harnesses_dir", "cache_dir", "index_dir",
+           "db_path"]
 
 
 def agentbox_home() -> Path:
@@ -45,6 +46,11 @@ def harnesses_dir() -> Path:
 
 def cache_dir() -> Path:
     return agentbox_home() / "cache"
+
+
+def index_dir() -> Path:
+    """The evidence indexes (`evidence_index`): here, not in the stores, so that reading a store never writes to it."""
+    return agentbox_home() / "index"
 
 
 def db_path() -> Path:

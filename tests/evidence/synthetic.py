@@ -62,3 +62,8 @@ def make_record(catalogue: Catalogue, vector_id, layer, outcome, control="passed
     stamp = f"2025-01-01T{tick // 3600 % 24:02d}:{tick // 60 % 60:02d}:{tick % 60:02d}.000+00:00"
     return EvidenceRecord(run_info=info, vector_id=vector_id, capability="workspace.read_only", layer=layer,
                           outcome=outcome, observation="synthetic", control_outcome=control, timestamp=stamp)
+
+
+def observed(record: EvidenceRecord) -> EvidenceRecord:
+    """The record as a suite run would have written it: only observed records reach the gate."""
+    return record.model_copy(update={"run_info": record.run_info.model_copy(update={"provenance": "observed"})})

@@ -40,10 +40,10 @@ def test_a_record_of_an_unknown_schema_version_is_refused_naming_file_and_line(t
     assert exc.value.exit_code == 2
 
 
-def test_a_torn_line_is_refused_naming_file_and_line(tmp_path, record):
+def test_a_torn_line_with_records_after_it_is_refused_naming_file_and_line(tmp_path, record):
     append(tmp_path, [record("ro-shell", "composed", "blocked")])
     with open(tmp_path / "evidence.jsonl", "a") as f:
-        f.write('{"schema_version": 1, "run_in')
+        f.write('{"schema_version": 1, "run_in\n' + record("ro-shell", "composed", "blocked").model_dump_json() + "\n")
     with pytest.raises(EvidenceError, match=r"evidence\.jsonl:2: not JSON"):
         list(read_records(tmp_path))
 

@@ -130,10 +130,11 @@ def test_an_absent_or_empty_store_writes_nothing(tmp_path):
     assert not (tmp_path / "nowhere").exists()
 
 
-def test_the_index_lives_beside_the_store_where_full_scans_never_read_it(tmp_path):
+def test_the_index_lives_under_agentbox_home_never_in_the_store(tmp_path, abhome):
     store = mixed_store(tmp_path, 8, n=10)
     sync(store)
-    assert index_path(store).exists()
+    assert index_path(store).exists() and index_path(store).is_relative_to(abhome / "index")
+    assert sorted(p.name for p in store.rglob("*")) == ["ci", "evidence.jsonl", "evidence.jsonl"]
     assert len(list(read_records(store))) == 10
 
 

@@ -67,7 +67,7 @@ def test_a_missing_store_exits_2_naming_it_and_writes_nothing(tmp_path, matrix, 
 def test_an_unreadable_evidence_file_exits_2_naming_it(tmp_path, matrix, store, capsys):
     (store / "binary.jsonl").write_bytes(b"\xff\xfe\x00garbage\n")
     assert run(matrix, "--evidence", store, "-o", tmp_path / "r.html") == 2
-    assert f"{store / 'binary.jsonl'}: not UTF-8 text" in capsys.readouterr().err
+    assert f"{store / 'binary.jsonl'}:1: not UTF-8 text" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
 
 
