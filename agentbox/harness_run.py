@@ -25,7 +25,8 @@ from .mcp_inventory import for_profile
 from .plan import CompileResult, EffectiveRunPlan
 from .profile import LoadedProfile
 from .sandbox import bwrap
-from .sandbox.session import MARKER, cleanup, entry_from_plan, environment, kill_marked, materialize, write_config
+from .sandbox.session import (MARKER, cleanup, entry_from_plan, environment, kill_marked, materialize,
+                              settle_key_approvals, write_config)
 from .sandbox.startup import Started, read_decisions
 from .sandbox.surfaces import discover
 
@@ -171,6 +172,9 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
             env.update({"HOME": req.home, "TMPDIR": os.path.join(run_dir, "tmp"), "PWD": plan.cwd})
             env.update(plan.native.env)
             full = harness_argv
+        # as a launch does: the profile named the model key, so the harness's first-run question about it is answered
+        settle_key_approvals({"key_approvals": [a.model_dump(mode="json") for a in plan.native.key_approvals]},
+                             run_dir, env)
         yield Prepared(argv=full, env=env, cwd=plan.cwd, plan=plan, run_dir=run_dir, run_id=run_id,
                        artifacts=artifacts, started=started)
     finally:

@@ -145,7 +145,7 @@ def execute(entry: dict, extra: list[str]) -> int:
     """Record the Run, materialize, start the harness with the terminal attached, clean up, record the end."""
     from .errors import AgentBoxError
     from .runs import RunStore, egress_log
-    from .sandbox.session import cleanup, environment, materialize, run_attached
+    from .sandbox.session import cleanup, environment, materialize, run_attached, settle_key_approvals
     from .sandbox.startup import Started
 
     if entry.get("notice"):
@@ -163,6 +163,7 @@ def execute(entry: dict, extra: list[str]) -> int:
     try:
         materialize(sandbox, run_dir)
         env = environment(sandbox, run_id)
+        settle_key_approvals(sandbox, run_dir, env)
         started = Started(sandbox, run_dir, run_id)  # the egress proxy, before the harness exists
         status = run_attached([*started.argv, *entry["harness"], *extra], env, run_id, started.pass_fds)
         if started.notes:  # the proxy died and took the run down: not the harness's own ending

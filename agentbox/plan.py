@@ -122,6 +122,21 @@ class LayerCoverage(_Frozen):
     reason: str = ""
 
 
+class KeyApproval(_Frozen):
+    """A first-run question the profile has already answered. A harness that finds its model key in the
+    environment may ask, on first start, whether to use it, and keep the answer in a state file as part
+    of the key (Claude Code: the last 20 characters, in `.claude.json`). The profile names the key
+    (`model.api_key_env`), so a launch answers yes for it: the launcher writes `template` into `file`
+    (a compiled artifact) at each start, `{key_suffix}` replaced by the key's last `last` characters.
+    Never compiled into the plan: the key is known only at start, and only on the host."""
+
+    file: str
+    key: str
+    template: Any
+    variable: str
+    last: int = Field(gt=0, le=64)
+
+
 class CompileResult(_Frozen):
     """A harness adapter's pure output for one intent."""
 
@@ -135,6 +150,7 @@ class CompileResult(_Frozen):
     coverage: dict[str, LayerCoverage] = Field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
+    key_approvals: tuple[KeyApproval, ...] = ()
 
 
 class ItemPlan(_Frozen):

@@ -43,8 +43,6 @@ def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, reques
                      home=str(ws.home), prompt="", timeout=timeout, extra_env=scripted_key_env(),
                      ro_binds=(str(_REPO),))
     with prepared(req, command=lambda r: [harness.binary, *adapter.interactive_argv(r, [])]) as run:
-        if script.seed is not None:
-            script.seed(Path(run.run_dir) / "config", run.env)
         env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}
         start = time.monotonic()
         child = terminal.spawn(run.argv, env=env, cwd=run.cwd, pass_fds=run.pass_fds, dimensions=(40, 120),

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from ..capability import weakest
 from ..egress.policy import DEFAULT_PORTS, parse_entry
 from ..intent import PermissionIntent
-from ..plan import CompileContext, CompileResult, LayerCoverage, RuntimeRequirements
+from ..plan import CompileContext, CompileResult, KeyApproval, LayerCoverage, RuntimeRequirements
 from ..profile import Profile
 from .base import HarnessAdapter
 from .native import artifact, endpoint
@@ -409,6 +409,12 @@ class ClaudeCodeAdapter(HarnessAdapter):
             coverage=coverage,
             warnings=tuple(warnings),
             errors=tuple(errors),
+            # the TUI asks "Detected a custom API key in your environment. Do you want to use this API key?"
+            # and keeps the answer in .claude.json; that file is read-only in the run, so a "yes" given there
+            # cannot be saved ("ANTHROPIC_API_KEY not used here"). The profile named the key: answer it.
+            key_approvals=(KeyApproval(file=STATE, key="customApiKeyResponses", variable=key_var, last=20,
+                                       template={"approved": ["{key_suffix}"], "rejected": []}),)
+            if key_var == DEFAULT_KEY_VAR else (),
         )
 
     # -- run -------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ leftovers are found and killed even when they left the run's session.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -44,7 +45,36 @@ def entry_from_plan(plan, masks) -> dict:
         "unix_filter": sandbox.unix_filter,
         "seccomp": sandbox.syscall_filter,
         "landlock_scope": sandbox.abstract_unix_scope,
+        "key_approvals": [a.model_dump(mode="json") for a in plan.native.key_approvals],
     }
+
+
+def _filled(template, suffix: str):
+    if isinstance(template, str):
+        return template.replace("{key_suffix}", suffix)
+    if isinstance(template, list):
+        return [_filled(t, suffix) for t in template]
+    if isinstance(template, dict):
+        return {k: _filled(v, suffix) for k, v in template.items()}
+    return template
+
+
+def settle_key_approvals(entry: dict, run_dir: str, env: dict[str, str]) -> None:
+    """Answer, in the run's private config, the harness's first-run question about a model key the profile
+    names (`KeyApproval`); a key that is not set leaves the question to the harness."""
+    for approval in entry.get("key_approvals", ()):
+        value = env.get(approval["variable"])
+        if not value:
+            continue
+        path = os.path.join(run_dir, "config", approval["file"])
+        try:
+            with open(path) as f:
+                state = json.load(f)
+        except FileNotFoundError:
+            state = {}
+        state[approval["key"]] = _filled(approval["template"], value[-approval["last"]:])
+        with open(path, "w") as f:
+            json.dump(state, f)
 
 
 def make_backing(path: str, kind: str, default_text: str) -> None:

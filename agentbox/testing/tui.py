@@ -10,12 +10,9 @@ TUI's own command. How to drive each TUI is test knowledge, kept here as data (`
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable
 
 # Appended to the screen text when the driver declined dialogs: the refusal that may end a run early
 DECLINED_NOTE = "[tui: {n} permission dialog(s) declined]"
@@ -40,23 +37,11 @@ def readable(chunks: list[str], n: int = 600) -> str:
     return " ".join(re.sub(r"[\u2500-\u259f\u276f]+", " ", plain(chunks, 20000)).split())[-n:]
 
 
-def _seed_claude_state(config_dir: Path, env: dict[str, str]) -> None:
-    """Claude Code asks once whether to use an API key found in the environment; the answer lives in
-    `.claude.json` (`customApiKeyResponses.approved`: the key's last 20 characters). The compiled
-    `.claude.json` already settles onboarding and the trust dialog."""
-    state_file = config_dir / ".claude.json"
-    state = json.loads(state_file.read_text()) if state_file.exists() else {}
-    key = env["ANTHROPIC_API_KEY"]
-    state["customApiKeyResponses"] = {"approved": [key[-20:]], "rejected": []}
-    state_file.write_text(json.dumps(state))
-
-
 @dataclass(frozen=True)
 class TuiScript:
     ready: str  # a regex that shows the input box is up
     quit: str  # the TUI's own quit command
     dialogs: tuple[tuple[str, str], ...] = ()  # first-run dialogs: (regex, keys that pass it)
-    seed: Callable[[Path, dict[str, str]], None] | None = None  # amends the private config before start
     permission: str | None = None  # a regex for a permission dialog the TUI raises mid-run
     decline: str = "\x1b"  # the keys that answer it "no"
     declined: str | None = None  # a regex that shows a declined dialog ended the turn (the model is not asked on)
@@ -67,7 +52,7 @@ SCRIPTS = {
     # Claude Code 2.1.x: a permission dialog ends in "Do you want to proceed?" (or "...make this edit"); Esc
     # declines it, which interrupts the whole turn ("Interrupted · What should Claude do instead?"): the model is
     # not asked again until the person types, so the run ends there.
-    "claude-code": TuiScript(ready=words("for shortcuts"), quit="/exit", seed=_seed_claude_state,
+    "claude-code": TuiScript(ready=words("for shortcuts"), quit="/exit",
                              permission=words("Do you want"), declined=words("What should Claude do instead?")),
     # Codex 0.171: the compiled project is untrusted, so it first asks how to open it ("Open restricted",
     # Enter); after the input box is drawn it offers a model migration ("Meet GPT-6 Sol": "2. Use existing
@@ -129,8 +114,6 @@ def drive(req, harness_name: str, binary: str, done_text: str):
     adapter = get_adapter(harness_name)
     screen: list[str] = []
     with prepared(req, command=lambda native: [binary, *adapter.interactive_argv(native, [])]) as run:
-        if script.seed is not None:
-            script.seed(Path(run.run_dir) / "config", run.env)
         env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}
         start = time.monotonic()
         child = terminal.spawn(run.argv, env=env, cwd=run.cwd, pass_fds=run.pass_fds, dimensions=(50, 160),
