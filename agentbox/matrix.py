@@ -120,8 +120,10 @@ def cmd_list(paths: list[str], as_json: bool) -> int:
     if as_json:
         print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2))
         return 0
-    for row in rows:
-        print(f"{row.harness:<12} {row.version:<10} {row.tox_env:<22} install {' '.join(row.install)}")
+    from .table import table
+
+    print("\n".join(table(("harness", "version", "tox_env", "install"),
+                          [(r.harness, r.version, r.tox_env, " ".join(r.install)) for r in rows])))
     return 0
 
 

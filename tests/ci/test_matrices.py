@@ -97,8 +97,8 @@ def test_matrix_list_json_is_a_github_actions_job_matrix(capsys):
 def test_matrix_list_reads_every_matrix_here_by_default_and_prints_a_line_per_version(capsys, monkeypatch):
     monkeypatch.chdir(REPO)
     assert main(["matrix", "list"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 8
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split() == ["harness", "version", "tox_env", "install"] and len(lines) == 8
     assert lines[3].split()[:3] == ["codex", "0.171.0", "codex-0.171.0"]
 
 
