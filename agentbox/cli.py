@@ -7,6 +7,8 @@ import json
 import os
 import sys
 
+from . import console
+
 __all__ = ["main"]
 
 
@@ -15,6 +17,7 @@ def _profile_and_probe(args) -> tuple:
     from .profile import load_profile
 
     loaded = load_profile(args.profile)
+    console.detail(f"profile {loaded.source} ({loaded.profile.harness})")
     probe = None
     binary = getattr(args, "binary", None)
     if binary is None and getattr(args, "harness_version", None) is None:
@@ -30,6 +33,9 @@ def _profile_and_probe(args) -> tuple:
         from .adapters import get_adapter
 
         probe, _ = get_adapter(loaded.profile.harness).known_probe(binary)
+        console.detail(f"probed {probe.binary}: version {probe.version}, build {probe.sha256 or '-'}")
+    else:
+        console.detail(f"no binary probed; compiling for version {getattr(args, 'harness_version', None)}")
     return loaded, probe
 
 
@@ -45,6 +51,7 @@ def _compile(args):
 
 def cmd_capabilities(args) -> int:
     from .adapters import get_adapter
+    from .table import table
 
     loaded, probe = _profile_and_probe(args)
     adapter = get_adapter(loaded.profile.harness)
@@ -59,35 +66,39 @@ def cmd_capabilities(args) -> int:
         print(f"{adapter.name} {version or '(version unknown)'} dialect {adapter.declarations.dialect_for(version)}")
         if probe and probe.problem:
             print(f"  note: {probe.problem}")
-        for r in reports:
-            bypass = f"  bypass: {', '.join(r.bypass_surfaces)}" if r.bypass_surfaces else ""
-            print(f"  {r.capability:<28} {r.support:<11} {r.reason}{bypass}")
+        rows = [(r.capability, r.support, r.reason + (f"  bypass: {', '.join(r.bypass_surfaces)}"
+                                                      if r.bypass_surfaces else "")) for r in reports]
+        print("\n".join(table(("capability", "support", "reason"), rows, indent="  ")))
     return 0
 
 
 def cmd_compile(args) -> int:
     from .compiler import refusal_message
+    from .table import table
 
     plan = _compile(args)
     if args.json:
         print(json.dumps(plan.to_json(), indent=2, sort_keys=True))
     else:
         print(f"plan {plan.hash}")
-        for item in plan.items:
-            print(f"  {item.item:<16} {item.capability:<28} {item.requirement:<9} {item.effective}")
+        rows = [(i.item, i.capability, i.requirement, i.effective) for i in plan.items]
+        print("\n".join(table(("item", "capability", "requirement", "effective"), rows, indent="  ")))
     if plan.errors:
         print(refusal_message(plan), file=sys.stderr)
         return 3
     for w in plan.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        console.warn(w)
     return 0
 
 
 def cmd_explain(args) -> int:
-    from .explain import explain
+    from .explain import explain, explanation
 
     plan = _compile(args)
-    sys.stdout.write(explain(plan))
+    if args.json:
+        print(json.dumps(explanation(plan), indent=2))
+    else:
+        sys.stdout.write(explain(plan))
     return 3 if plan.errors else 0
 
 
@@ -95,16 +106,17 @@ def cmd_sandbox_run(args) -> int:
     from .errors import InputError
     from .sandbox.runner import parse_resolve, sandbox_run
 
-    cmd = args.cmd[1:] if args.cmd and args.cmd[0] == "--" else args.cmd
+    cmd = args.cmd
     if not cmd:
-        raise InputError("give a command after --", field="sandbox run")
+        raise InputError("give a command after --: agent-box sandbox run PROFILE [--cwd DIR] -- CMD...",
+                         field="sandbox run")
     resolve = {}
     for spec in args.egress_resolve:
         pair = parse_resolve(spec)
         if pair is None:
             raise InputError("expected NAME=ADDRESS, ADDRESS an IP address", field=f"--egress-resolve {spec}")
         resolve[pair[0]] = pair[1]
-    return sandbox_run(args.profile, args.workspace, cmd, resolve=resolve, egress_log=args.egress_log)
+    return sandbox_run(args.profile, args.cwd, cmd, resolve=resolve, egress_log=args.egress_log)
 
 
 def cmd_harness_install(args) -> int:
@@ -129,6 +141,7 @@ def cmd_harness_install(args) -> int:
 
 def cmd_harness_list(args) -> int:
     from .installs import installed
+    from .table import table
 
     rows = installed(probe=not args.no_probe)
     if args.json:
@@ -136,9 +149,9 @@ def cmd_harness_list(args) -> int:
         return 0
     if not rows:
         print("no harness installed; try: agent-box harness install --matrix matrices/default.yaml")
-    for r in rows:
-        probed = r.probed if r.probed is not None else "-"
-        print(f"{r.name:<18} {r.version:<10} probed {probed:<10} {r.source:<8} {r.binary}")
+        return 0
+    print("\n".join(table(("harness", "version", "probed", "source", "binary"),
+                          [(r.name, r.version, r.probed, r.source, r.binary) for r in rows])))
     return 0
 
 
@@ -162,31 +175,36 @@ def cmd_evidence_claims(args) -> int:
         raise InputError("no vector catalogue (*.yaml) here", file=str(catalogue_dir))
     store = evidence_store(args.evidence)
     records = list(read_records(store)) if store.exists() else []
-    table = reconcile(records, load_catalogue(catalogue_dir))
+    console.detail(f"{len(records)} record(s) from {store}, judged by the catalogue in {catalogue_dir}")
+    claims = reconcile(records, load_catalogue(catalogue_dir))
     if args.json:
-        print(table.model_dump_json(indent=2))
-    elif not table.claims:
+        print(claims.model_dump_json(indent=2))
+    elif not claims.claims:
         print(f"no evidence in {store} for this catalogue; run the negative suite (pytest negative)")
     else:
-        print("\n".join(table.lines()))
+        print("\n".join(claims.lines()))
     return 0
 
 
 def cmd_evidence_list(args) -> int:
     from .evidence import read_records
     from .home import evidence_store
+    from .table import table
 
     store = evidence_store(args.evidence)
     indexed = list(enumerate(read_records(store))) if store.exists() else []
     records = [r for _, r in sorted(indexed, key=lambda ir: (ir[1].when, ir[0]))]  # newest last
+    console.detail(f"{len(records)} record(s) from {store}")
     if args.json:
         print(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
         return 0
-    for r in records:
-        ri = r.run_info
-        who = f"{ri.harness} {ri.version}" if ri.harness else f"- {ri.sandbox_backend} {ri.sandbox_version}"
-        print(f"{r.timestamp}  {who:<24} {r.layer:<8} {r.vector_id:<32} {r.outcome:<8} "
-              f"control {r.control_outcome:<7} {r.observation}")
+    if not records:
+        print(f"no evidence in {store}; run the negative suite (pytest negative)")
+        return 0
+    rows = [(r.timestamp, f"{r.run_info.harness} {r.run_info.version}" if r.run_info.harness
+             else f"- {r.run_info.sandbox_backend} {r.run_info.sandbox_version}",
+             r.layer, r.vector_id, r.outcome, r.control_outcome, r.observation) for r in records]
+    print("\n".join(table(("when", "harness", "layer", "vector", "outcome", "control", "observation"), rows)))
     return 0
 
 
@@ -240,14 +258,24 @@ def cmd_evidence_repair(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from .errors import InputError
     from .home import evidence_dir, evidence_store
     from .report import generate
 
+    files = [p for p in (args.output, args.json_out, args.markdown_out) if p]
+    if not files and not args.json:
+        raise InputError("nothing to write: give -o FILE (HTML), --json-out FILE, --markdown-out FILE or --json")
     stores = [evidence_store(e) for e in args.evidence] if args.evidence else [evidence_dir()]
-    report = generate(stores, args.output, json_path=args.json,
-                      markdown_path=args.markdown, catalogue_dir=args.catalogue)
-    written = ", ".join(str(p) for p in (args.output, args.json, args.markdown) if p)
-    print(f"report of {report.recorded.records} record(s), {len(report.columns)} column(s): {written}")
+    console.detail(f"evidence stores {', '.join(map(str, stores))}")
+    report = generate(stores, args.output, json_path=args.json_out,
+                      markdown_path=args.markdown_out, catalogue_dir=args.catalogue)
+    summary = (f"report of {report.recorded.records} record(s), {len(report.columns)} column(s)"
+               + (f": {', '.join(map(str, files))}" if files else ""))
+    if args.json:  # stdout is the report model alone; the summary is progress
+        print(report.model_dump_json(indent=2))
+        console.note(summary)
+    else:
+        print(summary)
     return 0
 
 
@@ -261,7 +289,9 @@ def cmd_launch(args) -> int:
 def cmd_runs_list(args) -> int:
     from .home import db_path
     from .runs import RunStore
+    from .table import table
 
+    console.detail(f"run database {db_path()}")
     store = RunStore(db_path())
     rows = store.list(limit=args.limit)
     if args.json:
@@ -269,17 +299,19 @@ def cmd_runs_list(args) -> int:
         return 0
     if not rows:
         print("no runs yet; start one with: agent-box launch PROFILE --cwd DIR")
-    for r in rows:
-        exit_status = "-" if r["exit_status"] is None else str(r["exit_status"])
-        print(f"{r['id']}  {r['started_at'][:19]}  {r['status']:<11} exit {exit_status:<4} "
-              f"{r['harness']} {r['version'] or '?'}  {r['profile']}  {r['project_root']}")
+        return 0
+    print("\n".join(table(("id", "started", "status", "exit", "harness", "profile", "project"),
+                          [(r["id"], r["started_at"][:19], r["status"], r["exit_status"],
+                            f"{r['harness']} {r['version'] or '?'}", r["profile"], r["project_root"]) for r in rows])))
     return 0
 
 
 def cmd_runs_show(args) -> int:
     from .home import agentbox_home, db_path
     from .runs import RunStore, egress_log
+    from .table import table
 
+    console.detail(f"run database {db_path()}")
     run = RunStore(db_path()).get(args.id)
     log = egress_log(str(agentbox_home()), run["id"])
     run["egress_log"] = log if os.path.exists(log) else None
@@ -291,9 +323,9 @@ def cmd_runs_show(args) -> int:
                 "harness_args", "started_at", "ended_at", "exit_status", "cleanup"):
         print(f"{key:<18} {run[key]}")
     print("claims:")
-    for item, c in run["claims"].items():
-        print(f"  {item:<16} {c['capability']:<28} {c['requirement']:<9} coverage {c['coverage']:<11} "
-              f"claim {c['claim']:<10} {c['verdict']}")
+    print("\n".join(table(("item", "capability", "requirement", "coverage", "claim", "verdict"),
+                          [(item, c["capability"], c["requirement"], c["coverage"], c["claim"], c["verdict"])
+                           for item, c in run["claims"].items()], indent="  ")))
     print(f"evidence records   {len(run['evidence_ids'])}")
     if run["egress_log"]:
         print(f"egress log         {run['egress_log']}")
@@ -304,138 +336,282 @@ def cmd_runs_show(args) -> int:
     return 0
 
 
+def cmd_completion(args) -> int:
+    from .completion import script
+
+    sys.stdout.write(script(args.shell, _parser()))
+    return 0
+
+
+# -- the parser: one spelling per idea, shared by every command through the helpers below -----------------
+
+PROFILE_HELP = "a profile path, or a name under $AGENTBOX_HOME/profiles"
+CWD_HELP = "the project directory (default: the current one)"
+JSON_HELP = "print JSON to stdout instead of the table"
+EVIDENCE_HELP = "the evidence store, a folder or a .jsonl file (default $AGENTBOX_HOME/evidence)"
+CATALOGUE_HELP = "the vector catalogue (default: the package's)"
+EXIT_CODES = ("exit codes: 0 ok, 1 evidence verify found bad lines, 2 bad input, 3 a required item cannot be\n"
+              "  enforced, 4 the sandbox cannot be built, 5 a harness binary problem")
+
+
+def _verbosity(parser, root: bool = False) -> None:
+    """-q and -v on every command, before or after the subcommand. Only the root parser has defaults: a
+    subcommand's copies default to SUPPRESS, so they set what was given and never reset the root's."""
+    import argparse
+
+    quiet, verbose = ({"default": False}, {"default": 0}) if root else ({"default": argparse.SUPPRESS},) * 2
+    parser.add_argument("-q", "--quiet", action="store_true", help="print no progress or warnings on stderr, "
+                        "only errors", **quiet)
+    parser.add_argument("-v", "--verbose", action="count", help="say on stderr what was read, probed and run",
+                        **verbose)
+
+
+def _command(group, name: str, help_: str, *examples: str, **kwargs):
+    """A subcommand whose help describes it and ends with examples, taking -q and -v."""
+    import argparse
+
+    epilog = "\n".join(["example:" if len(examples) == 1 else "examples:", *(f"  {e}" for e in examples)])
+    parser = group.add_parser(name, help=help_, description=help_[0].upper() + help_[1:] + ".", epilog=epilog,
+                              formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+    _verbosity(parser)
+    return parser
+
+
+def _group(sub, name: str, help_: str, *examples: str):
+    """A command of subcommands. Alone (`agent-box evidence`) it prints its help and succeeds, as gh does."""
+    parser = _command(sub, name, help_, *examples)
+    parser.set_defaults(fn=lambda args: _help(parser))
+    return parser.add_subparsers(dest="sub", title="commands", metavar="COMMAND")
+
+
+def _help(parser) -> int:
+    parser.print_help()
+    return 0
+
+
+def _profile(parser, cwd_help: str = CWD_HELP) -> None:
+    """The one spelling wherever a profile is taken: PROFILE first, then --cwd DIR (default: here)."""
+    parser.add_argument("profile", metavar="PROFILE", help=PROFILE_HELP)
+    parser.add_argument("--cwd", default=".", metavar="DIR", help=cwd_help)
+
+
 def _parser() -> "argparse.ArgumentParser":
     import argparse  # lazy: a cached launch never parses with it
 
-    p = argparse.ArgumentParser(prog="agent-box", description="Compile and prove coding-agent permissions.")
-    sub = p.add_subparsers(dest="command", required=True)
+    from . import __version__
 
-    perm = sub.add_parser("permission", help="inspect how a profile's intent compiles").add_subparsers(dest="sub", required=True)
-    for name, fn, needs_cwd in (("capabilities", cmd_capabilities, False), ("compile", cmd_compile, True),
-                                ("explain", cmd_explain, True)):
-        sp = perm.add_parser(name)
-        sp.add_argument("profile", help="a profile path or a name under $AGENTBOX_HOME/profiles")
-        if needs_cwd:
-            sp.add_argument("--cwd", required=True, help="the project directory the run would work in")
-        if name != "explain":
-            sp.add_argument("--json", action="store_true")
-        sp.add_argument("--harness-version", help="compile for this version without probing a binary")
-        sp.add_argument("--binary", help="probe this harness binary instead of the installed one")
+    p = argparse.ArgumentParser(prog="agent-box", description="Compile and prove coding-agent permissions.",
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join([EXIT_CODES, "", "examples:",
+                                                  "  agent-box permission explain reviewer --cwd ~/src/app",
+                                                  "  agent-box launch reviewer --cwd ~/src/app"]))
+    p.add_argument("--version", action="version", version=f"agent-box {__version__}",
+                   help="print agent-box's version and exit")
+    _verbosity(p, root=True)
+    p.set_defaults(fn=lambda args: _help(p))
+    sub = p.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+
+    perm = _group(sub, "permission", "inspect how a profile's intent compiles",
+                  "agent-box permission explain examples/profiles/codex-worker.yaml")
+    for name, fn, help_, example in (
+            ("capabilities", cmd_capabilities, "what the harness declares it enforces, per intent item",
+             "agent-box permission capabilities reviewer --json"),
+            ("compile", cmd_compile, "the EffectiveRunPlan with its stable hash; exit 3 when a required item is "
+             "not exact", "agent-box permission compile reviewer --cwd ~/src/app --json"),
+            ("explain", cmd_explain, "intent item -> mechanism -> enforcement scope -> bypass -> gap",
+             "agent-box permission explain reviewer --cwd ~/src/app")):
+        sp = _command(perm, name, help_, example)
+        _profile(sp, CWD_HELP + "; what a harness declares does not depend on it" if name == "capabilities"
+                 else CWD_HELP)
+        sp.add_argument("--json", action="store_true",
+                        help="print the explanation as JSON to stdout" if name == "explain" else JSON_HELP)
+        sp.add_argument("--harness-version", metavar="VERSION",
+                        help="compile for this version without probing a binary")
+        sp.add_argument("--binary", metavar="PATH", help="probe this harness binary instead of the installed one")
         sp.set_defaults(fn=fn)
 
-    sbx = sub.add_parser("sandbox", help="the OS sandbox alone").add_subparsers(dest="sub", required=True)
-    run = sbx.add_parser("run", help="run CMD under the profile's sandbox and return its exit status")
-    run.add_argument("--profile", required=True)
-    run.add_argument("--workspace", required=True)
+    sbx = _group(sub, "sandbox", "the OS sandbox alone", "agent-box sandbox run reviewer -- ls -la")
+    run = _command(sbx, "run", "run CMD under the profile's sandbox and return its exit status",
+                   "agent-box sandbox run reviewer --cwd ~/src/app -- sh -c 'echo x > f'",
+                   usage="agent-box sandbox run PROFILE [--cwd DIR] [--egress-log FILE] "
+                         "[--egress-resolve NAME=ADDRESS]... [-q] [-v] -- CMD...")
+    _profile(run, "the workspace the profile's intent applies to (default: the current folder)")
     run.add_argument("--egress-resolve", action="append", default=[], metavar="NAME=ADDRESS",
                      help="testing aid: the egress proxy resolves NAME to ADDRESS (names without DNS); repeatable")
     run.add_argument("--egress-log", metavar="FILE", help="keep the egress proxy's decisions (JSON Lines) in FILE")
-    run.add_argument("cmd", nargs=argparse.REMAINDER)
-    run.set_defaults(fn=cmd_sandbox_run)
+    run.set_defaults(fn=cmd_sandbox_run, cmd=[])
 
-    har = sub.add_parser("harness", help="pinned harness installs").add_subparsers(dest="sub", required=True)
-    inst = har.add_parser("install", help="install NAME@VERSION (or every version a matrix names)")
-    inst.add_argument("specs", nargs="*", metavar="NAME@VERSION")
-    inst.add_argument("--matrix", help="a matrices/*.yaml file, or a packaged matrix by name (default, supported)")
-    inst.add_argument("--json", action="store_true")
-    inst.add_argument("--quiet", action="store_true")
+    har = _group(sub, "harness", "pinned harness installs", "agent-box harness list")
+    inst = _command(har, "install", "install NAME@VERSION (or every version a matrix names)",
+                    "agent-box harness install codex@0.171.0",
+                    "agent-box harness install --matrix default")
+    inst.add_argument("specs", nargs="*", metavar="NAME@VERSION", help="a harness and its version, such as "
+                      "codex@0.171.0 (a bare NAME lists its tested versions)")
+    inst.add_argument("--matrix", metavar="FILE", help="a matrices/*.yaml file, or a packaged matrix by name "
+                      "(default, supported)")
+    inst.add_argument("--json", action="store_true", help="print what was installed as JSON to stdout")
     inst.set_defaults(fn=cmd_harness_install)
-    lst = har.add_parser("list", help="installed and PATH-found harnesses with their probed versions")
-    lst.add_argument("--json", action="store_true")
+    lst = _command(har, "list", "installed and PATH-found harnesses with their probed versions",
+                   "agent-box harness list --json")
+    lst.add_argument("--json", action="store_true", help=JSON_HELP)
     lst.add_argument("--no-probe", action="store_true", help="skip running each binary's version command")
     lst.set_defaults(fn=cmd_harness_list)
 
-    mtx = sub.add_parser("matrix", help="harness version matrices").add_subparsers(dest="sub", required=True)
-    mls = mtx.add_parser("list", help="one line per harness version (--json: a GitHub Actions job matrix)")
+    mtx = _group(sub, "matrix", "harness version matrices", "agent-box matrix list")
+    mls = _command(mtx, "list", "one line per harness version (--json: a GitHub Actions job matrix)",
+                   "agent-box matrix list --matrix matrices/supported.yaml --json")
     mls.add_argument("--matrix", action="append", default=[], metavar="FILE",
                      help="a matrices/*.yaml file or a packaged matrix by name, repeatable "
                           "(default: every matrices/*.yaml here, else the packaged ones)")
-    mls.add_argument("--json", action="store_true")
+    mls.add_argument("--json", action="store_true", help=JSON_HELP)
     mls.set_defaults(fn=cmd_matrix_list)
 
-    lch = sub.add_parser("launch", help="start a harness under a profile, if the evidence proves every required item",
-                         usage="agent-box launch PROFILE [--cwd DIR] [--evidence DIR] [--accept-unverified ITEM]... "
-                               "[--binary PATH] [-- HARNESS ARGS...]")
-    lch.add_argument("profile", help="a profile path or a name under $AGENTBOX_HOME/profiles")
-    lch.add_argument("--cwd", default=".", help="the project directory (default: the current one)")
-    lch.add_argument("--evidence", metavar="DIR", help="the evidence store (default $AGENTBOX_HOME/evidence)")
+    lch = _command(sub, "launch", "start a harness under a profile, if the evidence proves every required item",
+                   "agent-box launch reviewer --cwd ~/src/app",
+                   "agent-box launch reviewer --accept-unverified shell -- --model gpt-5",
+                   usage="agent-box launch PROFILE [--cwd DIR] [--evidence DIR] [--accept-unverified ITEM]... "
+                         "[--binary PATH] [-q] [-v] [-- HARNESS ARGS...]")
+    _profile(lch)
+    lch.add_argument("--evidence", metavar="DIR", help=EVIDENCE_HELP)
     lch.add_argument("--accept-unverified", action="append", default=[], metavar="ITEM",
                      help="run past this required item (a profile item or its capability) if its claim is only "
                           "unverified, never refuted or partial; repeat it for each item")
-    lch.add_argument("--binary", help="launch this harness binary instead of the installed one")
+    lch.add_argument("--binary", metavar="PATH", help="launch this harness binary instead of the installed one")
     lch.set_defaults(fn=cmd_launch, harness_args=[])
 
-    rns = sub.add_parser("runs", help="recorded launches").add_subparsers(dest="sub", required=True)
-    rl = rns.add_parser("list", help="every Run, newest first")
-    rl.add_argument("--json", action="store_true")
-    rl.add_argument("--limit", type=int, default=None)
+    rns = _group(sub, "runs", "recorded launches", "agent-box runs list")
+    rl = _command(rns, "list", "every Run, newest first", "agent-box runs list --limit 5")
+    rl.add_argument("--json", action="store_true", help=JSON_HELP)
+    rl.add_argument("--limit", type=int, default=None, metavar="N", help="only the newest N runs")
     rl.set_defaults(fn=cmd_runs_list)
-    rs = rns.add_parser("show", help="one Run: its plan, claims, evidence and outcome")
+    rs = _command(rns, "show", "one Run: its plan, claims, evidence and outcome", "agent-box runs show 3f2a --json")
     rs.add_argument("id", help="a run id (or a unique prefix)")
-    rs.add_argument("--json", action="store_true")
+    rs.add_argument("--json", action="store_true", help="print the Run as JSON to stdout")
     rs.set_defaults(fn=cmd_runs_show)
 
-    evd = sub.add_parser("evidence", help="what the negative suite recorded").add_subparsers(dest="sub", required=True)
-    clm = evd.add_parser("claims", help="reconcile declared capabilities with the evidence")
-    clm.add_argument("--evidence", metavar="DIR", help="the evidence store (default $AGENTBOX_HOME/evidence)")
-    clm.add_argument("--catalogue", metavar="DIR", help="the vector catalogue (default: the package's)")
-    clm.add_argument("--json", action="store_true")
+    evd = _group(sub, "evidence", "what the negative suite recorded", "agent-box evidence claims")
+    clm = _command(evd, "claims", "reconcile declared capabilities with the evidence",
+                   "agent-box evidence claims --evidence merged --json")
+    clm.add_argument("--evidence", metavar="DIR", help=EVIDENCE_HELP)
+    clm.add_argument("--catalogue", metavar="DIR", help=CATALOGUE_HELP)
+    clm.add_argument("--json", action="store_true", help=JSON_HELP)
     clm.set_defaults(fn=cmd_evidence_claims)
-    els = evd.add_parser("list", help="every record, newest last")
-    els.add_argument("--evidence", metavar="DIR", help="the evidence store (default $AGENTBOX_HOME/evidence)")
-    els.add_argument("--json", action="store_true")
+    els = _command(evd, "list", "every record, newest last", "agent-box evidence list --json")
+    els.add_argument("--evidence", metavar="DIR", help=EVIDENCE_HELP)
+    els.add_argument("--json", action="store_true", help=JSON_HELP)
     els.set_defaults(fn=cmd_evidence_list)
-    mrg = evd.add_parser("merge", help="merge evidence stores into one, without duplicates")
+    mrg = _command(evd, "merge", "merge evidence stores into one, without duplicates",
+                   "agent-box evidence merge ci-evidence/*/ -o merged")
     mrg.add_argument("stores", nargs="+", metavar="DIR", help="an evidence store (a folder of *.jsonl) or one file")
     mrg.add_argument("-o", "--output", required=True, metavar="DIR",
                      help="the merged store, DIR/evidence.jsonl (records already there are kept)")
-    mrg.add_argument("--json", action="store_true", help="print the summary as JSON")
+    mrg.add_argument("--json", action="store_true", help="print the summary as JSON to stdout")
     mrg.set_defaults(fn=cmd_evidence_merge)
     for name, fn, about in (
             ("verify", cmd_evidence_verify, "list the lines a reader refuses (file, line, reason); exit 1 if any"),
             ("repair", cmd_evidence_repair, "move bad lines to FILE.quarantine beside their file, keep the rest")):
-        sp = evd.add_parser(name, help=about)
-        sp.add_argument("--evidence", metavar="DIR", help="the evidence store (default $AGENTBOX_HOME/evidence)")
-        sp.add_argument("--json", action="store_true")
+        sp = _command(evd, name, about, f"agent-box evidence {name} --evidence ci-evidence")
+        sp.add_argument("--evidence", metavar="DIR", help=EVIDENCE_HELP)
+        sp.add_argument("--json", action="store_true", help=JSON_HELP)
         sp.set_defaults(fn=fn)
 
-    rpt = sub.add_parser("report", help="the compatibility report: capabilities x harness versions, as HTML")
+    rpt = _command(sub, "report", "the compatibility report: capabilities x harness versions, as HTML, JSON or "
+                   "Markdown", "agent-box report --evidence merged -o report.html --json-out report.json "
+                   "--markdown-out report.md", "agent-box report --evidence merged --json")
     rpt.add_argument("--evidence", nargs="+", metavar="DIR", help="evidence stores (default $AGENTBOX_HOME/evidence)")
-    rpt.add_argument("-o", "--output", required=True, metavar="FILE", help="the HTML report")
-    rpt.add_argument("--json", metavar="FILE", help="also write the report model as JSON")
-    rpt.add_argument("--markdown", metavar="FILE", help="also write a Markdown table (for a pull-request comment)")
-    rpt.add_argument("--catalogue", metavar="DIR", help="the vector catalogue (default: the package's)")
+    rpt.add_argument("-o", "--output", metavar="FILE", help="write the HTML report to FILE")
+    rpt.add_argument("--json-out", metavar="FILE", help="write the report model as JSON to FILE")
+    rpt.add_argument("--markdown-out", metavar="FILE",
+                     help="write a Markdown table to FILE (for a pull-request comment)")
+    rpt.add_argument("--json", action="store_true", help="print the report model as JSON to stdout")
+    rpt.add_argument("--catalogue", metavar="DIR", help=CATALOGUE_HELP)
     rpt.set_defaults(fn=cmd_report)
+
+    cmp = _command(sub, "completion", "print a shell completion script, generated from these commands",
+                   "source <(agent-box completion bash)", "agent-box completion fish | source")
+    cmp.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete for")
+    cmp.set_defaults(fn=cmd_completion)
     return p
 
 
+# Old spellings that still work: each is rewritten to its one spelling before anything parses it, the hot
+# paths included, and shown nowhere. Per command: old option -> new option ("" makes its value the positional
+# PROFILE). `report --json FILE` is the old `--json-out FILE`; a bare `--json` is the new flag.
+_RESPELLED = {("sandbox", "run"): {"--profile": "", "--workspace": "--cwd"},
+              ("report",): {"--json": "--json-out", "--markdown": "--markdown-out"}}
+
+
+def _respell(argv: list[str]) -> list[str]:
+    cut = argv.index("--") if "--" in argv else len(argv)
+    head, tail = argv[:cut], argv[cut:]
+    start = 0
+    while start < len(head) and head[start] in console.FLAGS:
+        start += 1
+    for command, renames in _RESPELLED.items():
+        if tuple(head[start:start + len(command)]) == command:
+            return _renamed(head, start + len(command), renames) + tail
+    return argv
+
+
+def _renamed(words: list[str], start: int, renames: dict[str, str]) -> list[str]:
+    out, positional, i = words[:start], [], start
+    while i < len(words):
+        name, eq, value = words[i].partition("=")
+        following = words[i + 1] if i + 1 < len(words) else None
+        # `--json` takes a value only in its old spelling, and never one that looks like an option
+        has_value = bool(eq) or (following is not None and (name != "--json" or not following.startswith("-")))
+        if name not in renames or not has_value:
+            out.append(words[i])
+            i += 1
+            continue
+        value = value if eq else following
+        new = renames[name]
+        console.deprecated(f"{name} {value}", f"{new} {value}" if new else f"{' '.join(words[:start])} {value}")
+        if new:
+            out += [new, value]
+        else:
+            positional.append(value)
+        i += 1 if eq else 2
+    return out[:start] + positional + out[start:]
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = sys.argv[1:] if argv is None else list(argv)
     from .errors import AgentBoxError
 
+    console.set_level()  # main() runs many times in one test process: each call starts at the default
     try:
-        if argv[:2] == ["sandbox", "run"]:
+        start = 0
+        while start < len(argv) and console.take_flag(argv[start]):  # `agent-box -q launch ...` stays hot
+            start += 1
+        argv = _respell(argv)  # keeps the leading flags where they are
+        words = argv[start:]
+        if words[:2] == ["sandbox", "run"]:
             from .sandbox.runner import fast_main
 
-            rc = fast_main(argv[2:])
+            rc = fast_main(words[2:])
             if rc is not None:
                 return rc
-        harness_args: list[str] = []
-        if argv[:1] == ["launch"]:
+        if words[:1] == ["launch"]:
             from .launch import fast_main as launch_fast
 
-            rc = launch_fast(argv[1:])
+            rc = launch_fast(words[1:])
             if rc is not None:
                 return rc
-            if "--" in argv:  # split here: argparse would read the harness's own options as ours
-                cut = argv.index("--")
-                argv, harness_args = argv[:cut], argv[cut + 1:]
+        trailing: list[str] = []
+        if (words[:1] == ["launch"] or words[:2] == ["sandbox", "run"]) and "--" in argv:
+            # split here: argparse would read the command's (or the harness's) own options as ours
+            cut = argv.index("--")
+            argv, trailing = argv[:cut], argv[cut + 1:]
         args = _parser().parse_args(argv)
+        console.set_level(args.quiet, args.verbose)
         if args.fn is cmd_launch:
-            args.harness_args = harness_args
+            args.harness_args = trailing
+        elif args.fn is cmd_sandbox_run:
+            args.cmd = trailing
         return args.fn(args)
     except AgentBoxError as exc:
-        print(f"agent-box: {exc}", file=sys.stderr)
+        console.error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

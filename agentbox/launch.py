@@ -19,6 +19,7 @@ import json
 import os
 import sys
 
+from .console import detail, detail_argv, take_flag, warn
 from .hot import (agentbox_home, home_dir, package_fingerprint, resolve_profile_path, sha256, stat_key, temp_root,
                   which)
 
@@ -38,6 +39,9 @@ def _parse(argv: list[str]) -> dict | None:
         if a == "--":
             out["extra"] = argv[i + 1:]
             break
+        if take_flag(a):
+            i += 1
+            continue
         if a in ("--cwd", "--evidence", "--binary") and i + 1 < len(argv):
             out[a[2:]] = argv[i + 1]
             i += 2
@@ -127,6 +131,7 @@ def fast_main(argv: list[str]) -> int | None:
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    detail("launching from the cache: the gate allowed this launch and nothing it decided from has changed")
     return execute(entry, parsed["extra"])
 
 
@@ -152,8 +157,8 @@ def execute(entry: dict, extra: list[str]) -> int:
         print(f"agent-box: {entry['notice']}", file=sys.stderr)
     key_env = entry.get("key_env")
     if key_env and not os.environ.get(key_env):
-        print(f"agent-box: warning: model.api_key_env names {key_env}, which is not set here: the harness starts "
-              f"without its model key (export {key_env}=... first)", file=sys.stderr)
+        warn(f"model.api_key_env names {key_env}, which is not set here: the harness starts without its model key "
+             f"(export {key_env}=... first)")
     store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
     store.reap()
     sandbox = entry["sandbox"]
@@ -165,6 +170,7 @@ def execute(entry: dict, extra: list[str]) -> int:
         env = environment(sandbox, run_id)
         settle_key_approvals(sandbox, run_dir, env)
         started = Started(sandbox, run_dir, run_id)  # the egress proxy, before the harness exists
+        detail_argv(f"run {run_id}", [*started.argv, *entry["harness"], *extra])
         status = run_attached([*started.argv, *entry["harness"], *extra], env, run_id, started.pass_fds)
         if started.notes:  # the proxy died and took the run down: not the harness's own ending
             print(f"agent-box: {'; '.join(started.notes)}", file=sys.stderr)

@@ -143,9 +143,10 @@ def cmd_list(paths: list[str], as_json: bool) -> int:
     if as_json:
         print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2))
         return 0
-    print(f"{'HARNESS':<12} {'VERSION':<10} {'TOX ENV':<22} {'INSTALLED':<9} INSTALL")
-    for row in rows:
-        print(f"{row.harness:<12} {row.version:<10} {row.tox_env:<22} {installed_state(row):<9} {' '.join(row.install)}")
+    from .table import table
+
+    print("\n".join(table(("harness", "version", "tox_env", "installed", "install"),
+                          [(r.harness, r.version, r.tox_env, installed_state(r), " ".join(r.install)) for r in rows])))
     return 0
 
 

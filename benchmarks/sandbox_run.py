@@ -42,9 +42,9 @@ def main() -> int:
             f.write("name: bench\nharness: codex\npermission_intent:\n"
                     "  workspace: {access: read_only, requirement: required}\n")
         env = {**os.environ, "AGENTBOX_HOME": home}
-        agentbox = [shutil.which("agent-box") or "agent-box", "sandbox", "run", "--profile", profile,
-                    "--workspace", ws, "--", "true"]
-        unrestricted = [*agentbox[:4], shared, *agentbox[5:]]
+        agentbox = [shutil.which("agent-box") or "agent-box", "sandbox", "run", profile, "--cwd", ws,
+                    "--", "true"]
+        unrestricted = [*agentbox[:3], shared, *agentbox[4:]]
         bare = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
                 "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session", "true"]
         cases = {"agent-box sandbox run": agentbox, "  network unrestricted": unrestricted, "bwrap": bare}

@@ -1,4 +1,4 @@
-"""The compatibility report: `agent-box report --evidence DIR... -o report.html [--json F] [--markdown F]`.
+"""The compatibility report: `agent-box report --evidence DIR... [-o report.html] [--json-out F] [--markdown-out F]`.
 
 `build` turns evidence into the report model (`model`), which `html` and `markdown` render; `generate`
 ties them together for the command line. Every output is rendered, then written to a temporary file
@@ -17,11 +17,12 @@ __all__ = ["generate"]
 PathArg = str | os.PathLike
 
 
-def generate(evidence: Iterable[PathArg], html: PathArg, *, json_path: PathArg | None = None,
+def generate(evidence: Iterable[PathArg], html: PathArg | None, *, json_path: PathArg | None = None,
              markdown_path: PathArg | None = None, catalogue_dir: PathArg | None = None, declarations=None):
     """Read the stores, build the report and write the requested outputs; returns the Report.
 
     `declarations` (a layer name -> Declarations source) defaults to the package's declaration files.
+    Each output is optional: `report --json` asks for the model alone.
     """
     from ..atomic import write_files
     from ..capability import load_declarations
@@ -47,7 +48,7 @@ def generate(evidence: Iterable[PathArg], html: PathArg, *, json_path: PathArg |
              if collected.duplicates else [])
     report = build_report(collected.records, load_catalogue(catalogue_dir), declarations or load_declarations,
                           notes=notes)
-    outputs = {html: render_html(report)}
+    outputs = {html: render_html(report)} if html is not None else {}
     if json_path is not None:
         outputs[json_path] = report.model_dump_json(indent=2) + "\n"
     if markdown_path is not None:

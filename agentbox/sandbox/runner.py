@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 
+from ..console import detail_argv, take_flag
 from ..hot import agentbox_home, home_dir, package_fingerprint, resolve_profile_path, sha256, write_json_atomic
 
 __all__ = ["fast_main", "sandbox_run", "compiled_entry", "execute"]
@@ -34,18 +35,26 @@ def _cache_path(profile_bytes: bytes, profile_path: str, workspace: str) -> str:
 
 
 def _parse(argv: list[str]) -> dict | None:
-    """The common spelling only; anything else goes through the full parser and its messages."""
-    out: dict = {"profile": None, "workspace": None, "resolve": {}, "egress_log": None}
+    """The common spelling only (PROFILE [--cwd DIR] ... -- CMD); anything else goes through the full
+    parser and its messages. The old --profile/--workspace reach here already respelled (`cli._respell`)."""
+    out: dict = {"profile": None, "cwd": ".", "resolve": {}, "egress_log": None}
     i = 0
     while i < len(argv):
         a = argv[i]
         if a == "--":
             out["cmd"] = argv[i + 1:]
-            return out if out["profile"] and out["workspace"] and out["cmd"] else None
+            return out if out["profile"] and out["cmd"] else None
+        if take_flag(a):
+            i += 1
+            continue
+        if not a.startswith("-") and out["profile"] is None:
+            out["profile"] = a
+            i += 1
+            continue
         if i + 1 >= len(argv):
             return None
         value = argv[i + 1]
-        if a in ("--profile", "--workspace", "--egress-log"):
+        if a in ("--cwd", "--egress-log"):
             out[a[2:].replace("-", "_")] = value
         elif a == "--egress-resolve":
             pair = parse_resolve(value)
@@ -78,7 +87,7 @@ def fast_main(argv: list[str]) -> int | None:
     parsed = _parse(argv)
     if parsed is None:
         return None
-    workspace, cmd = parsed["workspace"], parsed["cmd"]
+    workspace, cmd = parsed["cwd"], parsed["cmd"]
     path = resolve_profile_path(parsed["profile"])
     if path is None or not os.path.isdir(workspace):
         return None
@@ -133,6 +142,7 @@ def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, 
         materialize(entry, run_dir)
         env = environment(entry, run_id)
         started = Started(entry, run_dir, run_id, resolve)
+        detail_argv("sandbox run", [*started.argv, *cmd])
         proc = subprocess.Popen([*started.argv, *cmd], env=env, pass_fds=started.pass_fds)
         forward = lambda signum, frame: proc.send_signal(signum)
         previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
@@ -178,7 +188,7 @@ def compiled_entry(profile_arg: str, workspace: str, cmd: list[str]) -> dict:
     bwrap_binary()
     loaded = load_profile(profile_arg)
     if not os.path.isdir(workspace):
-        raise InputError("not a directory", field=f"--workspace {workspace}")
+        raise InputError("not a directory", field=f"--cwd {workspace}")
     ws = os.path.realpath(workspace)
     plan = compile_plan(loaded, ws)
     req = plan.native.requirements

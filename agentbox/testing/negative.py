@@ -188,8 +188,8 @@ class VectorRunner:
             resolve = [a for name, address in targets.resolve.items() for a in ("--egress-resolve", f"{name}={address}")]
             changes = [*(a for w in weaken for a in ("--weaken", w)), *(["--mutate", mutation] if mutation else [])]
             runner = ["agentbox.testing.weakened", *changes] if changes else ["agentbox.cli", "sandbox", "run"]
-            argv = [sys.executable, "-m", *runner, "--profile", str(profile),
-                    "--workspace", str(targets.ws), *resolve, "--egress-log", str(log), "--", *command]
+            argv = [sys.executable, "-m", *runner, str(profile), "--cwd", str(targets.ws), *resolve,
+                    "--egress-log", str(log), "--", *command]
         elif os.geteuid() == 0 and shutil.which("unshare"):
             # a control on the host runs as root: in a mount namespace of its own, a control of a mount attack
             # (a bind, an unmount) changes nothing the machine keeps

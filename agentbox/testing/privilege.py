@@ -35,7 +35,7 @@ def _inside_sandbox() -> tuple[str | None, bool | None]:
             f.write("name: privilege-probe\nharness: codex\npermission_intent: {}\n")
         env = {**os.environ, "AGENTBOX_HOME": os.path.join(root, "home")}
         done = subprocess.run(
-            [sys.executable, "-m", "agentbox.cli", "sandbox", "run", "--profile", profile, "--workspace", root, "--",
+            [sys.executable, "-m", "agentbox.cli", "sandbox", "run", profile, "--cwd", root, "--",
              "sh", "-c", "cat /proc/self/status; echo @@; cat /proc/self/uid_map"],
             capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
     if done.returncode != 0 or "@@" not in done.stdout:

@@ -18,7 +18,7 @@ taken out, and must then see the side effect. A vector's control names what it r
 
 Test code only: nothing outside the conformance suite imports it, and `agent-box` has no spelling for it.
 
-    python -m agentbox.testing.weakened --weaken privilege --profile P --workspace W [--egress-log F]
+    python -m agentbox.testing.weakened --weaken privilege PROFILE --cwd W [--egress-log F]
         [--egress-resolve NAME=ADDRESS] -- CMD...
 """
 
@@ -171,19 +171,22 @@ def entry_hook(names: Iterable[str]) -> Callable[[dict], dict] | None:
 def main(argv: list[str] | None = None) -> int:
     from ..sandbox.runner import compiled_entry, execute, parse_resolve
 
+    argv = sys.argv[1:] if argv is None else argv
+    # the command is what follows `--`, as for `agent-box sandbox run`: split before argparse, which would
+    # otherwise read the command's own options (or, after PROFILE, everything) as its own
+    cut = argv.index("--") if "--" in argv else len(argv)
+    argv, cmd = argv[:cut], argv[cut + 1:]
     parser = argparse.ArgumentParser(prog="python -m agentbox.testing.weakened")
     parser.add_argument("--weaken", action="append", choices=sorted(MUTATIONS), default=[])
     parser.add_argument("--mutate", choices=mutation_names(),
                         help="remove this one protection (exit 3, running nothing, when the plan has none)")
-    parser.add_argument("--profile", required=True)
-    parser.add_argument("--workspace", required=True)
+    parser.add_argument("profile")
+    parser.add_argument("--cwd", default=".")
     parser.add_argument("--egress-log")
     parser.add_argument("--egress-resolve", action="append", default=[])
-    parser.add_argument("cmd", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     resolve = dict(p for p in map(parse_resolve, args.egress_resolve) if p)
-    ws = os.path.realpath(args.workspace)
+    ws = os.path.realpath(args.cwd)
     entry = weaken(compiled_entry(args.profile, ws, cmd), args.weaken)
     if args.mutate:
         from ..hot import home_dir

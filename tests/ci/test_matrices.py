@@ -108,7 +108,7 @@ def test_matrix_list_reads_every_matrix_here_by_default_and_prints_a_line_per_ve
     monkeypatch.setenv("AGENTBOX_HOME", str(tmp_path))
     assert main(["matrix", "list"]) == 0
     header, *lines = capsys.readouterr().out.splitlines()
-    assert header.split() == ["HARNESS", "VERSION", "TOX", "ENV", "INSTALLED", "INSTALL"]
+    assert header.split() == ["harness", "version", "tox_env", "installed", "install"]
     assert len(lines) == 8
     assert lines[3].split() == ["codex", "0.171.0", "codex-0.171.0", "no", "codex@0.171.0", "codex-acp@0.16.0"]
 

@@ -72,7 +72,7 @@ def test_the_report_environment_merges_every_harness_environment_after_they_ran(
     merge, render = config("report", "commands")
     assert merge == f"sh -c 'agent-box evidence merge \"$0\"/evidence/*/ -o \"$0\"/evidence-merged' {work_dir}"
     assert render.startswith(f"agent-box report --evidence {work_dir}/evidence-merged -o {work_dir}/report.html ")
-    assert "--json" in render and "--markdown" in render
+    assert "--json-out" in render and "--markdown-out" in render
 
 
 def test_the_unit_environment_runs_the_package_tests(config):

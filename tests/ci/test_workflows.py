@@ -56,7 +56,7 @@ def test_the_report_job_merges_every_evidence_artifact_and_uploads_the_report():
     runs = "\n".join(step.get("run", "") for step in report["steps"])
     assert "agent-box evidence merge evidence/*/ -o evidence-merged" in runs
     assert re.search(r"agent-box report --evidence evidence-merged -o report/report.html\s*\\?\s*"
-                     r"--json report/report.json --markdown report/report.md", runs)
+                     r"--json-out report/report.json --markdown-out report/report.md", runs)
     upload = next(s for s in report["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert "report/" in upload["with"]["path"]
 

@@ -32,8 +32,8 @@ def profile(tmp_path, network: str) -> str:
 
 def sandbox_run(env, prof, ws, *args, timeout=60):
     cut = args.index("--")
-    return subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", "--profile", prof, "--workspace",
-                           str(ws), *args[:cut], "--", *args[cut + 1:]], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws),
+                           *args[:cut], "--", *args[cut + 1:]], env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 

@@ -56,7 +56,8 @@ def test_list_prints_one_line_per_record_newest_last(tmp_path, record, capsys):
     append(tmp_path, [new])
     append(tmp_path, [old])
     assert main(["evidence", "list", "--evidence", str(tmp_path)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split()[:3] == ["when", "harness", "layer"]
     assert len(lines) == 2 and "composed" in lines[0] and "harness" in lines[1]
     assert main(["evidence", "list", "--json", "--evidence", str(tmp_path)]) == 0
     assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [old.id, new.id]
