@@ -12,6 +12,10 @@ vector against what the declarations predict (`vectors.expected_outcome`) and na
   proves nothing). A vector the catalogue cannot run on a harness (`skip_harnesses`) still counts: the
   capability is unverified there, never exact on what was left.
 
+A capability no vector of the catalogue tests in a row's layer (none applies to the harness or privilege,
+or none runs in the sandbox alone) still gets its row, `unverified` with 0 of 0 run: a table that left
+it out would read as if nothing were claimed there, while the declarations do claim something.
+
 Refuted outranks unverified: one real escape is a finding however much else is missing. Apart from
 the verdict, `drift` lists every observation in any layer that differs from the prediction, so a
 declaration that is too weak shows up as well as one that is too strong.
@@ -31,7 +35,8 @@ from .evidence import EvidenceRecord, Layer
 from .observed import Observed, by_layer
 from .vectors import Catalogue, Vector, expected_outcome
 
-__all__ = ["ClaimState", "Drift", "Claim", "ClaimsTable", "reconcile", "default_catalogue_dir", "NO_HARNESS"]
+__all__ = ["ClaimState", "Drift", "Claim", "ClaimsTable", "reconcile", "default_catalogue_dir", "NO_HARNESS", "KEY",
+           "UNTESTED"]
 
 ClaimState = Literal["exact", "partial", "refuted", "unverified"]
 NO_HARNESS = "-"
@@ -39,6 +44,7 @@ NO_HARNESS = "-"
 # harness rows are judged against the one backend Agent-Box ships.
 DEFAULT_BACKEND = "bwrap"
 UNKNOWN = "?"  # a version no record stated
+UNTESTED = "no vector of the catalogue tests it here"  # the note of a row with 0 of 0 run
 
 
 def default_catalogue_dir() -> Path:
@@ -60,6 +66,9 @@ class Claim(BaseModel):
     version: str  # the harness version, or the backend version on a backend row
     binary_sha256: str | None = None
     backend: str
+    # the backend version its declaration was read at (its tested range applies): the sandbox-alone runs' on a
+    # backend row, the newest composed run's on a harness row; None: no record said. The report reads it too.
+    backend_version: str | None = None
     privilege: str = "?"  # root | user: who ran the suite ("?": recorded before that was recorded)
     # how the harness was driven (headless, tui, acp): its own permission handling differs by mode; "-" on a
     # backend row, which no harness takes part in
@@ -70,6 +79,9 @@ class Claim(BaseModel):
     blocked: int
     total: int  # the vectors that bear on the claim, run or not
     run: int = 0  # of those, observed (blocked or escaped) by current records: the table's "n of m run"
+    # of `total`, the vectors observed as the declarations predict (blocked, or escaped through a declared
+    # bypass): the table's "as declared n/m", which reads right for partial claims too, where `blocked` does not
+    as_declared: int = 0
     escaped: tuple[str, ...] = ()  # unpredicted composed escapes: what refutes the declaration
     unverified: dict[str, str] = {}  # vector id -> missing | error | skipped | control failed | ...
     drift: tuple[Drift, ...] = ()
@@ -90,6 +102,10 @@ class Claim(BaseModel):
 
     def _other_drift(self) -> list[Drift]:
         return [d for d in self.drift if not (d.layer == "composed" and d.vector_id in self.escaped)]
+
+    def tested(self) -> str:
+        """What the row tested, as the table names it: the harness version, or the backend version alone."""
+        return f"{self.backend if self.harness == NO_HARNESS else self.harness} {self.version}"
 
     def note_text(self) -> str:
         parts = []
@@ -119,13 +135,25 @@ class ClaimsTable(BaseModel):
         return self.model_copy(update={"claims": keep})
 
     def lines(self) -> list[str]:
-        head = ("harness", "version", "backend", "as", "mode", "capability", "declared", "claim", "run", "blocked",
+        head = ("tested", "sandbox", "ran as", "mode", "capability", "declared", "claim", "run", "as declared",
                 "notes")
-        rows = [(c.harness, c.version, c.backend, c.privilege, c.mode, c.capability, c.declared, c.label,
-                 f"{c.run} of {c.total}", str(c.blocked), c.note_text()) for c in self.claims]
+        rows = [(c.tested(), "alone" if c.harness == NO_HARNESS else c.backend, c.privilege, c.mode, c.capability,
+                 c.declared, c.label, f"{c.run} of {c.total}", f"{c.as_declared}/{c.total}", c.note_text())
+                for c in self.claims]
         widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head) - 1)]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
-        return [fmt.format(*r).rstrip() for r in (head, *rows)] + [f"note: {n}" for n in self.notes]
+        return ([fmt.format(*r).rstrip() for r in (head, *rows)] + [f"note: {n}" for n in self.notes]
+                + (list(KEY) if rows else []))
+
+
+# Printed under the table, so that it reads without the README.
+KEY = (
+    "run n of m: of the m vectors bearing on the claim (skipped ones included), n were observed",
+    "as declared n/m: of those m, n behaved as declared (blocked, or escaped through a declared bypass)",
+    "claim: exact = every vector blocked after a passing control; partial = as declared, bypasses included;",
+    "  unverified = a vector missing, errored, skipped or uncontrolled (0 of 0: no vector tests it);",
+    "  refuted = an undeclared escape; +drift = some layer behaved otherwise than declared",
+)
 
 
 # -- reconciliation ---------------------------------------------------------------------------------
@@ -179,6 +207,7 @@ class _Judged(NamedTuple):
     state: ClaimState
     blocked: int
     run: int
+    as_declared: int
     escaped: list[str]
     unverified: dict[str, str]
 
@@ -188,7 +217,7 @@ def _judge(vectors: list[Vector], layer: str, latest: dict[tuple[str, str], Evid
            skipped: dict[str, str]) -> _Judged:
     """`fresh(record)`: None when the record is current, else why not; `skipped`: vector id -> why the
     catalogue cannot run it here (counted as unverified, never left out)."""
-    blocked, run, escaped, unverified = 0, 0, [], {}
+    blocked, run, as_declared, escaped, unverified = 0, 0, 0, [], {}
     for v in vectors:
         r = latest.get((v.id, layer))
         if r is None:
@@ -201,17 +230,23 @@ def _judge(vectors: list[Vector], layer: str, latest: dict[tuple[str, str], Evid
             run += 1
             if predict(v) == "blocked":
                 escaped.append(v.id)
+            else:
+                as_declared += 1
         elif r.control_outcome != "passed":
             unverified[v.id] = f"control {r.control_outcome}"
         else:
             run += 1
             blocked += 1
+            if predict(v) == "blocked":
+                as_declared += 1
     unverified.update({vid: "skipped" for vid in skipped})
     if escaped:
-        return _Judged("refuted", blocked, run, escaped, unverified)
-    if unverified:
-        return _Judged("unverified", blocked, run, escaped, unverified)
-    return _Judged("exact" if declared == "exact" else "partial", blocked, run, escaped, unverified)
+        state: ClaimState = "refuted"
+    elif unverified or not vectors:  # no vector at all: nothing verifies the declaration
+        state = "unverified"
+    else:
+        state = "exact" if declared == "exact" else "partial"
+    return _Judged(state, blocked, run, as_declared, escaped, unverified)
 
 
 def _freshness(catalogue: Catalogue, suite_revision: str | None) -> Callable[[EvidenceRecord], str | None]:
@@ -292,17 +327,16 @@ def _backend_rows(backend: str, bversion: str, level: str, recs: list[tuple[int,
     out = []
     for cap in catalogue.capabilities:
         vectors = [v for v in catalogue.for_capability(cap, None, level) if "sandbox" in v.run_layers()]
-        if not vectors:
-            continue
         sr = declared_report(declarations, backend, cap, None if bversion == UNKNOWN else bversion)
         declared = _declared(None, sr)
         j = _judge(vectors, "sandbox", latest, lambda v: expected_outcome(v, "sandbox", None, sr), declared, fresh, {})
         drift = _drift(vectors, latest, lambda v, layer: expected_outcome(v, layer, None, sr))
-        out.append(Claim(harness=NO_HARNESS, version=bversion, backend=backend, privilege=level, mode="-",
+        out.append(Claim(harness=NO_HARNESS, version=bversion, backend=backend,
+                         backend_version=None if bversion == UNKNOWN else bversion, privilege=level, mode="-",
                          capability=cap,
                          declared=declared, claim=j.state, blocked=j.blocked, total=len(vectors), run=j.run,
-                         escaped=tuple(j.escaped), unverified=j.unverified, drift=drift,
-                         layers=by_layer(vectors, latest, ("sandbox",))))
+                         as_declared=j.as_declared, escaped=tuple(j.escaped), unverified=j.unverified, drift=drift,
+                         notes=() if vectors else (UNTESTED,), layers=by_layer(vectors, latest, ("sandbox",))))
     return out
 
 
@@ -339,17 +373,17 @@ def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, 
             skipped = {v.id: v.skip_harnesses[harness] for v in catalogue.vectors
                        if v.capability == cap and harness in v.skip_harnesses and "composed" in v.run_layers()
                        and (not v.privileges or level in v.privileges)}
-            if not composed and not skipped:
-                continue
             hr = {lay: declared_report(declarations, harness, cap, hversion, lay) for lay in ("harness", "composed")}
             sr = declared_report(declarations, backend, cap, bversion)
             declared = _declared(hr["composed"], sr)
             j = _judge(composed, "composed", latest, lambda v: expected_outcome(v, "composed", hr["composed"], sr),
                        declared, fresh, skipped)
             drift = _drift(applicable, latest, lambda v, layer: expected_outcome(v, layer, hr.get(layer), sr))
-            out.append(Claim(harness=harness, version=version, binary_sha256=sha, backend=backend, privilege=level,
+            out.append(Claim(harness=harness, version=version, binary_sha256=sha, backend=backend,
+                             backend_version=bversion, privilege=level,
                              mode=mode, capability=cap, declared=declared, claim=j.state, blocked=j.blocked,
-                             total=len(composed) + len(skipped), run=j.run, escaped=tuple(j.escaped),
-                             unverified=j.unverified, drift=drift,
+                             total=len(composed) + len(skipped), run=j.run, as_declared=j.as_declared,
+                             escaped=tuple(j.escaped), unverified=j.unverified, drift=drift,
+                             notes=() if composed or skipped else (UNTESTED,),
                              layers=by_layer(applicable, latest, ("harness", "composed"))))
     return out

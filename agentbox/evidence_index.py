@@ -28,7 +28,7 @@ import platform
 import sqlite3
 from pathlib import Path
 
-__all__ = ["lookup", "unproven", "sync", "signature", "index_path"]
+__all__ = ["lookup", "unproven", "observed", "sync", "signature", "index_path"]
 
 _FORMAT = "5"  # bump when the tables change: an old index is then rebuilt
 _DEFAULT_BACKEND = "bwrap"  # as claims.DEFAULT_BACKEND: a composed record that names none ran under it
@@ -241,18 +241,22 @@ _BUILD = ("kernel=? AND privilege=? AND (layer='harness' OR sversion=?) AND ("
           "OR (harness='' AND backend=? AND layer='sandbox'))")
 
 
-def _query(store: Path, sql: str, harness: str, version: str | None, sha: str | None, backend: str,
-           kernel: str | None, privilege: str, backend_version: str | None) -> list[tuple]:
+def _select(store: Path, sql: str, params: tuple) -> list[tuple]:
     files = _files(store)
     if not files:
         return []
     con = _open(store)
     try:
         _catch_up(con, files)
-        return con.execute(sql, (kernel or platform.release(), privilege, backend_version or "?", harness,
-                                 version or "?", sha or "", backend, backend)).fetchall()
+        return con.execute(sql, params).fetchall()
     finally:
         con.close()
+
+
+def _query(store: Path, sql: str, harness: str, version: str | None, sha: str | None, backend: str,
+           kernel: str | None, privilege: str, backend_version: str | None) -> list[tuple]:
+    return _select(store, sql, (kernel or platform.release(), privilege, backend_version or "?", harness,
+                                version or "?", sha or "", backend, backend))
 
 
 def lookup(store: str | os.PathLike, harness: str, version: str | None, sha: str | None,
@@ -280,3 +284,13 @@ def unproven(store: str | os.PathLike, harness: str, version: str | None, sha: s
     rows = _query(Path(store), f"SELECT provenance, count(*) FROM latest WHERE provenance!='observed' AND {_BUILD} "
                   "GROUP BY provenance", harness, version, sha, backend, kernel, privilege, backend_version)
     return dict(rows)
+
+
+def observed(store: str | os.PathLike, backend: str = _DEFAULT_BACKEND, kernel: str | None = None, *,
+             privilege: str, backend_version: str | None) -> list[dict]:
+    """What `lookup` gives for one build, for every build of every harness in the store: a refused launch
+    reads it for the harness versions on which its items are proven (`gate.proven_elsewhere`)."""
+    rows = _select(Path(store), "SELECT line FROM latest WHERE provenance='observed' AND kernel=? AND privilege=? "
+                   "AND (layer='harness' OR (sversion=? AND backend=?))",
+                   (kernel or platform.release(), privilege, backend_version or "?", backend))
+    return [json.loads(line) for (line,) in rows]

@@ -23,6 +23,9 @@ Rules, per item:
 - the sandbox-alone row is read too: where the OS sandbox alone escaped a vector its declaration says it
   blocks, the plan's coverage rests on a false declaration, so an `exact` composed claim does not carry
   the item (refused at the sandbox layer until the declaration is fixed to the truth).
+
+A refusal's words are `refusal`'s; what only they need (the profile's YAML, the harness versions on which
+the store proves a refused item, `proven_elsewhere`) the launch finds when it refuses (`Decision.remedies`).
 """
 
 from __future__ import annotations
@@ -31,19 +34,14 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping
 
 from .capability import TRIVIAL
+from .claims import NO_HARNESS
+from .refusal import Remedies, evidence_command, render
 
 __all__ = ["Target", "ItemVerdict", "Decision", "decide", "evidence_command", "accepts", "unknown_accepted",
-           "carried_by_sandbox", "LAUNCH_MODE"]
+           "carried_by_sandbox", "proven_elsewhere", "LAUNCH_MODE"]
 
 Verdict = Literal["proven", "trivial", "accepted", "refused", "advisory"]
 LAUNCH_MODE = "tui"  # `agent-box launch` starts the harness's interactive TUI
-_SHOWN = 8  # vector ids named per item; the rest are counted
-_UNPROVEN = {
-    "synthetic": "not counted: {n} synthetic vector run(s) of this build (made up for tests or benchmarks); "
-                 "synthetic evidence never proves a build",
-    "": "not counted: {n} vector run(s) of this build whose records do not say where they came from (written "
-        "before evidence recorded its provenance); re-run the suite to prove this build",
-}
 
 
 @dataclass(frozen=True)
@@ -73,12 +71,7 @@ class ItemVerdict:
     layer: str  # where it fails or holds: "plan" (the compiled layers) or "composed" (the evidence)
     vectors: tuple[str, ...] = ()  # the missing, failing or escaped vectors
     reason: str = ""
-
-    def line(self) -> str:
-        shown = ", ".join(self.vectors[:_SHOWN]) + (f", +{len(self.vectors) - _SHOWN} more"
-                                                     if len(self.vectors) > _SHOWN else "")
-        vectors = f" [{shown}]" if self.vectors else ""
-        return f"{self.item} ({self.capability}): claim {self.claim}, {self.layer} layer: {self.reason}{vectors}"
+    sandboxed: bool = True  # whether the plan has a sandbox layer for it (a refusal offers to add one)
 
 
 @dataclass(frozen=True)
@@ -89,6 +82,8 @@ class Decision:
     accept_unverified: tuple[str, ...] = ()  # the items (or capabilities) the user named
     # runs of this build the evidence index left out, per provenance: never proof, named in a refusal
     unproven: tuple[tuple[str, int], ...] = ()
+    mode: str = LAUNCH_MODE  # the mode whose evidence the launch reads
+    remedies: Remedies = Remedies()  # what a refusal offers (`refusal`), found by the launch when it refuses
 
     @property
     def allowed(self) -> bool:
@@ -107,33 +102,16 @@ class Decision:
         return {v.item: {"capability": v.capability, "requirement": v.requirement, "coverage": v.coverage,
                          "claim": v.claim, "verdict": v.verdict} for v in self.items}
 
-    def message(self) -> str:
-        """The refusal, naming each failing item, its claim, layer and vectors, and how to get the evidence."""
-        n = len(self.refused) + len(self.errors)
-        lines = [f"refusing to launch: {n} required item(s) not proven for {self.target.label}:"]
-        lines += [f"  - {v.line()}" for v in self.refused]
-        lines += [f"  - {e}" for e in self.errors]
-        lines += [_UNPROVEN.get(kind, _UNPROVEN[""]).format(n=n) for kind, n in self.unproven]
-        if any(v.layer == "composed" for v in self.refused):
-            lines.append("produce the evidence for this exact build with:")
-            lines.append(f"  {evidence_command(self.target)}")
-        unverified = [v.item for v in self.refused if v.claim == "unverified" and v.layer == "composed"]
-        if unverified:
-            flags = " ".join(f"--accept-unverified {name}" for name in unverified)
-            lines.append(f"or relaunch with {flags} to run past these unverified items, named one by one "
-                         "(never past refuted or partial ones)")
-        return "\n".join(lines)
+    def message(self, lead: str = "") -> str:
+        """The refusal: each failing item, its claim, layer and vectors, then what the user can do (`refusal`).
+        `lead`: what the caller prints before it, so that the first line is wrapped short enough too."""
+        return render(self, lead)
 
     def notice(self) -> str:
         """The loud line printed on every launch that --accept-unverified let through."""
         names = "; ".join(f"{v.item} ({v.capability}: {v.reason})" for v in self.accepted)
         return (f"WARNING: --accept-unverified {' '.join(self.accept_unverified)}: {len(self.accepted)} required item(s) are NOT proven for "
                 f"{self.target.label} and run unverified: {names}")
-
-
-def evidence_command(target: Target) -> str:
-    spec = f"{target.harness}@{target.version}" if target.version else target.harness
-    return f"pytest negative --agentbox-harness {spec} --agentbox-evidence-dir {target.evidence_dir}"
 
 
 def _layers(item: Any) -> str:
@@ -168,15 +146,16 @@ def _in_mode(claim: Any | None, other: Any | None, vectors: tuple[str, ...], san
     if carried_by_sandbox(vectors, sandbox):
         return other, ""
     if claim is None and other.claim == "exact":
+        # the refusal's evidence command records the launch's mode (`refusal`): it is not repeated per item
         return None, (f"proven in {other.mode} runs only: launch drives the {mode}, whose permission handling is "
-                      f"another code path, and the sandbox alone does not block every vector of it; record "
-                      f"{mode} evidence (pytest negative --agentbox-mode {mode})")
+                      f"another code path, and the sandbox alone does not block every vector of it")
     return claim, ""
 
 
 def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool,
            sandbox: Any | None = None, other: Any | None = None, mode: str = LAUNCH_MODE) -> ItemVerdict:
-    base = dict(item=item.item, capability=item.capability, requirement=item.requirement, coverage=item.effective)
+    base = dict(item=item.item, capability=item.capability, requirement=item.requirement, coverage=item.effective,
+                sandboxed=any(layer.layer == "sandbox" for layer in item.layers))
     required = item.requirement == "required"
     if item.capability in TRIVIAL:
         return ItemVerdict(**base, claim="trivial", verdict="trivial", layer="plan",
@@ -186,9 +165,9 @@ def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool,
         return ItemVerdict(**base, claim=state, verdict="refused" if required else "advisory", layer="plan",
                            reason=f"the plan covers it {item.effective}: {_layers(item)}")
     claim, other_mode = _in_mode(claim, other, vectors, sandbox, mode)
+    untested = "the vector catalogue has no vector for this capability, so nothing can verify it"
     if claim is None:
-        reason = other_mode or ("no evidence recorded for this build" if vectors
-                                else "the vector catalogue has no vector for this capability, so nothing can verify it")
+        reason = other_mode or ("no evidence recorded for this build" if vectors else untested)
         state, failing = "unverified", vectors
     else:
         state = claim.claim
@@ -197,7 +176,7 @@ def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool,
             "exact": f"blocked {claim.blocked}/{claim.total} vectors with passing controls",
             "refuted": f"escaped where the declarations predict a block ({claim.note_text()})",
             "partial": f"the evidence shows partial enforcement (declared {claim.declared})",
-            "unverified": f"not every vector was observed ({claim.note_text()})",
+            "unverified": f"not every vector was observed ({claim.note_text()})" if claim.total else untested,
         }[state]
         if state == "exact":
             failing = ()
@@ -234,5 +213,33 @@ def decide(items: Iterable[Any], claims: Mapping[str, Any], target: Target, *,
                             sandbox_claims.get(i.capability), other_modes.get(i.capability), mode)
                      for i in items)
     return Decision(target=target, items=verdicts, errors=tuple(errors), accept_unverified=named,
-                    unproven=tuple(sorted((unproven or {}).items())))
+                    unproven=tuple(sorted((unproven or {}).items())), mode=mode)
+
+
+def proven_elsewhere(claims: Iterable[Any], target: Target, mode: str = LAUNCH_MODE) -> dict[str, tuple[str, ...]]:
+    """Per capability, the harness versions ("name@version") other than the target's whose claims would carry a
+    required item of it through this gate (`_in_mode`: the launch mode's claim, or another mode's where the
+    sandbox alone carries it), on the target's backend: what a refusal offers to pick instead.
+    `claims`: a reconciled table of every build's evidence at the launch's privilege (`evidence_index.observed`)."""
+    sandbox: dict[str, Any] = {}
+    builds: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for c in claims:
+        if c.backend != target.backend:
+            continue
+        if c.harness == NO_HARNESS:
+            sandbox[c.capability] = c
+        elif (c.harness, c.version) != (target.harness, target.version):
+            builds.setdefault((c.harness, c.version), {}).setdefault(c.capability, {})[c.mode] = c
+    out: dict[str, list[str]] = {}
+    for (harness, version), capabilities in builds.items():
+        for capability, modes in capabilities.items():
+            claim, other = modes.get(mode), None if mode == "headless" else modes.get("headless")
+            bearing = {vid for c in (claim, other) if c is not None
+                       for vid in (*c.layers.get("composed", {}), *c.unverified)}
+            alone = sandbox.get(capability)
+            chosen, _ = _in_mode(claim, other, tuple(sorted(bearing)), alone, mode)
+            # as `_judge`: a sandbox row that escaped what it declares to block carries no harness's claim
+            if chosen is not None and chosen.claim == "exact" and (alone is None or alone.claim != "refuted"):
+                out.setdefault(capability, []).append(f"{harness}@{version}")
+    return {capability: tuple(builds) for capability, builds in sorted(out.items())}
 

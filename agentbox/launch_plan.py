@@ -19,7 +19,7 @@ from .adapters import get_adapter
 from .adapters.base import Probe
 from .compiler import compile_plan
 from .errors import HarnessError, InputError
-from .gate import LAUNCH_MODE, Decision, Target, decide, unknown_accepted
+from .gate import LAUNCH_MODE, Decision, Target, decide, proven_elsewhere, unknown_accepted
 from .launch import SENTINEL, binary_state, cache_file, execute, stat_key, surface_state
 from .plan import EffectiveRunPlan, canonical_json
 from .profile import LoadedProfile, load_profile
@@ -165,11 +165,10 @@ def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None
     if not built.decision.allowed:
         store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
         store.reap()
-        message = built.decision.message()
-        run_id = store.refuse({**built.fields, "harness_args": extra}, message)
+        shown = _with_remedies(built).message(lead="agent-box: ")
+        run_id = store.refuse({**built.fields, "harness_args": extra}, shown.removeprefix("agent-box: "))
         store.close()
-        print(f"agent-box: {message}\n(run {run_id} recorded as refused: agent-box runs show {run_id})",
-              file=sys.stderr)
+        print(f"{shown}\n(run {run_id} recorded as refused: agent-box runs show {run_id})", file=sys.stderr)
         return 3
     entry, cacheable = _entry(built)
     if not cacheable:
@@ -183,3 +182,31 @@ def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None
         write_json_atomic(cache_file(data, built.loaded.source, built.plan.cwd, built.check["evidence"], binary,
                                      accept_unverified), entry)
     return execute(entry, extra)
+
+
+def _with_remedies(built: Built) -> Decision:
+    """The refused decision with what its message offers besides the evidence command: the items' YAML to make
+    them advisory, the harness versions on which the evidence proves them, and whether the harness can be
+    driven in the launch's mode at all. Only a refusal reads every build's evidence for that."""
+    from dataclasses import replace
+
+    from .claims import default_catalogue_dir, reconcile
+    from .evidence import EvidenceRecord, privilege_level
+    from .evidence_index import observed
+    from .refusal import Remedies
+    from .revision import suite_revision
+    from .sandbox import bwrap
+    from .testing.tui import unsupported
+    from .vectors import load_catalogue
+
+    decision = built.decision
+    target = decision.target
+    rows = observed(built.check["evidence"], target.backend, privilege=privilege_level(),
+                    backend_version=bwrap.backend_version())
+    table = reconcile([EvidenceRecord.model_validate(r) for r in rows], load_catalogue(default_catalogue_dir()),
+                      suite_revision=suite_revision())
+    intent = built.loaded.profile.permission_intent
+    stated = {v.item: intent.item(v.item).model_dump(mode="json", exclude_defaults=True) for v in decision.refused}
+    proven = proven_elsewhere(table.claims, target, decision.mode)
+    driver = unsupported(target.harness) if decision.mode == "tui" else None
+    return replace(decision, remedies=Remedies(stated=stated, proven_elsewhere=proven, driver_missing=driver))

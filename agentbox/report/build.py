@@ -78,7 +78,8 @@ def _declared_layers(claim: Claim, declarations: DeclarationSource) -> dict[str,
                          None if claim.version == UNKNOWN else claim.version)
         if report is not None:
             layers["harness"] = report
-    report = declared_report(declarations, claim.backend, claim.capability, None)
+    # at the version the claim was judged against: a backend's declaration outside its tested range is weaker
+    report = declared_report(declarations, claim.backend, claim.capability, claim.backend_version)
     if report is not None:
         layers["sandbox"] = report
     return layers
@@ -106,7 +107,8 @@ def _cell(claim: Claim, catalogue: Catalogue, latest: Latest, declarations: Decl
     return Cell(column=_column_key(claim), capability=claim.capability, state=claim_state(claim),
                 drift=claim.label.endswith("+drift"), label=claim.label, declared=claim.declared,
                 layers={name: r.support for name, r in layers.items()}, enforced_by=enforced,
-                decisive_layer=decisive, blocked=claim.blocked, total=claim.total, run=claim.run, note=claim.note_text(),
+                decisive_layer=decisive, blocked=claim.blocked, total=claim.total, run=claim.run,
+                as_declared=claim.as_declared, note=claim.note_text(),
                 vectors=tuple(rows))
 
 

@@ -11,6 +11,7 @@ from functools import lru_cache
 from itertools import groupby
 from pathlib import Path
 
+from .legend import MARKS, layer_word
 from .model import Report
 
 __all__ = ["render_html"]
@@ -38,5 +39,5 @@ def render_html(report: Report) -> str:
     index = {(cell.column, cell.capability): i for i, cell in enumerate(report.cells)}
     rows = [(cap, [(index.get((col.key, cap)), col) for col in report.columns]) for cap in report.capabilities]
     groups = [(harness, len(list(cols))) for harness, cols in groupby(report.columns, key=lambda c: c.harness)]
-    return _template().render(report=report, rows=rows, groups=groups,
+    return _template().render(report=report, rows=rows, groups=groups, marks=MARKS, layer_word=layer_word,
                               states={s.state: s for s in report.states}, data=Markup(_embedded(report)))

@@ -1,12 +1,15 @@
 """The report as Markdown for a pull-request comment: the matrix, what changed, and the legend.
 
 GitHub renders a table no wider than the comment, so a column is one harness version on one
-backend and a cell is its symbol and state (the symbol keeps it readable without colour).
+backend (or the backend alone) and a cell is what the HTML page's cell shows, in words: its symbol
+and state (the symbol keeps it readable without colour), how many vectors behaved as declared, and
+the layer that enforces it. The legend lists the same entries as the page's (`legend`).
 """
 
 from __future__ import annotations
 
-from .model import Report
+from .legend import MARKS, NOT_APPLICABLE, layer_word
+from .model import Cell, Column, Report
 
 __all__ = ["render_markdown"]
 
@@ -20,6 +23,18 @@ def _row(values: list[str]) -> str:
     return "| " + " | ".join(_escape(v) for v in values) + " |"
 
 
+def _head(col: Column) -> str:
+    if col.harness == "-":  # the sandbox-alone column: its version is the backend's
+        return f"{col.backend} {col.version} (alone)"
+    return f"{col.harness} {col.version} ({col.backend})"
+
+
+def _cell(cell: Cell, symbols: dict[str, str]) -> str:
+    drift = f" {symbols['drift']}drift" if cell.drift else ""
+    counts = f"{cell.as_declared}/{cell.total}"
+    return f"{symbols[cell.state]} {cell.state}{drift} {counts} · {layer_word(cell.enforced_by)}"
+
+
 def render_markdown(report: Report) -> str:
     symbols = {s.state: s.symbol for s in report.states}
     cells = {(c.column, c.capability): c for c in report.cells}
@@ -30,18 +45,13 @@ def render_markdown(report: Report) -> str:
     if not report.columns:
         lines += ["No claims: no record names a vector of this catalogue.", ""]
     else:
-        heads = [f"{'sandbox' if col.harness == '-' else col.harness} {col.version} ({col.backend})"
-                 for col in report.columns]
+        heads = [_head(col) for col in report.columns]
         lines += [_row(["capability", *heads]), "| --- " * (len(heads) + 1) + "|"]
         for cap in report.capabilities:
             row = [cap]
             for col in report.columns:
                 cell = cells.get((col.key, cap))
-                if cell is None:
-                    row.append("–")
-                else:
-                    drift = f" {symbols['drift']}drift" if cell.drift else ""
-                    row.append(f"{symbols[cell.state]} {cell.state}{drift}")
+                row.append(NOT_APPLICABLE if cell is None else _cell(cell, symbols))
             lines.append(_row(row))
         lines.append("")
     changed = [(d, c) for d in report.diffs for c in d.changes if c.change != "unchanged"]
@@ -52,7 +62,7 @@ def render_markdown(report: Report) -> str:
                         c.capability, c.backend, c.change]) for d, c in changed]
         lines.append("")
     lines += ["Legend:", *(f"- {s.symbol} **{s.state}**: {s.meaning}" for s in report.states),
-              "- – n/a: no vector applies"]
+              *(f"- {m.symbol} **{m.name}**: {m.meaning}" for m in MARKS)]
     if report.notes:
         lines += ["", "Notes:", *(f"- {n}" for n in report.notes)]
     return "\n".join(lines) + "\n"

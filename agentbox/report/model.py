@@ -94,6 +94,7 @@ class Cell(_Strict):
     blocked: int
     total: int  # the vectors that bear on it, skipped and missing ones included
     run: int = 0  # of those, observed by current records
+    as_declared: int = 0  # of `total`, observed as the declarations predict (the legend's "n/m")
     note: str
     vectors: tuple[VectorRow, ...]
 

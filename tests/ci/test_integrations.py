@@ -95,7 +95,7 @@ def test_the_html_summary_has_the_claims_table_and_each_row_links_its_evidence(r
     claims = re.search(r'<h2>Agent-Box claims</h2><pre class="agentbox-claims">(.*?)</pre>', text, re.S)
     assert claims, "no claims table in the HTML summary"
     table = claims.group(1)
-    assert table.startswith("harness ") and re.search(r"codex\s+0\.171\.0\s+bwrap\s+\S+\s+\S+\s+workspace\.read_only", table)
+    assert table.startswith("tested ") and re.search(r"codex\s+0\.171\.0\s+bwrap\s+\S+\s+\S+\s+workspace\.read_only", table)
     tests = _html_data(run)["tests"]
     records = stored(run)
     for nodeid, rows in tests.items():

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 
-from agentbox.claims import ClaimsTable, reconcile
+from agentbox.claims import KEY, UNTESTED, ClaimsTable, reconcile
 
 from synthetic import declarations
 
@@ -142,12 +143,41 @@ def test_records_of_vectors_outside_the_catalogue_are_ignored_and_counted(catalo
 def test_the_table_has_one_aligned_line_per_claim_under_a_header(catalogue, record):
     records = [*as_declared(record), record("ro-shell", "harness", "blocked")]
     lines = reconcile(records, catalogue, declarations()).lines()
-    assert lines[0].split() == ["harness", "version", "backend", "as", "mode", "capability", "declared", "claim",
-                                "run", "blocked", "notes"]
+    assert re.split(r"\s{2,}", lines[0]) == ["tested", "sandbox", "ran as", "mode", "capability", "declared", "claim", "run",
+                                    "as declared", "notes"]
     assert lines[2].split()[:12] == ["toy", "1.0", "box", "root", "headless", "workspace.read_only", "exact",
-                                     "exact+drift", "2", "of", "2", "2"]
+                                     "exact+drift", "2", "of", "2", "2/2"]
     assert "drift: ro-shell[harness] expected escaped saw blocked" in lines[2]
-    assert len({line.index("capability") if i == 0 else line.index("workspace") for i, line in enumerate(lines)}) == 1
+    rows = lines[:3]
+    assert len({line.index("capability") if i == 0 else line.index("workspace") for i, line in enumerate(rows)}) == 1
+
+
+def test_the_sandbox_alone_row_is_named_by_its_backend_and_version(catalogue, record):
+    [line] = [line for line in reconcile(as_declared(record), catalogue, declarations()).lines()[1:]
+              if "alone" in line]
+    assert line.split()[:6] == ["box", "0.8.0", "alone", "root", "-", "workspace.read_only"]
+
+
+def test_the_table_ends_with_a_key_to_its_counts_and_claims(catalogue, record):
+    lines = reconcile(as_declared(record), catalogue, declarations()).lines()
+    assert lines[-len(KEY):] == list(KEY)
+    assert any(line.startswith("run n of m:") for line in KEY)
+    assert any(line.startswith("as declared n/m:") for line in KEY)
+    assert all(state in " ".join(KEY) for state in ("exact", "partial", "unverified", "refuted", "+drift"))
+
+
+def test_as_declared_counts_a_declared_bypass_that_escaped_where_blocked_does_not(catalogue, record):
+    decl = declarations(sandbox_support="unsupported")
+    records = [record("ro-shell", "composed", "escaped"), record("ro-file-tool", "composed", "blocked")]
+    claim = only_claim(reconcile(records, catalogue, decl))
+    assert claim.claim == "partial" and (claim.blocked, claim.as_declared, claim.total) == (1, 2, 2)
+    assert "2 of 2  2/2" in reconcile(records, catalogue, decl).lines()[1]
+
+
+def test_an_escape_the_declarations_do_not_predict_is_not_as_declared(catalogue, record):
+    records = [*as_declared(record), record("ro-file-tool", "composed", "escaped")]
+    claim = only_claim(reconcile(records, catalogue, declarations()))
+    assert claim.claim == "refuted" and (claim.run, claim.as_declared) == (2, 1)
 
 
 def test_the_table_round_trips_through_json_with_its_printed_label(catalogue, record):
@@ -208,3 +238,18 @@ def test_a_harness_driven_in_its_tui_gets_rows_of_its_own_beside_its_headless_on
             if c.harness == "toy"}
     assert rows[("headless", "workspace.read_only")].claim == "exact"
     assert rows[("tui", "workspace.read_only")].claim != "exact"  # its escape never touches the headless row
+
+
+def test_a_capability_no_vector_tests_in_a_layer_is_shown_unverified_never_left_out(tmp_path, record):
+    from agentbox.vectors import Catalogue
+
+    from synthetic import VECTORS, write_catalogue
+
+    catalogue = write_catalogue(tmp_path / "vectors")
+    harness_only = {**VECTORS[1], "id": "rw-file-tool", "capability": "workspace.read_write"}
+    catalogue = Catalogue([*catalogue.vectors, *load([harness_only])], catalogue.digest)
+    table = reconcile(as_declared(record), catalogue, declarations())
+    [alone] = [c for c in table.claims if c.harness == "-" and c.capability == "workspace.read_write"]
+    assert (alone.claim, alone.run, alone.total, alone.notes) == ("unverified", 0, 0, (UNTESTED,))
+    assert any(line.startswith("box 0.8.0") and "workspace.read_write" in line and "0 of 0" in line
+               for line in table.lines())

@@ -15,9 +15,10 @@ def test_claims_print_one_row_per_harness_version_backend_and_capability(tmp_pat
                                     backend="bwrap")])
     assert main(["evidence", "claims", "--evidence", str(tmp_path / "ev"), "--catalogue", str(tmp_path / "vectors")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:3] == ["harness", "version", "backend"]
+    assert lines[0].split()[:3] == ["tested", "sandbox", "ran"]
     row = lines[1].split()
     assert row[:6] == ["codex", "0.1.0", "bwrap", "root", "headless", "workspace.read_only"] and row[7] == "unverified"
+    assert row[8:11] == ["1", "of", "2"] and row[11] == "1/2"
     assert "missing: ro-file-tool" in lines[1]
 
 

@@ -144,5 +144,5 @@ def test_the_summary_ends_with_the_claims_of_the_versions_this_run_recorded(pyte
     write_catalogue(pytester.path / "vectors")
     pytester.makepyfile(test_suite=SUITE.replace('"pass-{n}"', '"ro-shell"'))
     result = pytester.runpytest("--agentbox-evidence-dir", "ev", "--agentbox-catalogue", "vectors", "-k", "passes")
-    result.stdout.fnmatch_lines(["claims:", "harness*version*backend*capability*declared*claim*run*blocked*notes",
+    result.stdout.fnmatch_lines(["claims:", "tested*sandbox*ran as*capability*declared*claim*run*as declared*notes",
                                  "toy*1.0*bwrap*workspace.read_only*unverified*missing: ro-file-tool*"])

@@ -34,6 +34,11 @@ def build_digest(binary) -> str:
     return identify(get_adapter("codex").build_files(str(binary))).sha256
 
 
+def one_line(text: str) -> str:
+    """A refusal as one line: what it says, whatever the wrapping (a command's continuations joined)."""
+    return " ".join(text.replace(" \\\n", " ").split())
+
+
 def write_profile(tmp_path, intent: str, name: str = "t") -> Path:
     path = tmp_path / f"{name}.yaml"
     path.write_text(f"name: {name}\nharness: codex\npermission_intent:\n{intent}")

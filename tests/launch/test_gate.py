@@ -10,16 +10,22 @@ from types import SimpleNamespace
 import pytest
 
 from agentbox.claims import Claim
-from agentbox.gate import Target, decide, evidence_command, unknown_accepted
+from agentbox.gate import Target, decide, evidence_command, proven_elsewhere, unknown_accepted
+from launch_helpers import one_line
 
 TARGET = Target("codex", "0.171.0", "ab" * 32, "bwrap", "/store")
 CAP = "workspace.read_only"
 VECTORS = {CAP: ("ws-ro-tee", "ws-ro-cp")}
 
 
-def item(requirement="required", coverage="exact", capability=CAP, name="workspace"):
+def item(requirement="required", coverage="exact", capability=CAP, name="workspace", layers=("harness", "sandbox")):
     gap = None if coverage == "exact" else f"harness layer {coverage}; sandbox layer {coverage}"
-    return SimpleNamespace(item=name, capability=capability, requirement=requirement, effective=coverage, gap=gap)
+    return SimpleNamespace(item=name, capability=capability, requirement=requirement, effective=coverage, gap=gap,
+                           layers=tuple(SimpleNamespace(layer=layer) for layer in layers))
+
+
+def said(decision) -> str:
+    return one_line(decision.message())
 
 
 def claim(state, capability=CAP):
@@ -86,7 +92,7 @@ def test_a_required_item_that_asks_for_no_restriction_needs_no_evidence(capabili
 def test_the_refusal_names_the_item_its_claim_the_layer_the_vectors_and_the_command():
     got = decide([item(), item(name="host_home", capability="host_home.hidden", coverage="partial")],
                  {CAP: claim("refuted")}, TARGET, vectors=VECTORS)
-    message = got.message()
+    message = said(got)
     assert "workspace (workspace.read_only): claim refuted, composed layer" in message
     assert "ws-ro-tee" in message
     assert "host_home (host_home.hidden)" in message and "plan layer" in message
@@ -97,7 +103,7 @@ def test_the_refusal_names_the_item_its_claim_the_layer_the_vectors_and_the_comm
 
 
 def test_an_item_with_no_evidence_names_every_vector_that_would_prove_it():
-    message = decide([item()], {}, TARGET, vectors=VECTORS).message()
+    message = said(decide([item()], {}, TARGET, vectors=VECTORS))
     assert "no evidence recorded for this build" in message and "ws-ro-tee, ws-ro-cp" in message
     assert "--accept-unverified workspace" in message
 
@@ -106,7 +112,7 @@ def test_accepting_one_unverified_item_never_lets_another_through():
     other = item(name="host_home", capability="host_home.hidden")
     got = decide([item(), other], {}, TARGET, accept_unverified=("workspace",), vectors=VECTORS)
     assert [v.verdict for v in got.items] == ["accepted", "refused"]
-    assert not got.allowed and "--accept-unverified host_home" in got.message()
+    assert not got.allowed and "--accept-unverified host_home" in said(got)
 
 
 def test_an_item_can_be_accepted_by_its_capability_name():
@@ -125,7 +131,7 @@ def test_a_capability_without_vectors_can_only_pass_unverified():
 
 def test_a_plan_error_refuses_even_when_every_item_is_proven():
     got = decide([item()], {CAP: claim("exact")}, TARGET, errors=["CODEX_HOME lies under TMPDIR"])
-    assert not got.allowed and "CODEX_HOME lies under TMPDIR" in got.message()
+    assert not got.allowed and "CODEX_HOME lies under TMPDIR" in said(got)
 
 
 def test_accepting_unverified_items_produces_a_loud_notice_naming_them():
@@ -146,7 +152,7 @@ def test_an_exact_composed_claim_does_not_carry_an_item_whose_sandbox_row_is_ref
                       sandbox_claims={CAP: sandbox_row("refuted")})
     [verdict] = decision.items
     assert not decision.allowed and verdict.layer == "sandbox" and verdict.vectors == ("ws-ro-tee",)
-    assert "the sandbox alone escaped" in decision.message()
+    assert "the sandbox alone escaped" in said(decision)
 
 
 def test_a_holding_sandbox_row_leaves_an_exact_composed_claim_proven():
@@ -158,13 +164,13 @@ def test_a_holding_sandbox_row_leaves_an_exact_composed_claim_proven():
 def test_a_refusal_says_that_synthetic_runs_of_the_build_were_not_counted():
     decision = decide([item()], {}, TARGET, vectors=VECTORS, unproven={"synthetic": 2})
     assert not decision.allowed
-    message = decision.message()
+    message = said(decision)
     assert "not counted: 2 synthetic vector run(s) of this build" in message
     assert "synthetic evidence never proves a build" in message
 
 
 def test_a_refusal_asks_to_rerun_the_suite_for_records_that_do_not_say_where_they_came_from():
-    message = decide([item()], {}, TARGET, vectors=VECTORS, unproven={"": 3}).message()
+    message = said(decide([item()], {}, TARGET, vectors=VECTORS, unproven={"": 3}))
     assert "not counted: 3 vector run(s) of this build whose records do not say where they came from" in message
     assert "re-run the suite to prove this build" in message and evidence_command(TARGET) in message
 
@@ -183,7 +189,8 @@ def test_headless_evidence_does_not_prove_an_item_the_harness_layer_carries_for_
     got = decide([item()], {}, TARGET, vectors=VECTORS, other_modes={CAP: headless("exact")})
     [verdict] = got.items
     assert verdict.verdict == "refused" and verdict.claim == "unverified"
-    assert "proven in headless runs only" in verdict.reason and "--agentbox-mode tui" in verdict.reason
+    assert "proven in headless runs only" in verdict.reason
+    assert f"{evidence_command(TARGET)} --agentbox-mode tui" in said(got)  # the command records tui evidence
 
 
 def test_headless_evidence_proves_an_item_the_sandbox_alone_blocks_in_every_vector():
@@ -202,3 +209,32 @@ def test_a_refuted_tui_claim_is_never_outweighed_by_headless_evidence():
     got = decide([item()], {CAP: claim("refuted")}, TARGET, vectors=VECTORS, other_modes={CAP: headless("exact")},
                  sandbox_claims={CAP: sandbox_exact()})
     assert not got.allowed and got.items[0].claim == "refuted"
+
+
+def built(harness, version, state, mode="tui", backend="bwrap", vectors=VECTORS[CAP]):
+    """Another build's claim on CAP, as a reconciled table of the whole store holds it."""
+    return claim(state).model_copy(update={"harness": harness, "version": version, "mode": mode, "backend": backend,
+                                           "layers": {"composed": {v: "blocked" for v in vectors}}})
+
+
+def test_a_refusal_finds_the_other_harness_versions_whose_launch_mode_evidence_proves_an_item():
+    table = [built("claude-code", "2.1.332", "exact"), built("codex", "0.170.0", "exact"),
+             built("codex", "0.169.0", "unverified"), built("codex", TARGET.version, "exact"),
+             built("opencode", "1.18.33", "exact", backend="sandbox-runtime")]
+    assert proven_elsewhere(table, TARGET) == {CAP: ("claude-code@2.1.332", "codex@0.170.0")}
+
+
+def test_headless_evidence_of_another_version_counts_only_where_the_sandbox_alone_carries_the_item():
+    table = [built("claude-code", "2.1.332", "exact", mode="headless")]
+    assert proven_elsewhere(table, TARGET) == {}
+    assert proven_elsewhere([*table, sandbox_exact()], TARGET) == {CAP: ("claude-code@2.1.332",)}
+
+
+def test_a_claim_no_vector_of_the_catalogue_tests_reads_as_nothing_can_verify_it():
+    untested = claim("unverified").model_copy(update={"unverified": {}, "blocked": 0, "total": 0})
+    got = decide([item()], {CAP: untested}, TARGET, vectors={})
+    assert got.items[0].verdict == "refused" and "no vector for this capability" in got.items[0].reason
+
+
+def test_no_other_harness_version_is_offered_where_the_sandbox_alone_escaped_what_it_declares():
+    assert proven_elsewhere([built("claude-code", "2.1.332", "exact"), sandbox_row("refuted")], TARGET) == {}

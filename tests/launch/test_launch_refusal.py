@@ -9,7 +9,7 @@ import pytest
 
 from agentbox import cli
 from agentbox.sandbox import session, startup
-from launch_helpers import RW, cli as run_cli, needs_bwrap, write_profile
+from launch_helpers import RW, cli as run_cli, needs_bwrap, one_line, write_profile
 
 pytestmark = needs_bwrap
 
@@ -37,9 +37,9 @@ def test_a_launch_without_evidence_exits_3_and_leaves_everything_as_it_was(tmp_p
     done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", project, "--evidence", tmp_path / "empty",
                    "--binary", real_codex, "--", "touch", env=env)
     assert done.returncode == 3, done.stderr
-    assert "workspace (workspace.read_write): claim unverified" in done.stderr
+    assert "workspace (workspace.read_write): claim unverified" in one_line(done.stderr)
     command = f"pytest negative --agentbox-harness codex@0.171.0 --agentbox-evidence-dir {tmp_path / 'empty'}"
-    assert command in done.stderr
+    assert command in one_line(done.stderr)
     assert snapshot(project) == before  # no STARTED (the harness never ran), no .agentbox, masks untouched
     assert list(tmpdir.iterdir()) == []  # no private config home
     assert not (abhome / "cache" / "launch").exists()  # a refusal is never cached
@@ -72,7 +72,7 @@ def test_refuted_evidence_refuses_even_with_accept_unverified(tmp_path, abhome, 
     prove(store, real_codex, ["workspace.read_write"], outcome="escaped")
     done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
                    "--accept-unverified", "workspace", "--", "touch")
-    assert done.returncode == 3 and "claim refuted" in done.stderr
+    assert done.returncode == 3 and "claim refuted" in one_line(done.stderr)
     assert list(ws.iterdir()) == []
 
 
@@ -86,7 +86,7 @@ def test_evidence_for_another_build_of_the_same_version_does_not_count(tmp_path,
                                                      ["workspace.read_write"])))
     done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
                    "--", "touch")
-    assert done.returncode == 3 and "no evidence recorded for this build" in done.stderr
+    assert done.returncode == 3 and "no evidence recorded for this build" in one_line(done.stderr)
 
 
 def test_evidence_keyed_by_the_launchers_hash_alone_does_not_count(tmp_path, abhome, ws, real_codex):
@@ -103,7 +103,7 @@ def test_evidence_keyed_by_the_launchers_hash_alone_does_not_count(tmp_path, abh
                                                      ["workspace.read_write"])))
     done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
                    "--", "touch")
-    assert done.returncode == 3 and "no evidence recorded for this build" in done.stderr
+    assert done.returncode == 3 and "no evidence recorded for this build" in one_line(done.stderr)
 
 
 def test_synthetic_evidence_for_this_exact_build_never_reaches_the_gate(tmp_path, abhome, ws, real_codex):
@@ -117,9 +117,9 @@ def test_synthetic_evidence_for_this_exact_build_never_reaches_the_gate(tmp_path
     done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
                    "--", "touch")
     assert done.returncode == 3, done.stderr
-    assert "workspace (workspace.read_write): claim unverified" in done.stderr
-    assert (f"not counted: {written} synthetic vector run(s) of this build" in done.stderr
-            and "synthetic evidence never proves a build" in done.stderr)
+    assert "workspace (workspace.read_write): claim unverified" in one_line(done.stderr)
+    assert (f"not counted: {written} synthetic vector run(s) of this build" in one_line(done.stderr)
+            and "synthetic evidence never proves a build" in one_line(done.stderr))
     assert list(ws.iterdir()) == []
 
 
@@ -137,9 +137,9 @@ def test_records_that_do_not_say_where_they_came_from_are_refused_with_the_comma
     done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
                    "--", "touch")
     assert done.returncode == 3, done.stderr
-    assert "whose records do not say where they came from" in done.stderr
-    assert "re-run the suite to prove this build" in done.stderr
-    assert f"pytest negative --agentbox-harness codex@0.171.0 --agentbox-evidence-dir {store}" in done.stderr
+    assert "whose records do not say where they came from" in one_line(done.stderr)
+    assert "re-run the suite to prove this build" in one_line(done.stderr)
+    assert f"pytest negative --agentbox-harness codex@0.171.0 --agentbox-evidence-dir {store}" in one_line(done.stderr)
 
 
 def test_a_required_item_the_plan_cannot_cover_exactly_is_refused_with_its_layers(tmp_path, abhome, ws, real_codex):
@@ -150,11 +150,36 @@ def test_a_required_item_the_plan_cannot_cover_exactly_is_refused_with_its_layer
     done = run_cli("launch", tmp_path / "ask.yaml", "--cwd", ws, "--evidence", tmp_path / "ev", "--binary",
                    real_codex, "--accept-unverified", "shell", "--", "touch")
     assert done.returncode == 3
-    assert "shell (shell.ask)" in done.stderr and "plan layer" in done.stderr
+    assert "shell (shell.ask)" in one_line(done.stderr) and "plan layer" in one_line(done.stderr)
 
 
 def test_an_evidence_store_that_does_not_exist_is_a_typo_exit_2_naming_it(tmp_path, abhome, ws, real_codex):
     done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", tmp_path / "evidnce",
                    "--binary", real_codex, "--", "touch")
-    assert done.returncode == 2 and f"{tmp_path / 'evidnce'}: no such evidence store (a typo?)" in done.stderr
+    assert done.returncode == 2 and f"{tmp_path / 'evidnce'}: no such evidence store (a typo?)" in one_line(done.stderr)
     assert list(ws.iterdir()) == []
+
+
+def test_a_refusal_says_what_to_do_in_lines_a_terminal_shows_whole(tmp_path, abhome, ws, real_codex):
+    (tmp_path / "ev").mkdir()
+    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", tmp_path / "ev", "--binary",
+                   real_codex, "--", "touch")
+    assert done.returncode == 3
+    lines = done.stderr.splitlines()
+    assert [line for line in lines if len(line) > 100 and len(line.split()) > 1] == []
+    assert "        workspace: {access: read_write, requirement: advisory}" in lines  # the profile's item, as YAML
+    text = one_line(done.stderr)
+    assert f"--agentbox-evidence-dir {tmp_path / 'ev'} --agentbox-mode tui" in text
+    assert text.count("pytest negative") == 1
+
+
+def test_a_refusal_offers_the_other_versions_on_which_the_store_proves_the_item(tmp_path, abhome, ws, real_codex):
+    from launch_helpers import prove
+
+    store = tmp_path / "ev"
+    prove(store, real_codex, ["workspace.read_write"], version="0.170.0")  # another version, its own build
+    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
+                   "--", "touch")
+    assert done.returncode == 3
+    assert "pick a harness or version on which the evidence proves it" in one_line(done.stderr)
+    assert "workspace: codex@0.170.0" in one_line(done.stderr)

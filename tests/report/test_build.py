@@ -176,3 +176,16 @@ def test_an_observation_is_kept_verbatim(matrix):
                for r in matrix.records(harnesses=("alpha",), versions=("1.0.0",))]
     report = build_report(records, matrix.catalogue, matrix.declarations)
     assert {o.observation for o in report.observations.values()} >= {excerpt}
+
+
+def test_a_backend_declared_for_a_tested_range_is_read_at_the_version_the_claim_was_judged_at(matrix):
+    def ranged(layer):
+        decl = matrix.declarations(layer)
+        if layer != BACKEND:
+            return decl
+        return decl.model_copy(update={"tested_range": {"min": SANDBOX_VERSION, "max": SANDBOX_VERSION}})
+
+    report = build_report(matrix.records(), matrix.catalogue, ranged)
+    for column in (f"alpha 1.0.0 {BACKEND}", f"- {SANDBOX_VERSION} {BACKEND}"):
+        cell = cells_of(report, column)["cap00.synthetic"]
+        assert (cell.state, cell.enforced_by, cell.layers["sandbox"]) == ("exact", ("sandbox",), "exact"), column

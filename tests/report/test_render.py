@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
 from agentbox.report.build import build_report
 from agentbox.report.html import render_html
+from agentbox.report.legend import MARKS, layer_word
 from agentbox.report.markdown import render_markdown
 
 
@@ -65,10 +67,39 @@ def test_the_markdown_has_a_row_per_capability_and_lists_what_changed(matrix):
     rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines if line.startswith("| cap0")}
     assert set(rows) == {"cap00.synthetic", "cap01.synthetic", "cap02.synthetic", "cap03.synthetic"}
     columns = [c.key for c in report.columns]
-    assert rows["cap01.synthetic"][columns.index("alpha 1.1.0 box")] == "! refuted"
-    assert rows["cap00.synthetic"][columns.index("bravo 1.0.0 box")] == "✓ exact ~drift"
+    assert rows["cap01.synthetic"][columns.index("alpha 1.1.0 box")].startswith("! refuted ")
+    assert rows["cap00.synthetic"][columns.index("bravo 1.0.0 box")].startswith("✓ exact ~drift ")
     assert "| alpha | 1.0.0: exact | 1.1.0: refuted | cap01.synthetic | box | regressed |" in lines
     assert "| alpha | 1.1.0: refuted | 1.2.0: exact | cap01.synthetic | box | improved |" in lines
+
+
+def test_a_markdown_cell_shows_what_the_page_shows_in_words(matrix):
+    report = build_report(matrix.records(twisted), matrix.catalogue, matrix.declarations)
+    lines = render_markdown(report).splitlines()
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines if line.startswith("| cap0")}
+    columns = [c.key for c in report.columns]
+    cell = next(c for c in report.cells if c.column == "alpha 1.1.0 box" and c.capability == "cap01.synthetic")
+    shown = rows["cap01.synthetic"][columns.index("alpha 1.1.0 box")].removesuffix(" |")
+    assert shown == f"! refuted {cell.as_declared}/{cell.total} · {layer_word(cell.enforced_by)}"
+    assert cell.as_declared == cell.total - 1  # the refuting escape is the one vector not as declared
+
+
+def test_the_sandbox_alone_column_is_named_by_its_backend_and_version(matrix):
+    report = build_report(matrix.records(), matrix.catalogue, matrix.declarations)
+    header = next(line for line in render_markdown(report).splitlines() if line.startswith("| capability"))
+    alone = [c for c in report.columns if c.harness == "-"]
+    assert alone and all(f"| {c.backend} {c.version} (alone) |" in header for c in alone)
+    assert "sandbox" not in header
+
+
+def test_the_markdown_legend_explains_every_mark_the_page_legend_does(matrix):
+    report = build_report(matrix.records(twisted), matrix.catalogue, matrix.declarations)
+    page = re.search(r'<ul class="legend">(.*?)</ul>', render_html(report), re.S)[1]
+    marks = re.findall(r'<span class="swatch[^"]*">([^<]*)</span><b>([^<]*)</b>', page)
+    assert len(marks) == len(report.states) + len(MARKS)
+    markdown = render_markdown(report)
+    for symbol, name in marks:
+        assert f"- {html.unescape(symbol)} **{html.unescape(name)}**: " in markdown
 
 
 def test_markdown_cells_cannot_break_the_table(matrix):

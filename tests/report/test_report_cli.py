@@ -36,7 +36,7 @@ def test_the_report_writes_html_json_and_markdown(tmp_path, matrix, store, capsy
     md = (out / "r.md").read_text().splitlines()
     assert md[0] == "## Agent-Box compatibility report"
     header = next(line for line in md if line.startswith("| capability |"))
-    assert "| alpha 1.0.0 (box) |" in header and "| sandbox 1.0 (box) |" in header
+    assert "| alpha 1.0.0 (box) |" in header and "| box 1.0 (alone) |" in header
     assert sum(line.startswith("| cap0") for line in md) == 4
 
 
