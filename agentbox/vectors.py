@@ -10,6 +10,7 @@ temporary targets, so no vector ever touches the real home, system paths or othe
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from functools import cached_property
 from pathlib import Path
@@ -29,10 +30,11 @@ Layer = Literal["sandbox", "harness", "composed"]
 # The ways an attempt can reach the host. A declaration's bypass_surfaces name these, so each
 # vector's expected outcome follows from the declarations alone.
 SURFACES = ("shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process", "unix_socket",
-            "harness_env", "background_process", "dangerous_command")
+            "harness_env", "background_process", "dangerous_command", "kernel_socket")
 # harness_env: what the harness itself is given (its model key) and its children inherit or read
+# kernel_socket: a socket of a kernel family a network namespace does not confine (AF_VSOCK, AF_NETLINK)
 Surface = Literal["shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process",
-                  "unix_socket", "harness_env", "background_process", "dangerous_command"]
+                  "unix_socket", "harness_env", "background_process", "dangerous_command", "kernel_socket"]
 
 
 class _Strict(BaseModel):
@@ -139,6 +141,9 @@ class Vector(_Strict):
     # who the attack threatens: empty for everyone; [root] where the kernel itself refuses it to anyone else
     # (a device node or a kernel module needs the capability in the host's user namespace)
     privileges: tuple[Literal["root", "user"], ...] = ()
+    # what the host kernel must have for the attack to exist at all (a module loader): on a kernel without it
+    # the vector cannot run (its control could never see the side effect), and its claim is unverified there
+    kernel_needs: tuple[Literal["modules"], ...] = ()
     intent: dict[str, Any]
     control: Control
     setup: Setup = Setup()
@@ -220,6 +225,14 @@ class Vector(_Strict):
         if harness in self.skip_harnesses:
             return f"{self.id} cannot run on {harness}: {self.skip_harnesses[harness]}"
         return f"{self.id} is specific to {', '.join(self.harnesses)}"
+
+
+def kernel_lacks(vector: Vector) -> str | None:
+    """Why this host's kernel cannot be attacked the way `vector` tries, or None."""
+    if "modules" in vector.kernel_needs and not os.path.exists("/proc/modules"):
+        return (f"{vector.id} needs a kernel with a module loader, and this one has none (no /proc/modules: "
+                "finit_module is ENOSYS for everyone), so no control could ever see a module reach it")
+    return None
 
 
 class Catalogue:

@@ -12,6 +12,7 @@ from agentbox.testing.evidence_writer import hand_over
 from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
 from agentbox.testing.tui import unsupported
+from agentbox.vectors import kernel_lacks
 
 pytestmark = pytest.mark.negative
 
@@ -48,6 +49,8 @@ def test_the_sandbox_alone_enforces_what_it_declares(request, runner, vector):
         pytest.skip(f"the sandbox alone drives no harness: its records are the same in every mode ({runner.mode} run)")
     if not vector.applies_to(None, privilege_level()):
         pytest.skip(vector.skip_reason(None, privilege_level()))
+    if kernel_lacks(vector):
+        pytest.skip(kernel_lacks(vector))
     record = runner.run(vector, "sandbox")
     _judge(request, record, expected_for(vector, "sandbox", None, None))
 
@@ -59,6 +62,8 @@ def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, h
         pytest.skip(vector.skip_reason(harness.name, privilege_level()))
     if layer not in vector.run_layers():
         pytest.skip(f"{vector.id} is not run in the {layer} layer")
+    if kernel_lacks(vector):
+        pytest.skip(kernel_lacks(vector))
     if runner.mode == "tui" and unsupported(harness.name):
         pytest.skip(f"{harness.name} has no TUI driver: {unsupported(harness.name)}")
     probe = request.getfixturevalue("harness_probe")
