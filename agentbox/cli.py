@@ -41,12 +41,18 @@ def _profile_and_probe(args) -> tuple:
 
 def _compile(args):
     from .compiler import compile_plan
-
     from .mcp_inventory import for_profile
 
     loaded, probe = _profile_and_probe(args)
-    return compile_plan(loaded, args.cwd, harness_version=args.harness_version, probe=probe,
+    plan = compile_plan(loaded, args.cwd, harness_version=args.harness_version, probe=probe,
                         **for_profile(loaded.profile).compile_args())
+    if args.binary is None and args.harness_version is None and not loaded.profile.permission_intent.mcp.tools:
+        from .launch_plan import probe_and_check, surfaces_check
+
+        # what the answer rests on, for `output_cache` (the probe itself is remembered: no second run)
+        _, check = probe_and_check(loaded, None)
+        args.cache_check = {**check, "surfaces": surfaces_check(plan)}
+    return plan
 
 
 def cmd_capabilities(args) -> int:
@@ -575,6 +581,25 @@ def _renamed(words: list[str], start: int, renames: dict[str, str]) -> list[str]
     return out[:start] + positional + out[start:]
 
 
+def _remembered(args, argv: list[str]) -> int:
+    """Run compile or explain, passing its output through, and keep the answer for `output_cache`."""
+    import contextlib
+    import io
+
+    from .output_cache import remember
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = args.fn(args)
+    finally:
+        sys.stdout.write(out.getvalue())
+        sys.stderr.write(err.getvalue())
+    if getattr(args, "cache_check", None) is not None:
+        remember(argv, args.cache_check, out.getvalue(), err.getvalue(), code)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     from .errors import AgentBoxError
@@ -590,6 +615,13 @@ def main(argv: list[str] | None = None) -> int:
             from .sandbox.runner import fast_main
 
             rc = fast_main(words[2:])
+            if rc is not None:
+                return rc
+        remembered = start == 0 and words[:1] == ["permission"] and words[1:2] in (["compile"], ["explain"])
+        if remembered:
+            from .output_cache import fast_main as output_fast
+
+            rc = output_fast(words[1:])
             if rc is not None:
                 return rc
         if words[:1] == ["launch"]:
@@ -609,6 +641,8 @@ def main(argv: list[str] | None = None) -> int:
             args.harness_args = trailing
         elif args.fn is cmd_sandbox_run:
             args.cmd = trailing
+        if remembered:
+            return _remembered(args, words[1:])
         return args.fn(args)
     except AgentBoxError as exc:
         console.error(str(exc))

@@ -94,10 +94,9 @@ def surface_state(paths: list[str]) -> dict[str, str]:
     return {p: _kind(p) for p in paths}
 
 
-def _current(entry: dict, binary_arg: str | None) -> bool:
-    from .evidence_index import signature
-
-    check = entry["check"]
+def plan_current(check: dict, binary_arg: str | None) -> bool:
+    """Whether what a compiled plan rests on is as it was: the binary `find_binary` picks and its build, the
+    project's config surfaces, the user, bubblewrap and the MCP servers' commands (a few syscalls each)."""
     if binary_arg is None and binary_state(*check["layout"]) != check["binary_state"]:
         return False
     invoked = binary_arg if binary_arg is not None else check["invoked"]
@@ -107,9 +106,16 @@ def _current(entry: dict, binary_arg: str | None) -> bool:
         return False
     if surface_state(list(check["surfaces"])) != check["surfaces"]:
         return False
-    if check.get("uid") != os.geteuid() or stat_key(which("bwrap") or "") != check.get("sandbox_binary"):
+    if any([which(command), stat_key(which(command) or "")] != seen for command, seen in check.get("mcp", ())):
         return False
-    return signature(check["evidence"]) == check["evidence_signature"]
+    return check.get("uid") == os.geteuid() and stat_key(which("bwrap") or "") == check.get("sandbox_binary")
+
+
+def _current(entry: dict, binary_arg: str | None) -> bool:
+    from .evidence_index import signature
+
+    check = entry["check"]
+    return plan_current(check, binary_arg) and signature(check["evidence"]) == check["evidence_signature"]
 
 
 def fast_main(argv: list[str]) -> int | None:

@@ -68,6 +68,28 @@ def _surface_paths(plan: EffectiveRunPlan) -> list[str]:
     return sorted(paths)
 
 
+def probe_and_check(loaded: LoadedProfile, binary: str | None) -> tuple[Probe, dict]:
+    """The harness's probe, and what a cached answer built on it must find unchanged (`launch.plan_current`):
+    the binary `find_binary` picks and its build, the user, bubblewrap and each MCP server's command. The
+    caller adds the project's config surfaces once its plan is compiled."""
+    from .hot import which
+    from .sandbox import bwrap
+
+    invoked, check = _binary(loaded.profile.harness, binary)
+    resolved = os.path.realpath(invoked)
+    stat = stat_key(resolved)
+    probe, identity = get_adapter(loaded.profile.harness).known_probe(invoked)
+    commands = sorted({loaded.profile.mcp_servers[s].command for s in loaded.profile.permission_intent.mcp.servers})
+    check.update(uid=os.geteuid(), sandbox_binary=stat_key(bwrap.bwrap_binary()), invoked=invoked, resolved=resolved,
+                 stat=stat, build=identity.as_check(),
+                 mcp=[[c, [which(c), stat_key(which(c) or "")]] for c in commands])
+    return probe, check
+
+
+def surfaces_check(plan: EffectiveRunPlan) -> dict:
+    return surface_state(_surface_paths(plan))
+
+
 def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unverified: tuple[str, ...] = (),
           binary: str | None = None) -> Built:
     """Everything the gate decides from, and its decision. Writes nothing but caches."""
@@ -81,10 +103,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
 
     loaded = load_profile(profile_arg)
     harness = loaded.profile.harness
-    invoked, check = _binary(harness, binary)
-    resolved = os.path.realpath(invoked)
-    stat = stat_key(resolved)
-    probe, identity = get_adapter(harness).known_probe(invoked)
+    probe, check = probe_and_check(loaded, binary)
     from .mcp_inventory import for_profile
 
     # a tool allowlist is exact only with each server's tool list, asked (locked down) before the gate decides
@@ -98,10 +117,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     backend = plan.sandbox.backend
     # the gate's answer holds for this user (evidence matches the privilege a launch runs with) and this
     # bubblewrap (its version is part of the evidence key)
-    check.update(uid=os.geteuid(), sandbox_binary=stat_key(bwrap.bwrap_binary()))
-    check.update(invoked=invoked, resolved=resolved, stat=stat, build=identity.as_check(),
-                 surfaces=surface_state(_surface_paths(plan)),
-                 evidence=str(store), evidence_signature=signature(store))
+    check.update(surfaces=surface_state(_surface_paths(plan)), evidence=str(store), evidence_signature=signature(store))
 
     build_key = dict(privilege=privilege_level(), backend_version=bwrap.backend_version())
     rows = lookup(store, harness, probe.version, probe.sha256, backend, **build_key)

@@ -44,6 +44,17 @@ def _locked_down(name: str, server: McpServer) -> tuple[str, list[str]]:
 
 
 def list_tools(name: str, server: McpServer, timeout: float = 30.0) -> tuple[str, ...]:
+    # The server's own stderr is the process's real one: a caller capturing sys.stderr (a StringIO, which has no
+    # file descriptor) must not make asking the server fail. Swapped before the import too: the MCP client
+    # binds sys.stderr as its default when first imported.
+    shown, sys.stderr = sys.stderr, sys.__stderr__
+    try:
+        return _ask(name, server, timeout)
+    finally:
+        sys.stderr = shown
+
+
+def _ask(name: str, server: McpServer, timeout: float) -> tuple[str, ...]:
     import anyio
     from mcp import Client, StdioServerParameters
 
