@@ -83,6 +83,9 @@ class Setup(_Strict):
     dirs: tuple[str, ...] = ()  # folders created before the run
     env: dict[str, str] = Field(default_factory=dict)  # host environment the run starts from
     mcp: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # canary servers: name -> () (all tools)
+    # the harness is given a model name outside its catalog (a harness that defers some tools behind a search
+    # tool for catalog models, as Codex does MCP tools, then offers every tool in the request itself)
+    uncatalogued_model: bool = False
     # where the unix listener listens (default {outside}/host.sock): e.g. under /run, where the host's own
     # agents (docker, D-Bus) keep theirs; its folder is made for the run and removed after
     unix_path: str | None = None

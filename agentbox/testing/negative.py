@@ -226,6 +226,8 @@ class VectorRunner:
         model.load({"steps": steps, "final_text": done_text}, vocabulary)
         profile = scripted_profile(harness, model, intent, name="vector",
                                    mcp_servers={n: c.server_spec() for n, c in canaries.items()})
+        if vector.setup.uncatalogued_model:
+            profile["model"]["name"] = "scripted"
         loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<vector>", digest=vector.id)
         package_root = str(Path(__file__).resolve().parents[2])
         req = RunRequest(
