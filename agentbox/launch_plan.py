@@ -69,8 +69,11 @@ def _surface_paths(plan: EffectiveRunPlan) -> list[str]:
 
 
 def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unverified: tuple[str, ...] = (),
-          binary: str | None = None) -> Built:
-    """Everything the gate decides from, and its decision. Writes nothing but caches."""
+          binary: str | None = None, mode: str = LAUNCH_MODE, ro_binds: tuple[str, ...] = ()) -> Built:
+    """Everything the gate decides from, and its decision. Writes nothing but caches.
+
+    `mode`: how the harness will be driven (`launch`: its TUI; `agent-box acp`: as an ACP agent), whose evidence
+    the gate counts; `ro_binds`: host paths the started process needs to see (an ACP adapter's install folder)."""
     from .claims import NO_HARNESS, default_catalogue_dir, reconcile
     from .revision import suite_revision
     from .evidence import EvidenceRecord, privilege_level
@@ -88,7 +91,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     from .mcp_inventory import for_profile
 
     # a tool allowlist is exact only with each server's tool list, asked (locked down) before the gate decides
-    plan = compile_plan(loaded, cwd, probe=probe, **for_profile(loaded.profile).compile_args())
+    plan = compile_plan(loaded, cwd, probe=probe, ro_binds=ro_binds, **for_profile(loaded.profile).compile_args())
     unknown = unknown_accepted(plan.items, accept_unverified)
     if unknown:
         names = ", ".join(f"{i.item} ({i.capability})" for i in plan.items)
@@ -109,7 +112,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     catalogue = load_catalogue(default_catalogue_dir())
     table = reconcile([EvidenceRecord.model_validate(r) for r in rows], catalogue, suite_revision=suite_revision())
     mine = [c for c in table.claims if c.harness == harness and c.backend == backend]
-    claims = {c.capability: c for c in mine if c.mode == LAUNCH_MODE}
+    claims = {c.capability: c for c in mine if c.mode == mode}
     # another mode's claims (headless runs) speak only where the sandbox alone carries the item (`gate`)
     other_modes = {c.capability: c for c in mine if c.mode == "headless"}
     sandbox_claims = {c.capability: c for c in table.claims if c.harness == NO_HARNESS and c.backend == backend}
@@ -121,7 +124,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     target = Target(harness, probe.version, probe.sha256, backend, str(store))
     decision = decide(plan.items, claims, target, accept_unverified=accept_unverified, vectors=vectors,
                       errors=[*plan.native.errors, *probe_errors], sandbox_claims=sandbox_claims, unproven=left_out,
-                      other_modes=other_modes)
+                      other_modes=other_modes, mode=mode)
     used = {v for ids in vectors.values() for v in ids}
     fields = {
         "profile": loaded.profile.name, "profile_digest": loaded.digest,

@@ -1,0 +1,76 @@
+"""The ACP endpoint alone: `agent-box acp`'s sandbox, relay and client-surface policy, with the protocol test
+agent as its ACP agent and no gate (as `sandbox run` is the OS sandbox alone, without a harness).
+
+The endpoint's own protections (what it lets the agent ask of the client) do not depend on which agent asks,
+and no pinned adapter asks for most of them; this runs the same `acp_endpoint.endpoint.serve` the command
+runs, around `acp_protocol_agent`, so each protection can be attempted on purpose. Test code only: nothing
+outside the conformance suite imports it, and `agent-box` has no spelling for it.
+
+    python -m agentbox.testing.acp_endpoint --profile P --workspace W --script STEPS.json
+        [--facts HARNESS] [--ro-bind DIR]...
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["main", "AGENT"]
+
+AGENT = str(Path(__file__).with_name("acp_protocol_agent.py"))
+
+
+def _python_binds(hidden: tuple[str, ...]) -> tuple[str, ...]:
+    """The interpreter's installation (and so the `acp` SDK in its site-packages), bound back where the sandbox
+    hides it (a pyenv under the home)."""
+    from ..mcp_binds import server_binds
+    from ..profile import McpServer
+
+    return server_binds("protocol-test-agent", McpServer(command=sys.executable), hidden)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..acp import acp_entry
+    from ..acp_endpoint.endpoint import serve
+    from ..compiler import compile_plan
+    from ..errors import AgentBoxError
+    from ..home import db_path
+    from ..profile import load_profile
+    from ..runs import RunStore
+    from ..sandbox import bwrap
+
+    p = argparse.ArgumentParser(prog="python -m agentbox.testing.acp_endpoint")
+    p.add_argument("--profile", required=True)
+    p.add_argument("--workspace", required=True)
+    p.add_argument("--script", required=True, help="the protocol test agent's steps (JSON)")
+    p.add_argument("--facts", help="hold the agent to this harness's ACP facts (its _meta keys and modes)")
+    p.add_argument("--ro-bind", action="append", default=[])
+    args = p.parse_args(argv)
+    try:
+        loaded = load_profile(args.profile)
+        req_home = os.environ.get("HOME") or "/root"
+        plan = compile_plan(loaded, args.workspace)
+        hidden = bwrap.hidden_roots(plan.native.requirements, req_home)
+        binds = (*_python_binds(hidden), str(Path(AGENT).parent), str(Path(args.script).resolve().parent),
+                 *args.ro_bind)
+        plan = compile_plan(loaded, args.workspace, ro_binds=tuple(dict.fromkeys(binds)))
+        agent = [sys.executable, "-I", AGENT, str(Path(args.script).resolve())]
+        fields = {"profile": loaded.profile.name, "profile_digest": loaded.digest,
+                  "profile_source": os.path.abspath(loaded.source), "project_root": plan.cwd,
+                  "harness": plan.harness, "backend": plan.sandbox.backend, "plan_hash": plan.hash}
+        store = RunStore(db_path())
+        try:
+            return asyncio.run(serve(plan, loaded.profile, agent, {}, fields, store, label="the protocol test agent",
+                                     facts=acp_entry(args.facts) if args.facts else None))
+        finally:
+            store.close()
+    except AgentBoxError as exc:
+        print(f"agent-box: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
