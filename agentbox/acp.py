@@ -54,6 +54,10 @@ class AcpEntry(BaseModel):
     # the agent loads MCP servers only from the client's session request (not from the compiled config): the
     # endpoint then hands it the profile's allowed servers in place of the client's
     mcp_from_session: bool = False
+    # the client methods (fs/*, terminal/*) the agent called, per version of the agent (the adapter's, or the
+    # harness's for a native one), when a client offered them all and the scripted model wrote, read and ran a
+    # command; conformance/test_acp_endpoint.py observes it and fails on a version not recorded here
+    client_methods: dict[str, tuple[str, ...]] = {}
 
     @model_validator(mode="after")
     def _one_way(self) -> "AcpEntry":

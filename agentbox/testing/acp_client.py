@@ -162,7 +162,7 @@ class AcpRun:
 
 async def _exchange(argv: list[str], env: dict[str, str], cwd: str, client: RecordingClient, prompt: str,
                     session_cwd: str, mode: str | None, mcp_servers: list[Any], run: AcpRun, stderr_fd: int,
-                    pass_fds: tuple[int, ...], session_meta: dict | None = None) -> None:
+                    pass_fds: tuple[int, ...], session_meta: dict | None = None, grace: float = _GRACE) -> None:
     import acp
     from acp.schema import Implementation
 
@@ -204,7 +204,7 @@ async def _exchange(argv: list[str], env: dict[str, str], cwd: str, client: Reco
                 _kill_group(proc.pid, sig)
                 run.stopped_by = signal.Signals(sig).name
             try:
-                run.returncode = await asyncio.wait_for(proc.wait(), timeout=_GRACE)
+                run.returncode = await asyncio.wait_for(proc.wait(), timeout=grace)
                 break
             except asyncio.TimeoutError:
                 continue
@@ -221,9 +221,10 @@ def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
 def run_acp(argv: list[str], env: dict[str, str], cwd: str, prompt: str, *, session_cwd: str | None = None,
             policy: Policy = "approve", mode: str | None = None, mcp_servers: list[Any] | None = None,
             timeout: float = 120.0, stderr_path: str | None = None, pass_fds: tuple[int, ...] = (),
-            client: RecordingClient | None = None, session_meta: dict | None = None) -> AcpRun:
+            client: RecordingClient | None = None, session_meta: dict | None = None, grace: float = _GRACE) -> AcpRun:
     """Spawn the agent (`argv`, exactly `env`, inheriting `pass_fds`: the sandbox's seccomp program),
-    initialize, open a session (its `_meta`: `session_meta`), prompt once; all within `timeout`."""
+    initialize, open a session (its `_meta`: `session_meta`), prompt once; all within `timeout`. `grace`: how
+    long the agent gets to exit after its stdin closes (an `agent-box acp` endpoint ends its sandbox first)."""
     import tempfile
 
     client = client or RecordingClient(policy)
@@ -234,7 +235,8 @@ def run_acp(argv: list[str], env: dict[str, str], cwd: str, prompt: str, *, sess
         async def bounded() -> None:
             try:
                 await asyncio.wait_for(_exchange(argv, env, cwd, client, prompt, session_cwd or cwd, mode,
-                                                 mcp_servers or [], run, err.fileno(), pass_fds, session_meta),
+                                                 mcp_servers or [], run, err.fileno(), pass_fds, session_meta,
+                                                 grace),
                                        timeout)
             except asyncio.TimeoutError:
                 run.timed_out = True

@@ -39,7 +39,7 @@ def endpoint_alone(place: Place, intent: dict, steps: list[dict], client: Record
     """One ACP exchange (initialize, session/new, one prompt) with the endpoint alone around the protocol test agent."""
     argv = endpoint_argv(place, intent, steps, facts)
     return run_acp(argv, place.env(), str(place.root), "go", client=client, session_cwd=session_cwd or str(place.ws),
-                   session_meta=session_meta, timeout=timeout)
+                   session_meta=session_meta, timeout=timeout, grace=10.0)
 
 
 def endpoint_argv(place: Place, intent: dict, steps: list[dict], facts: str | None = None) -> list[str]:
