@@ -115,7 +115,13 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     claims = {c.capability: c for c in mine if c.mode == mode}
     # another mode's claims (headless runs) speak only where the sandbox alone carries the item (`gate`)
     other_modes = {c.capability: c for c in mine if c.mode == "headless"}
-    sandbox_claims = {c.capability: c for c in table.claims if c.harness == NO_HARNESS and c.backend == backend}
+    sandbox_claims = {c.capability: c for c in table.claims if c.harness == NO_HARNESS and c.backend == backend
+                      and c.mode != "acp"}
+    # an ACP endpoint is judged on its client-surface vectors too (the protocol test agent's `acp` layer)
+    surface_claims = {c.capability: c for c in table.claims if c.harness == NO_HARNESS and c.backend == backend
+                      and c.mode == "acp"} if mode == "acp" else {}
+    surface_vectors = {i.capability: tuple(v.id for v in catalogue.vectors if v.capability == i.capability
+                                           and "acp" in v.run_layers()) for i in plan.items} if mode == "acp" else {}
     # a vector the catalogue cannot run on this harness is named too: it leaves the item unverified
     vectors = {i.capability: tuple(v.id for v in catalogue.vectors if v.capability == i.capability
                                    and "composed" in v.run_layers()
@@ -124,7 +130,8 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     target = Target(harness, probe.version, probe.sha256, backend, str(store))
     decision = decide(plan.items, claims, target, accept_unverified=accept_unverified, vectors=vectors,
                       errors=[*plan.native.errors, *probe_errors], sandbox_claims=sandbox_claims, unproven=left_out,
-                      other_modes=other_modes, mode=mode)
+                      other_modes=other_modes, mode=mode, surface_claims=surface_claims,
+                      surface_vectors=surface_vectors)
     used = {v for ids in vectors.values() for v in ids}
     fields = {
         "profile": loaded.profile.name, "profile_digest": loaded.digest,

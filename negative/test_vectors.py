@@ -1,5 +1,6 @@
 """The escape suite: every vector of the catalogue through the sandbox alone, the harness alone and
-the composed plan, each with its positive control. Every outcome becomes an evidence record; a test
+the composed plan (and the ACP endpoint's client-surface vectors through the endpoint alone), each with its
+positive control. Every outcome becomes an evidence record; a test
 passes when the observed outcome is what the declarations predict (fix a wrong declaration, never
 the test)."""
 
@@ -42,14 +43,18 @@ def _judge(request, record, expected):
         f"{record.observation}. Fix the declaration to the truth.")
 
 
-@pytest.mark.vector_layers("sandbox")
-def test_the_sandbox_alone_enforces_what_it_declares(request, runner, vector):
+def _without_a_harness(request, runner, vector, layer: str, who: str) -> None:
     if runner.mode != "headless":
-        pytest.skip(f"the sandbox alone drives no harness: its records are the same in every mode ({runner.mode} run)")
+        pytest.skip(f"{who} drives no harness: its records are the same in every mode ({runner.mode} run)")
     if not vector.applies_to(None, privilege_level()):
         pytest.skip(vector.skip_reason(None, privilege_level()))
-    record = runner.run(vector, "sandbox")
-    _judge(request, record, expected_for(vector, "sandbox", None, None))
+    record = runner.run(vector, layer)
+    _judge(request, record, expected_for(vector, layer, None, None))
+
+
+@pytest.mark.vector_layers("sandbox")
+def test_the_sandbox_alone_enforces_what_it_declares(request, runner, vector):
+    _without_a_harness(request, runner, vector, "sandbox", "the sandbox alone")
 
 
 @pytest.mark.parametrize("layer", ["harness", "composed"])
@@ -64,3 +69,9 @@ def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, h
     probe = request.getfixturevalue("harness_probe")
     record = runner.run(vector, layer, harness, probe, scripted_model)
     _judge(request, record, expected_for(vector, layer, harness.name, probe.version))
+
+
+@pytest.mark.vector_layers("acp")
+def test_the_acp_endpoint_holds_the_client_surfaces_it_declares(request, runner, vector):
+    """The protocol test agent asks the client, through `agent-box acp`'s relay and policy, for what the intent forbids."""
+    _without_a_harness(request, runner, vector, "acp", "the endpoint alone")

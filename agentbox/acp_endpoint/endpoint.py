@@ -92,9 +92,10 @@ def surface_policy(plan, entry: dict, profile, facts=None) -> "SurfacePolicy":
 
 
 async def serve(plan, profile, argv: list[str], env: dict[str, str], fields: dict, store, *, label: str,
-                facts=HARNESS_FACTS) -> int:
+                facts=HARNESS_FACTS, policy_hook=None) -> int:
     """Serve the client on stdio with `argv` as the ACP agent inside `plan`'s sandbox, recorded as one Run
-    (`fields`: its columns). `facts`: the agent's ACP facts (`acp.AcpEntry`, None for none), default its harness's."""
+    (`fields`: its columns). `facts`: the agent's ACP facts (`acp.AcpEntry`, None for none), default its harness's.
+    `policy_hook`: a testing seam (the `acp` layer's controls take one protection out); the command never sets it."""
     from acp.stdio import stdio_streams
 
     from ..acp import acp_entry
@@ -113,7 +114,8 @@ async def serve(plan, profile, argv: list[str], env: dict[str, str], fields: dic
     try:
         sbx = SandboxedRun.open(entry, run_dir, run_id, plan.cwd, env)
         proc = await sbx.spawn(argv)
-        relay = Relay(surface_policy(plan, entry, profile, acp_entry(plan.harness) if facts is HARNESS_FACTS else facts),
+        policy = surface_policy(plan, entry, profile, acp_entry(plan.harness) if facts is HARNESS_FACTS else facts)
+        relay = Relay(policy_hook(policy) if policy_hook is not None else policy,
                       Terminals(lambda argv: sbx.spawn(argv, pipes=False)),
                       on_session=lambda sid: store.add_session(run_id, sid))
         loop = asyncio.get_running_loop()

@@ -7,7 +7,10 @@ runs, around `acp_protocol_agent`, so each protection can be attempted on purpos
 outside the conformance suite imports it, and `agent-box` has no spelling for it.
 
     python -m agentbox.testing.acp_endpoint --profile P --workspace W --script STEPS.json
-        [--facts HARNESS] [--ro-bind DIR]...
+        [--facts HARNESS] [--ro-bind DIR]... [--weaken acp_meta]
+
+`--weaken acp_meta` is a control's (`Control.weaken`): the endpoint passes the client's session `_meta` on
+untouched, so the control sees what the options do when nothing refuses them.
 """
 
 from __future__ import annotations
@@ -32,6 +35,19 @@ def _python_binds(hidden: tuple[str, ...]) -> tuple[str, ...]:
     return server_binds("protocol-test-agent", McpServer(command=sys.executable), hidden)
 
 
+def _meta_untouched(policy):
+    """The policy, passing every `_meta` key of a client request on as it came."""
+    from dataclasses import fields
+
+    from ..acp_endpoint.policy import SurfacePolicy
+
+    class MetaUntouched(SurfacePolicy):
+        def meta(self, method, meta):
+            return (dict(meta) if isinstance(meta, dict) else {}), []
+
+    return MetaUntouched(**{f.name: getattr(policy, f.name) for f in fields(policy)})
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..acp import acp_entry
     from ..acp_endpoint.endpoint import serve
@@ -48,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--script", required=True, help="the protocol test agent's steps (JSON)")
     p.add_argument("--facts", help="hold the agent to this harness's ACP facts (its _meta keys and modes)")
     p.add_argument("--ro-bind", action="append", default=[])
+    p.add_argument("--weaken", action="append", default=[], choices=["acp_meta"])
     args = p.parse_args(argv)
     try:
         loaded = load_profile(args.profile)
@@ -64,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         store = RunStore(db_path())
         try:
             return asyncio.run(serve(plan, loaded.profile, agent, {}, fields, store, label="the protocol test agent",
-                                     facts=acp_entry(args.facts) if args.facts else None))
+                                     facts=acp_entry(args.facts) if args.facts else None,
+                                     policy_hook=_meta_untouched if "acp_meta" in args.weaken else None))
         finally:
             store.close()
     except AgentBoxError as exc:

@@ -14,6 +14,8 @@ step's outcome is reported to the client as an agent message `step N <kind>: ok 
     {"client_read": {"path": P}}                    fs/read_text_file (the content is reported)
     {"terminal": {"command": C, "args": [...]}}     terminal/create, wait_for_exit, output, release
     {"ask_then_run": {"command": SH}}               session/request_permission (kind execute); `sh -c SH` when allowed
+        (+ "unasked_if_meta": KEY)                  ... or at once, unasked, when the session's `_meta` holds the dotted
+                                                    KEY: what an adapter does with an option that widens its mode
     {"client_call": {"method": M, "params": {...}}} any request to the client (an extension, a newer method)
     {"report": {}}                                  what the agent was told: client capabilities, session params
     {"sleep": {"seconds": S}}                       waits (cancelled by session/cancel)
@@ -42,6 +44,7 @@ class ProtocolTestAgent:
         self.client: Any = None
         self.seen: dict[str, Any] = {}
         self.cancelled: dict[str, asyncio.Event] = {}
+        self.meta: dict[str, dict] = {}  # each session's `_meta`, as the SDK hands it over
 
     def on_connect(self, conn: Any) -> None:
         self.client = conn
@@ -59,6 +62,7 @@ class ProtocolTestAgent:
                                                            for s in mcp_servers or []], "meta": kwargs or None}
         session_id = f"protocol-{os.getpid()}-{len(self.cancelled) + 1}"
         self.cancelled[session_id] = asyncio.Event()
+        self.meta[session_id] = kwargs
         return schema.NewSessionResponse(session_id=session_id)
 
     async def cancel(self, session_id: str, **kwargs) -> None:
@@ -100,7 +104,10 @@ class ProtocolTestAgent:
         await self.client.release_terminal(session_id=session_id, terminal_id=made.terminal_id)
         return f"terminal {made.terminal_id} exit {out.exit_status}: {out.output}"
 
-    async def _ask_then_run(self, session_id: str, command: str) -> str:
+    async def _ask_then_run(self, session_id: str, command: str, unasked_if_meta: str | None = None) -> str:
+        if unasked_if_meta and _holds(self.meta.get(session_id) or {}, unasked_if_meta):
+            done = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
+            return f"unasked (_meta.{unasked_if_meta}), ran: exit {done.returncode}"
         answer = await self.client.request_permission(
             session_id=session_id,
             tool_call=schema.ToolCallUpdate(tool_call_id=f"call-{os.getpid()}", title=command, kind="execute",
@@ -136,6 +143,15 @@ class ProtocolTestAgent:
     async def _garble(self, session_id: str, line: str) -> str:
         os.write(1, (line + "\n").encode())
         return "garbled"
+
+
+def _holds(meta: dict, dotted: str) -> bool:
+    value: object = meta
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True
 
 
 def main() -> None:
