@@ -13,6 +13,7 @@ __all__ = ["main"]
 
 
 def main(*args, **kwargs) -> int:
-    from .endpoint import main as _main
+    from .endpoint import main as _main  # imports no `acp` module: the endpoint loads the SDK its own way (sdk.py)
+
 
     return _main(*args, **kwargs)

@@ -5,6 +5,12 @@ refused Run, exit 3 -> allowed: record the Run, materialize the private config, 
 the harness's ACP agent inside the sandbox, relay until either side ends, end the whole process tree,
 keep the egress log, record how the Run ended.
 
+An allowed decision is cached as `launch` caches one (`launch.py`: keyed by the profile's bytes, the project,
+the evidence store, the flags and the package; re-checked against the binaries, the project's config surfaces
+and the store in a few syscalls), so a later start goes from its cache straight to the sandbox, and the agent
+starts while the endpoint still loads the SDK's connection (sdk.py; its schema loads once `initialize` is
+answered): the editor waits for little more than the agent's own start. A refusal is never cached.
+
 How a Run ends: the client closing its stream is the normal end (`finished`, exit 0), unless a prompt was
 still running (`interrupted`); a signal to the endpoint is `interrupted` (128+N); the agent exiting or
 garbling its stream under the client is `failed` (exit 1, or the agent's own non-zero status); the egress
@@ -15,24 +21,92 @@ the next command marks `interrupted`, killing what is left (`RunStore.reap`).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 
-from acp import RequestError
-
 from ..errors import AgentBoxError
-from .gate import answer_with_error, prepare, refusal_data
-from .relay import REFUSED, Relay, note, refused
+from .notes import note
 
-__all__ = ["main", "serve", "surface_policy", "sandbox_entry", "HARNESS_FACTS"]
+__all__ = ["main", "serve", "surface_policy", "sandbox_entry", "cache_path"]
 
-HARNESS_FACTS = object()  # `serve`'s default: the ACP facts of the plan's harness
+FORMAT = "acp-1"
+
+
+def cache_path(profile_bytes: bytes, profile_path: str, cwd: str, evidence: str, binary: str | None,
+               accept_unverified: tuple[str, ...]) -> str:
+    """Where an allowed decision for exactly these inputs is kept (launch's key, with this command's format)."""
+    from ..launch import cache_file
+
+    return cache_file(profile_bytes, profile_path, cwd, evidence, binary, accept_unverified, kind="acp", fmt=FORMAT)
+
+
+def _cached(profile: str, cwd: str, evidence: str | None, accept_unverified: tuple[str, ...],
+            binary: str | None) -> tuple[dict, str] | None:
+    """The cached allowed start for these inputs, if it is still current; else None (the gate decides afresh)."""
+    from ..hot import agentbox_home, resolve_profile_path
+    from ..launch import _current  # launch's freshness check: binaries, build, surfaces, uid, bwrap, evidence
+
+    path = resolve_profile_path(profile)
+    real_cwd = os.path.realpath(cwd)
+    if path is None or not os.path.isdir(real_cwd):
+        return None
+    store = evidence or os.path.join(agentbox_home(), "evidence")
+    try:
+        with open(path, "rb") as f:
+            key = cache_path(f.read(), path, real_cwd, store, binary, accept_unverified)
+        with open(key) as f:
+            entry = json.load(f)
+        if entry.get("format") != FORMAT or not _current(entry, binary):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return entry, key
 
 
 def main(profile: str, cwd: str, *, evidence: str | None = None, accept_unverified: tuple[str, ...] = (),
          binary: str | None = None) -> int:
+    from ..hot import agentbox_home, write_json_atomic
+    from ..runs import RunStore
+
+    cached = _cached(profile, cwd, evidence, accept_unverified, binary)
+    if cached is not None:
+        start = cached[0]
+    else:
+        start = _decide(profile, cwd, evidence, accept_unverified, binary)
+        if isinstance(start, int):
+            return start
+        if start.pop("cacheable"):
+            with open(start["check"]["profile_path"], "rb") as f:
+                write_json_atomic(cache_path(f.read(), start["check"]["profile_path"], start["cwd"],
+                                             start["check"]["evidence"], binary, accept_unverified), start)
+    if start.get("notice"):
+        note(start["notice"])
+    from .policy import SurfacePolicy
+
+    store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
+    try:
+        store.reap()
+        policy = SurfacePolicy.from_data(start["policy"], start["sandbox"]["argv"])
+        return asyncio.run(serve(start["sandbox"], start["cwd"], policy, start["argv"], start["env"], start["run"],
+                                 store, label=start["label"]))
+    finally:
+        store.close()
+
+
+def _decide(profile: str, cwd: str, evidence: str | None, accept_unverified: tuple[str, ...],
+            binary: str | None) -> dict | int:
+    """The gate, afresh: the start entry when it allows, else the exit status after answering the client."""
+    from .sdk import framing
+
+    framing()
+    from acp.exceptions import RequestError
+
+    from ..acp import acp_entry
     from ..hot import agentbox_home
     from ..runs import RunStore
+    from .gate import answer_with_error, prepare, refusal_data
+    from .relay import REFUSED, refused
 
     try:
         ready = prepare(profile, cwd, evidence=evidence, accept_unverified=accept_unverified, binary=binary)
@@ -41,24 +115,24 @@ def main(profile: str, cwd: str, *, evidence: str | None = None, accept_unverifi
         answer_with_error(RequestError(REFUSED, f"agent-box: {exc}", {"refusedBy": "agent-box",
                                                                       "exitCode": exc.exit_code}))
         return exc.exit_code
-    decision = ready.built.decision
-    store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
-    store.reap()
-    if not decision.allowed:
-        message = decision.message()
-        run_id = store.refuse({**ready.built.fields, "mode": "acp", "harness_args": ready.argv}, message)
+    built = ready.built
+    if not built.decision.allowed:
+        store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
+        store.reap()
+        message = built.decision.message()
+        run_id = store.refuse({**built.fields, "mode": "acp", "harness_args": ready.argv}, message)
         store.close()
         note(f"{message}\n(run {run_id} recorded as refused: agent-box runs show {run_id})")
-        answer_with_error(refused(message, refusal_data(ready.built, run_id)))
+        answer_with_error(refused(message, refusal_data(built, run_id)))
         return 3
-    if decision.accepted:
-        note(decision.notice())
-    built = ready.built
-    try:
-        return asyncio.run(serve(built.plan, built.loaded.profile, ready.argv, ready.env, built.fields, store,
-                                 label=f"{built.plan.harness} {built.probe.version}"))
-    finally:
-        store.close()
+    entry = sandbox_entry(built.plan)
+    policy = surface_policy(built.plan, entry, built.loaded.profile, acp_entry(built.plan.harness))
+    return {"format": FORMAT, "check": {**built.check, "profile_path": built.loaded.source}, "sandbox": entry,
+            "cwd": built.plan.cwd, "policy": policy.data(), "argv": ready.argv, "env": ready.env, "run": built.fields,
+            "label": f"{built.plan.harness} {built.probe.version}",
+            "notice": built.decision.notice() if built.decision.accepted else None,
+            # a tool allowlist's inventory is asked afresh at every start (as launch does)
+            "cacheable": not built.loaded.profile.permission_intent.mcp.tools}
 
 
 def sandbox_entry(plan) -> dict:
@@ -72,7 +146,7 @@ def sandbox_entry(plan) -> dict:
     return entry_from_plan(plan, masks)
 
 
-def surface_policy(plan, entry: dict, profile, facts=None) -> "SurfacePolicy":
+def surface_policy(plan, entry: dict, profile, facts=None):
     """The client-surface policy of a compiled plan, with an ACP agent's facts (`acp.AcpEntry`; none: a protocol
     test agent, which reads no `_meta` and has no modes)."""
     from .policy import SurfacePolicy
@@ -91,32 +165,34 @@ def surface_policy(plan, entry: dict, profile, facts=None) -> "SurfacePolicy":
         refuse_modes=dict(facts.refuse_modes) if facts else {}, session_mcp=session_mcp)
 
 
-async def serve(plan, profile, argv: list[str], env: dict[str, str], fields: dict, store, *, label: str,
-                facts=HARNESS_FACTS, policy_hook=None) -> int:
-    """Serve the client on stdio with `argv` as the ACP agent inside `plan`'s sandbox, recorded as one Run
-    (`fields`: its columns). `facts`: the agent's ACP facts (`acp.AcpEntry`, None for none), default its harness's.
-    `policy_hook`: a testing seam (the `acp` layer's controls take one protection out); the command never sets it."""
-    from acp.stdio import stdio_streams
-
-    from ..acp import acp_entry
+async def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], fields: dict, store, *,
+                label: str, policy_hook=None) -> int:
+    """Serve the client on stdio with `argv` as the ACP agent inside the sandbox `entry` describes, recorded as one
+    Run (`fields`: its columns), its client surfaces held by `policy`. `policy_hook`: a testing seam (the `acp`
+    layer's controls take one protection out); the command never sets it."""
     from ..hot import agentbox_home
     from ..launch import make_run_dir
     from ..runs import egress_log
     from .sandboxed import STDIO_LIMIT, SandboxedRun
-    from .terminals import Terminals
 
-    entry = sandbox_entry(plan)
     run_dir = make_run_dir()
     run_id = store.start({**fields, "mode": "acp", "harness_args": argv, "run_dir": run_dir})
     note(f"run {run_id}: {label} as an ACP agent in the sandbox (agent-box runs show {run_id})")
     sbx: SandboxedRun | None = None
     state, status = "failed", 1
     try:
-        sbx = SandboxedRun.open(entry, run_dir, run_id, plan.cwd, env)
+        sbx = SandboxedRun.open(entry, run_dir, run_id, cwd, env)
         proc = await sbx.spawn(argv)
-        policy = surface_policy(plan, entry, profile, acp_entry(plan.harness) if facts is HARNESS_FACTS else facts)
+        # the agent starts meanwhile: the SDK's connection loads now (its schema once `initialize` is answered)
+        from .sdk import framing
+
+        framing()
+        from .relay import Relay
+        from .stdio import stdio_streams
+        from .terminals import Terminals
+
         relay = Relay(policy_hook(policy) if policy_hook is not None else policy,
-                      Terminals(lambda argv: sbx.spawn(argv, pipes=False)),
+                      Terminals(lambda command: sbx.spawn(command, pipes=False)),
                       on_session=lambda sid: store.add_session(run_id, sid))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

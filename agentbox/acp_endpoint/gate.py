@@ -14,7 +14,7 @@ import asyncio
 import os
 from dataclasses import dataclass
 
-from acp import RequestError
+from acp.exceptions import RequestError
 
 from ..acp import AcpUnavailable, acp_binds, acp_command, acp_entry
 from ..errors import HarnessError
@@ -68,9 +68,10 @@ def refusal_data(built: Built, run_id: str | None) -> dict:
 
 
 async def _answer(error: RequestError) -> None:
-    from acp.stdio import stdio_streams
+    from .stdio import stdio_streams
 
-    from .relay import connect, note
+    from .notes import note
+    from .relay import connect
     from .sandboxed import STDIO_LIMIT
 
     reader, writer = await stdio_streams(limit=STDIO_LIMIT)

@@ -60,6 +60,23 @@ class SurfacePolicy:
     # session request; None: the agent loads them from the compiled config and gets none from the session
     session_mcp: tuple[dict, ...] | None = None
 
+    def data(self) -> dict:
+        """Plain data (the sandbox view aside: it is read again from the entry's argv), for the endpoint's cache."""
+        return {"workspace": self.workspace, "workspace_access": self.workspace_access, "shell": self.shell,
+                "meta_keep": list(self.meta_keep), "meta_refuse": dict(self.meta_refuse),
+                "refuse_modes": dict(self.refuse_modes),
+                "session_mcp": None if self.session_mcp is None else list(self.session_mcp)}
+
+    @classmethod
+    def from_data(cls, data: dict, sandbox_argv: list[str]) -> "SurfacePolicy":
+        from .view import mounts_of
+
+        mcp = data.get("session_mcp")
+        return cls(workspace=data["workspace"], workspace_access=data["workspace_access"], shell=data["shell"],
+                   view=SandboxView(mounts_of(sandbox_argv)), meta_keep=tuple(data["meta_keep"]),
+                   meta_refuse=dict(data["meta_refuse"]), refuse_modes=dict(data["refuse_modes"]),
+                   session_mcp=None if mcp is None else tuple(mcp))
+
     # -- initialize --------------------------------------------------------------------------------------------
     def client_capabilities(self, offered: dict | None) -> dict:
         """What the agent is told the client can do: the client's offer, narrowed by the intent."""

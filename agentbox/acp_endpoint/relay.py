@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from acp import RequestError, schema
 from acp.connection import Connection
+from acp.exceptions import RequestError
 from acp.task import MessageSender, TaskSupervisor
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from .notes import note
 from .policy import SESSION_METHODS, Refusal, SurfacePolicy
+from .sdk import load_schema, schema
 from .terminals import Terminals
 from .transport import CheckedTransport, describe
 
@@ -34,32 +35,36 @@ __all__ = ["Relay", "Ending", "REFUSED", "refused", "connect"]
 # JSON-RPC's implementation-defined range: the code of every refusal by Agent-Box (its gate, its policy)
 REFUSED = -32003
 
-# What each relayed method's params must be (the protocol's schema), per direction. Not listed: refused.
-_FROM_CLIENT: dict[str, type[BaseModel] | None] = {
-    "initialize": schema.InitializeRequest,
-    "authenticate": schema.AuthenticateRequest,
-    "session/new": schema.NewSessionRequest,
-    "session/load": schema.LoadSessionRequest,
-    "session/resume": schema.ResumeSessionRequest,
-    "session/fork": schema.ForkSessionRequest,
-    "session/list": schema.ListSessionsRequest,
-    "session/close": schema.CloseSessionRequest,
-    "session/set_mode": schema.SetSessionModeRequest,
-    "session/set_config_option": None,  # two shapes; checked by hand below
-    "session/prompt": schema.PromptRequest,
-    "session/cancel": schema.CancelNotification,
+# What each relayed method's params must be (a model of the protocol's schema, `acp.schema`), per direction. Not
+# listed: refused. None: checked by the policy alone (`initialize`, whose capabilities the policy rebuilds from the
+# keys it knows, so it needs no schema and is relayed while the schema still loads; two-shaped set_config_option).
+_FROM_CLIENT: dict[str, str | None] = {
+    "initialize": None,
+    "authenticate": "AuthenticateRequest",
+    "session/new": "NewSessionRequest",
+    "session/load": "LoadSessionRequest",
+    "session/resume": "ResumeSessionRequest",
+    "session/fork": "ForkSessionRequest",
+    "session/list": "ListSessionsRequest",
+    "session/close": "CloseSessionRequest",
+    "session/set_mode": "SetSessionModeRequest",
+    "session/set_config_option": None,
+    "session/prompt": "PromptRequest",
+    "session/cancel": "CancelNotification",
     "logout": None,
 }
-_FROM_AGENT: dict[str, type[BaseModel]] = {
-    "session/update": schema.SessionNotification,
-    "session/request_permission": schema.RequestPermissionRequest,
-    "fs/read_text_file": schema.ReadTextFileRequest,
-    "fs/write_text_file": schema.WriteTextFileRequest,
-    "terminal/create": schema.CreateTerminalRequest,
-    "terminal/output": schema.TerminalOutputRequest,
-    "terminal/wait_for_exit": schema.WaitForTerminalExitRequest,
-    "terminal/kill": schema.KillTerminalRequest,
-    "terminal/release": schema.ReleaseTerminalRequest,
+_FROM_AGENT: dict[str, str | None] = {
+    # display only, and relayed in the order the agent sent it: a prompt's answer must never overtake its updates,
+    # so it is not held back to wait for the schema (the policy does not act on it)
+    "session/update": None,
+    "session/request_permission": "RequestPermissionRequest",
+    "fs/read_text_file": "ReadTextFileRequest",
+    "fs/write_text_file": "WriteTextFileRequest",
+    "terminal/create": "CreateTerminalRequest",
+    "terminal/output": "TerminalOutputRequest",
+    "terminal/wait_for_exit": "WaitForTerminalExitRequest",
+    "terminal/kill": "KillTerminalRequest",
+    "terminal/release": "ReleaseTerminalRequest",
 }
 _TERMINAL = {"terminal/output": "output", "terminal/wait_for_exit": "wait_for_exit", "terminal/kill": "kill",
              "terminal/release": "release"}
@@ -69,11 +74,6 @@ log = logging.getLogger("agentbox.acp")
 
 def refused(reason: str, data: dict | None = None) -> RequestError:
     return RequestError(REFUSED, f"agent-box: {reason}", {"refusedBy": "agent-box", **(data or {})})
-
-
-def note(text: str) -> None:
-    """A line for the editor's log of this agent (stderr); stdout carries only the protocol."""
-    print(f"agent-box acp: {text}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -113,8 +113,7 @@ class Relay:
         self.client, client_t = connect(self.from_client, client_in, client_out, self._client_garbled, "acp.client")
         self.agent, agent_t = connect(self.from_agent, proc.stdout, proc.stdin, self._agent_garbled, "acp.agent")
         watch = [asyncio.create_task(self._eof(self.client, "client_eof", "the client closed its stream")),
-                 asyncio.create_task(self._eof(self.agent, "agent_exit", "the agent closed its stream")),
-                 asyncio.create_task(self._exited(proc))]
+                 asyncio.create_task(self._agent_eof(proc)), asyncio.create_task(self._exited(proc))]
         try:
             await self._done.wait()
         finally:
@@ -148,6 +147,17 @@ class Relay:
         status = await proc.wait()
         self._end("agent_exit", f"the agent exited with status {status}", status)
 
+    async def _agent_eof(self, proc: asyncio.subprocess.Process) -> None:
+        """The agent's stream ended: name its exit status if it exits right after (it usually does)."""
+        assert self.agent is not None
+        if self.agent._recv_task is not None:
+            await asyncio.shield(self.agent._recv_task)
+        try:
+            status = await asyncio.wait_for(asyncio.shield(proc.wait()), 1.0)
+            self._end("agent_exit", f"the agent exited with status {status}", status)
+        except asyncio.TimeoutError:
+            self._end("agent_exit", "the agent closed its stream")
+
     async def _client_garbled(self, reason: str, line: bytes) -> None:
         """A bad line from the client: answer it (the agent never sees it), keep serving."""
         note(f"malformed message from the client ({reason}): {describe(line)}")
@@ -170,7 +180,7 @@ class Relay:
                 note(f"dropped the client's notification {method}: agent-box acp does not relay it")
                 return None
             raise refused(f"{method} is not relayed: agent-box acp cannot judge what it would do", {"method": method})
-        params = _checked(_FROM_CLIENT[method], params)
+        params = await _checked(_FROM_CLIENT[method], params)
         try:
             params = self._judge_client(method, params)
         except Refusal as exc:
@@ -213,6 +223,8 @@ class Relay:
 
     def _judge_agent_answer(self, method: str, params: dict, result: Any) -> Any:
         if method == "initialize":
+            # the schema every later message is checked against loads now, not while the editor waits (sdk.py)
+            load_schema()
             return self.policy.agent_answer(result)
         if method in SESSION_METHODS:
             sid = result.get("sessionId") if isinstance(result, dict) else None
@@ -230,7 +242,7 @@ class Relay:
             note(f"refused the agent's {method}: agent-box acp does not relay it")
             raise refused(f"{method} is not relayed to the client: agent-box acp cannot hold it to the intent",
                           {"method": method})
-        params = _checked(_FROM_AGENT[method], params)
+        params = await _checked(_FROM_AGENT[method], params)
         assert self.client is not None
         if method == "session/update":
             await self.client.send_notification(method, params)
@@ -311,13 +323,13 @@ class Relay:
             raise RequestError.internal_error({"details": f"agent-box: {method} got no answer: {detail}"}) from None
 
 
-def _checked(model: type[BaseModel] | None, params: Any) -> dict:
+async def _checked(model: str | None, params: Any) -> dict:
     """The params as sent, once the protocol's schema accepts them (a malformed request is refused, never relayed)."""
     if not isinstance(params, dict):
         raise RequestError.invalid_params({"details": "params must be an object"})
     if model is not None:
         try:
-            model.model_validate(params)
+            getattr(await schema(), model).model_validate(params)
         except ValidationError as exc:
             raise RequestError.invalid_params({"errors": exc.errors(include_url=False, include_context=False)}) from None
     return params

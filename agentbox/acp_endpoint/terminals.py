@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from acp import RequestError
+from acp.exceptions import RequestError
 
 __all__ = ["Terminals"]
 

@@ -49,8 +49,11 @@ def _meta_untouched(policy):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ..acp_endpoint.sdk import framing
+
+    framing()  # as the command does: the SDK's schema loads in the background
     from ..acp import acp_entry
-    from ..acp_endpoint.endpoint import serve
+    from ..acp_endpoint.endpoint import sandbox_entry, serve, surface_policy
     from ..compiler import compile_plan
     from ..errors import AgentBoxError
     from ..home import db_path
@@ -80,8 +83,10 @@ def main(argv: list[str] | None = None) -> int:
                   "harness": plan.harness, "backend": plan.sandbox.backend, "plan_hash": plan.hash}
         store = RunStore(db_path())
         try:
-            return asyncio.run(serve(plan, loaded.profile, agent, {}, fields, store, label="the protocol test agent",
-                                     facts=acp_entry(args.facts) if args.facts else None,
+            entry = sandbox_entry(plan)
+            policy = surface_policy(plan, entry, loaded.profile, acp_entry(args.facts) if args.facts else None)
+            return asyncio.run(serve(entry, plan.cwd, policy, agent, {}, fields, store,
+                                     label="the protocol test agent",
                                      policy_hook=_meta_untouched if "acp_meta" in args.weaken else None))
         finally:
             store.close()

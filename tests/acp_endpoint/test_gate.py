@@ -68,3 +68,27 @@ def test_a_profile_that_cannot_load_is_an_error_at_initialize_too(place):
     answer = json.loads(done.stdout)
     assert done.returncode == 2 and answer["id"] == 0
     assert "did you mean `workspace`" in answer["error"]["message"], answer
+
+
+def test_an_allowed_start_is_cached_and_a_later_start_is_served_from_the_cache(place, installed):
+    profile = place.root / "advisory.yaml"
+    profile.write_text(yaml.safe_dump({"name": "advisory", "harness": "codex", "permission_intent": {
+        "workspace": {"access": "read_write", "requirement": "advisory"}}}))
+
+    async def start():
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "agentbox.cli", "acp", str(profile), "--cwd", str(place.ws),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+            env=place.env())
+        conn = acp.connect_to_agent(RecordingClient(), proc.stdin, proc.stdout)
+        answer = await asyncio.wait_for(conn.initialize(protocol_version=acp.PROTOCOL_VERSION), 120)
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 30)
+        return answer
+
+    assert asyncio.run(start()).protocol_version >= 1
+    (cached,) = (place.abhome / "cache" / "acp").glob("*.json")
+    first = cached.stat().st_mtime_ns
+    assert asyncio.run(start()).protocol_version >= 1
+    assert cached.stat().st_mtime_ns == first, "the second start read the cache and wrote nothing"
+    assert [r["status"] for r in runs(place)] == ["finished", "finished"]
