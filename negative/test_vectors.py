@@ -12,6 +12,7 @@ from agentbox.evidence import privilege_level
 from agentbox.testing.evidence_writer import hand_over
 from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
+from agentbox.testing.acp_drive import unsupported as acp_unsupported
 from agentbox.testing.tui import unsupported
 
 pytestmark = pytest.mark.negative
@@ -66,6 +67,8 @@ def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, h
         pytest.skip(f"{vector.id} is not run in the {layer} layer")
     if runner.mode == "tui" and unsupported(harness.name):
         pytest.skip(f"{harness.name} has no TUI driver: {unsupported(harness.name)}")
+    if runner.mode == "acp" and acp_unsupported(harness.name):
+        pytest.skip(f"{harness.name} cannot be driven as an ACP agent: {acp_unsupported(harness.name)}")
     probe = request.getfixturevalue("harness_probe")
     record = runner.run(vector, layer, harness, probe, scripted_model)
     _judge(request, record, expected_for(vector, layer, harness.name, probe.version))

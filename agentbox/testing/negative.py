@@ -278,6 +278,10 @@ class VectorRunner:
             from .tui import drive
 
             out = drive(req, harness.name, probe.binary, done_text)
+        elif self.mode == "acp":
+            from .acp_drive import drive as drive_acp
+
+            out = drive_acp(req, harness.name, probe.binary)
         else:
             out = run_harness(req)
         results = [r.text for r in model.tool_results()]
@@ -304,6 +308,10 @@ class VectorRunner:
             from .tui import DECLINED
 
             refusals = (*refusals, DECLINED)  # a permission dialog the driver declined, which ended the turn
+        if self.mode == "acp":
+            from .acp_drive import DECLINED as REJECTED
+
+            refusals = (*refusals, REJECTED)  # a permission request the client rejected, which ended the turn
         if unanswered and unanswered[-1] == len(steps) - 1 and any(
                 re.search(p, f"{out.stdout}\n{out.stderr}") for p in refusals):
             unanswered = unanswered[:-1]  # the last call met the harness's policy, which ended the run there

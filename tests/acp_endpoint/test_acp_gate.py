@@ -32,17 +32,20 @@ def installed(place):
         (place.abhome / "harnesses" / name / found.version).symlink_to(version_dir)
 
 
+async def _spawn(place, profile):
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agentbox.cli", "acp", str(profile), "--cwd", str(place.ws),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=place.env())
+    return proc, acp.connect_to_agent(RecordingClient(), proc.stdin, proc.stdout)
+
+
 def test_a_refused_profile_is_an_error_at_initialize_naming_the_items_then_exit_3(place, installed):
     profile = place.root / "reviewer.yaml"
     profile.write_text(yaml.safe_dump({"name": "reviewer", "harness": "codex", "permission_intent": {
         "workspace": {"access": "read_only"}, "shell": {"access": "deny"}, "command_network": {"access": "none"}}}))
 
     async def go():
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agentbox.cli", "acp", str(profile), "--cwd", str(place.ws),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env=place.env())
-        conn = acp.connect_to_agent(RecordingClient(), proc.stdin, proc.stdout)
+        proc, conn = await _spawn(place, profile)
         with pytest.raises(RequestError) as err:
             await asyncio.wait_for(conn.initialize(protocol_version=acp.PROTOCOL_VERSION), 120)
         status = await asyncio.wait_for(proc.wait(), 30)
@@ -76,11 +79,7 @@ def test_an_allowed_start_is_cached_and_a_later_start_is_served_from_the_cache(p
         "workspace": {"access": "read_write", "requirement": "advisory"}}}))
 
     async def start():
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agentbox.cli", "acp", str(profile), "--cwd", str(place.ws),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-            env=place.env())
-        conn = acp.connect_to_agent(RecordingClient(), proc.stdin, proc.stdout)
+        proc, conn = await _spawn(place, profile)
         answer = await asyncio.wait_for(conn.initialize(protocol_version=acp.PROTOCOL_VERSION), 120)
         proc.stdin.close()
         await asyncio.wait_for(proc.wait(), 30)
