@@ -170,7 +170,8 @@ def _in_mode(claim: Any | None, other: Any | None, vectors: tuple[str, ...], san
     if carried_by_sandbox(vectors, sandbox):
         return other, ""
     if claim is None and other.claim == "exact":
-        return None, (f"proven in {other.mode} runs only: launch drives the {mode}, whose permission handling is "
+        drives = {"tui": "launch drives the tui", "acp": "agent-box acp drives it as an ACP agent"}.get(mode, mode)
+        return None, (f"proven in {other.mode} runs only: {drives}, whose permission handling is "
                       f"another code path, and the sandbox alone does not block every vector of it; record "
                       f"{mode} evidence (pytest negative --agentbox-mode {mode})")
     return claim, ""

@@ -44,7 +44,7 @@ def cache_path(profile_bytes: bytes, profile_path: str, cwd: str, evidence: str,
 def _cached(profile: str, cwd: str, evidence: str | None, accept_unverified: tuple[str, ...],
             binary: str | None) -> tuple[dict, str] | None:
     """The cached allowed start for these inputs, if it is still current; else None (the gate decides afresh)."""
-    from ..hot import agentbox_home, resolve_profile_path
+    from ..hot import agentbox_home, resolve_profile_path, stat_key
     from ..launch import _current  # launch's freshness check: binaries, build, surfaces, uid, bwrap, evidence
 
     path = resolve_profile_path(profile)
@@ -58,6 +58,8 @@ def _cached(profile: str, cwd: str, evidence: str | None, accept_unverified: tup
         with open(key) as f:
             entry = json.load(f)
         if entry.get("format") != FORMAT or not _current(entry, binary):
+            return None
+        if stat_key(entry["argv"][0]) != entry["agent_stat"]:  # the ACP adapter reinstalled or upgraded
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -103,7 +105,7 @@ def _decide(profile: str, cwd: str, evidence: str | None, accept_unverified: tup
     from acp.exceptions import RequestError
 
     from ..acp import acp_entry
-    from ..hot import agentbox_home
+    from ..hot import agentbox_home, stat_key
     from ..runs import RunStore
     from .gate import answer_with_error, prepare, refusal_data
     from .relay import REFUSED, refused
@@ -129,7 +131,7 @@ def _decide(profile: str, cwd: str, evidence: str | None, accept_unverified: tup
     policy = surface_policy(built.plan, entry, built.loaded.profile, acp_entry(built.plan.harness))
     return {"format": FORMAT, "check": {**built.check, "profile_path": built.loaded.source}, "sandbox": entry,
             "cwd": built.plan.cwd, "policy": policy.data(), "argv": ready.argv, "env": ready.env, "run": built.fields,
-            "label": f"{built.plan.harness} {built.probe.version}",
+            "label": f"{built.plan.harness} {built.probe.version}", "agent_stat": stat_key(ready.argv[0]),
             "notice": built.decision.notice() if built.decision.accepted else None,
             # a tool allowlist's inventory is asked afresh at every start (as launch does)
             "cacheable": not built.loaded.profile.permission_intent.mcp.tools}
