@@ -2,7 +2,10 @@
 
 `agentbox/data/acp.yaml` says, per harness, whether an installable ACP adapter package drives it
 (with the environment that points the adapter at the pinned harness) or the harness binary has a
-native ACP subcommand. Nothing here names a harness.
+native ACP subcommand, and what `agent-box acp` must know about the agent's protocol surface: which
+`_meta` keys of a client's session request it reads (and which of them widen the plan), which of its
+session modes widen the plan, and whether it takes MCP servers only from the client. Nothing here names
+a harness.
 """
 
 from __future__ import annotations
@@ -15,13 +18,26 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from .errors import HarnessError
 from .plan import CompileResult
 
-__all__ = ["AcpEntry", "acp_entry", "acp_harnesses", "acp_adapter", "acp_command", "AcpUnavailable"]
+__all__ = ["AcpEntry", "AcpMeta", "acp_entry", "acp_harnesses", "acp_adapter", "acp_command", "acp_binds",
+           "AcpUnavailable"]
 
 _DATA = Path(__file__).parent / "data" / "acp.yaml"
 
 
 class AcpUnavailable(HarnessError):
     """The harness has no ACP entry, or its ACP adapter package is not installed."""
+
+
+class AcpMeta(BaseModel):
+    """What the agent reads from the `_meta` of a client's session request (session/new, load, resume, fork).
+
+    Dotted paths (`claudeCode.options`). `refuse`: keys that would widen the plan; a request carrying one is
+    refused, naming it. `keep`: keys that cannot widen it, passed on. Every other key is stripped: the endpoint
+    cannot judge what it does."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    keep: tuple[str, ...] = ()
+    refuse: dict[str, str] = {}  # key -> why it widens the plan
 
 
 class AcpEntry(BaseModel):
@@ -31,6 +47,17 @@ class AcpEntry(BaseModel):
     native: tuple[str, ...] | None = None  # a subcommand of the harness binary
     global_args: bool = False
     env: dict[str, str] = {}
+    meta: AcpMeta = AcpMeta()
+    # session modes (session/set_mode, the `mode` config option, a permission option of that id) that widen the
+    # plan, with why; the endpoint refuses switching to them
+    refuse_modes: dict[str, str] = {}
+    # the agent loads MCP servers only from the client's session request (not from the compiled config): the
+    # endpoint then hands it the profile's allowed servers in place of the client's
+    mcp_from_session: bool = False
+    # the client methods (fs/*, terminal/*) the agent called, per version of the agent (the adapter's, or the
+    # harness's for a native one), when a client offered them all and the scripted model wrote, read and ran a
+    # command; conformance/test_acp_endpoint.py observes it and fails on a version not recorded here
+    client_methods: dict[str, tuple[str, ...]] = {}
 
     @model_validator(mode="after")
     def _one_way(self) -> "AcpEntry":
@@ -106,6 +133,14 @@ def acp_command(harness: str, result: CompileResult, harness_binary: str,
                                  f"(agent-box harness install {entry.adapter}@VERSION)")
         adapter_binary = found.binary
     return [adapter_binary, *(_fill(a, subs) for a in entry.args)], env, _install_roots(adapter_binary)
+
+
+def acp_binds(harness: str, adapter_binary: str | None) -> tuple[str, ...]:
+    """The read-only binds the harness's ACP agent needs (its adapter's install folder); () for a native one."""
+    entry = acp_entry(harness)
+    if entry is None or entry.adapter is None or adapter_binary is None:
+        return ()
+    return _install_roots(adapter_binary)
 
 
 def _install_roots(binary: str) -> tuple[str, ...]:

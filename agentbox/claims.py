@@ -20,7 +20,8 @@ Refuted outranks unverified: one real escape is a finding however much else is m
 the verdict, `drift` lists every observation in any layer that differs from the prediction, so a
 declaration that is too weak shows up as well as one that is too strong.
 
-Sandbox-layer records (no harness) also make rows of their own, with harness "-".
+Sandbox-layer records (no harness) also make rows of their own, with harness "-"; so do the `acp`-layer records of
+the ACP endpoint's client-surface vectors (harness "-", mode `acp`), which no harness's row reads.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ from .observed import Observed, by_layer
 from .vectors import Catalogue, Vector, expected_outcome
 
 __all__ = ["ClaimState", "Drift", "Claim", "ClaimsTable", "reconcile", "default_catalogue_dir", "NO_HARNESS", "KEY",
-           "UNTESTED"]
+           "UNTESTED", "ENDPOINT"]
 
 ClaimState = Literal["exact", "partial", "refuted", "unverified"]
 NO_HARNESS = "-"
+ENDPOINT = "acp-endpoint"  # the declaration file of `agent-box acp`'s client-surface policy
 # Harness-layer records involve no sandbox; when no composed record names a backend either, the
 # harness rows are judged against the one backend Agent-Box ships.
 DEFAULT_BACKEND = "bwrap"
@@ -54,7 +56,7 @@ def default_catalogue_dir() -> Path:
 class Drift(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     vector_id: str
-    layer: Literal["sandbox", "harness", "composed"]
+    layer: Layer
     expected: Literal["blocked", "escaped"]
     observed: Literal["blocked", "escaped"]
     nodeid: str = ""  # the test that observed it
@@ -314,6 +316,7 @@ def reconcile(records: Iterable[EvidenceRecord], catalogue: Catalogue,
     claims: list[Claim] = []
     for (backend, bversion, level), recs in sandbox.items():
         claims += _backend_rows(backend, bversion, level, recs, catalogue, declarations, fresh)
+        claims += _backend_rows(backend, bversion, level, recs, catalogue, declarations, fresh, layer="acp")
     for (harness, version, level, mode), recs in harnessed.items():
         claims += _harness_rows(harness, version, level, recs, sandbox, catalogue, declarations, notes, fresh, mode)
     claims.sort(key=lambda c: (c.harness != NO_HARNESS, c.harness, version_key(c.version), c.backend, c.privilege,
@@ -322,21 +325,36 @@ def reconcile(records: Iterable[EvidenceRecord], catalogue: Catalogue,
 
 
 def _backend_rows(backend: str, bversion: str, level: str, recs: list[tuple[int, EvidenceRecord]], catalogue: Catalogue,
-                  declarations: DeclarationSource, fresh: Callable[[EvidenceRecord], str | None]) -> list[Claim]:
+                  declarations: DeclarationSource, fresh: Callable[[EvidenceRecord], str | None],
+                  layer: Layer = "sandbox") -> list[Claim]:
+    """The rows no harness takes part in, for one backend version: the OS sandbox alone (`sandbox`), or the ACP
+    endpoint alone (`acp`: its client-surface vectors, which the protocol test agent attempts over that sandbox,
+    judged by what `ENDPOINT` declares, mode `acp`). No harness's row reads the endpoint's."""
     latest = latest_by_run(recs)
     out = []
     for cap in catalogue.capabilities:
-        vectors = [v for v in catalogue.for_capability(cap, None, level) if "sandbox" in v.run_layers()]
-        sr = declared_report(declarations, backend, cap, None if bversion == UNKNOWN else bversion)
-        declared = _declared(None, sr)
-        j = _judge(vectors, "sandbox", latest, lambda v: expected_outcome(v, "sandbox", None, sr), declared, fresh, {})
-        drift = _drift(vectors, latest, lambda v, layer: expected_outcome(v, layer, None, sr))
+        vectors = [v for v in catalogue.for_capability(cap, None, level) if layer in v.run_layers()]
+        if not vectors and layer == "acp":
+            continue  # the endpoint's rows are its client-surface vectors; the sandbox's show every capability
+        if layer == "acp":
+            report = declared_report(declarations, ENDPOINT, cap, None)
+            declared: Support = report.support if report is not None else "unsupported"
+        else:
+            report = declared_report(declarations, backend, cap, None if bversion == UNKNOWN else bversion)
+            declared = _declared(None, report)
+
+        def predict(v: Vector, lay: str, report=report) -> str:
+            return expected_outcome(v, lay, None, None, report) if lay == "acp" else \
+                expected_outcome(v, lay, None, report)
+
+        j = _judge(vectors, layer, latest, lambda v: predict(v, layer), declared, fresh, {})
         out.append(Claim(harness=NO_HARNESS, version=bversion, backend=backend,
-                         backend_version=None if bversion == UNKNOWN else bversion, privilege=level, mode="-",
-                         capability=cap,
+                         backend_version=None if bversion == UNKNOWN else bversion, privilege=level,
+                         mode="acp" if layer == "acp" else "-", capability=cap,
                          declared=declared, claim=j.state, blocked=j.blocked, total=len(vectors), run=j.run,
-                         as_declared=j.as_declared, escaped=tuple(j.escaped), unverified=j.unverified, drift=drift,
-                         notes=() if vectors else (UNTESTED,), layers=by_layer(vectors, latest, ("sandbox",))))
+                         as_declared=j.as_declared, escaped=tuple(j.escaped), unverified=j.unverified,
+                         drift=_drift(vectors, latest, predict), notes=() if vectors else (UNTESTED,),
+                         layers=by_layer(vectors, latest, (layer,))))
     return out
 
 

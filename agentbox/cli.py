@@ -292,6 +292,13 @@ def cmd_launch(args) -> int:
                   accept_unverified=tuple(args.accept_unverified), binary=args.binary)
 
 
+def cmd_acp(args) -> int:
+    from .acp_endpoint import main as acp_main
+
+    return acp_main(args.profile, args.cwd, evidence=args.evidence, accept_unverified=tuple(args.accept_unverified),
+                    binary=args.binary)
+
+
 def cmd_runs_list(args) -> int:
     from .home import db_path
     from .runs import RunStore
@@ -324,7 +331,7 @@ def cmd_runs_show(args) -> int:
     if args.json:
         print(json.dumps(run, indent=2, sort_keys=True))
         return 0
-    for key in ("id", "status", "profile", "profile_digest", "profile_source", "project_root", "harness", "version",
+    for key in ("id", "status", "mode", "profile", "profile_digest", "profile_source", "project_root", "harness", "version",
                 "binary", "binary_sha256", "backend", "intent_hash", "plan_hash", "accepted_items",
                 "harness_args", "started_at", "ended_at", "exit_status", "cleanup"):
         print(f"{key:<18} {run[key]}")
@@ -333,6 +340,8 @@ def cmd_runs_show(args) -> int:
                           [(item, c["capability"], c["requirement"], c["coverage"], c["claim"], c["verdict"])
                            for item, c in run["claims"].items()], indent="  ")))
     print(f"evidence records   {len(run['evidence_ids'])}")
+    if run.get("mode") == "acp":
+        print(f"acp sessions       {', '.join(run['acp_sessions']) or '(none opened)'}")
     if run["egress_log"]:
         print(f"egress log         {run['egress_log']}")
     if run["overrides"]:
@@ -484,6 +493,22 @@ def _parser() -> "argparse.ArgumentParser":
                           "unverified, never refuted or partial; repeat it for each item")
     lch.add_argument("--binary", metavar="PATH", help="launch this harness binary instead of the installed one")
     lch.set_defaults(fn=cmd_launch, harness_args=[])
+
+    acp = _command(sub, "acp", "serve an editor as an ACP agent on stdio: gate, then the harness's ACP agent in the "
+                   "sandbox", "agent-box acp reviewer --cwd ~/src/app",
+                   'Zed settings.json: "agent_servers": {"Agent-Box reviewer": {"command": "agent-box", '
+                   '"args": ["acp", "reviewer", "--cwd", "/path/to/project"]}}')
+    acp.description = ("Speaks the Agent Client Protocol on stdin/stdout, for an editor to start as its agent server. "
+                       "Gates like launch (on evidence taken in ACP mode); a refusal answers the client's initialize "
+                       "with an error naming the items and exits 3 before anything starts. Otherwise the profile's "
+                       "harness runs as an ACP agent inside the sandbox, and what the client would do for it outside "
+                       "(file reads and writes, terminals, permission answers) is held to the intent.")
+    _profile(acp)
+    acp.add_argument("--evidence", metavar="DIR", help=EVIDENCE_HELP)
+    acp.add_argument("--accept-unverified", action="append", default=[], metavar="ITEM",
+                     help="run past this required item if its claim is only unverified; repeat it for each item")
+    acp.add_argument("--binary", metavar="PATH", help="start this harness binary instead of the installed one")
+    acp.set_defaults(fn=cmd_acp)
 
     rns = _group(sub, "runs", "recorded launches", "agent-box runs list")
     rl = _command(rns, "list", "every Run, newest first", "agent-box runs list --limit 5")

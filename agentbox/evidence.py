@@ -38,7 +38,9 @@ __all__ = ["SCHEMA_VERSION", "Mode", "MODES", "Privilege", "PrivilegeLevel", "pr
 
 SCHEMA_VERSION = 1
 Outcome = Literal["blocked", "escaped", "error", "skipped"]
-Layer = Literal["sandbox", "harness", "composed"]
+# `acp`: an attempt through the `agent-box acp` endpoint's client surfaces (what a client would do for the agent
+# outside the sandbox), judged by the endpoint's policy over the composed plan
+Layer = Literal["sandbox", "harness", "composed", "acp"]
 
 
 class EvidenceError(InputError, ValueError):
@@ -102,6 +104,9 @@ class RunInfo(BaseModel):
     # `codex exec` forces to never), so a harness's enforcement is proven only for the mode it ran in. Records
     # written before the field existed came from headless runs.
     mode: Mode = "headless"
+    # The ACP agent that made an `acp`-layer attempt when no harness did: the protocol test agent, which stands in
+    # for no harness (`harness` is None) and on which no harness's claim rests.
+    agent: str | None = None
 
     @property
     def level(self) -> str:

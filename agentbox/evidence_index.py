@@ -235,10 +235,11 @@ def _catch_up(con: sqlite3.Connection, files: list[Path]) -> int:
         raise
 
 
-# One build's rows: its composed rows on the backend, its harness-layer rows, the backend's sandbox-alone rows.
+# One build's rows: its composed rows on the backend, its harness-layer rows, the backend's sandbox-alone rows and
+# the ACP endpoint's own rows over that backend (the protocol test agent's `acp` layer, no harness).
 _BUILD = ("kernel=? AND privilege=? AND (layer='harness' OR sversion=?) AND ("
           "(harness=? AND version=? AND sha=? AND (backend=? OR layer='harness')) "
-          "OR (harness='' AND backend=? AND layer='sandbox'))")
+          "OR (harness='' AND backend=? AND layer IN ('sandbox', 'acp')))")
 
 
 def _select(store: Path, sql: str, params: tuple) -> list[tuple]:

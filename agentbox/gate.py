@@ -22,7 +22,9 @@ Rules, per item:
   `unverified`, naming the mode its evidence was taken in;
 - the sandbox-alone row is read too: where the OS sandbox alone escaped a vector its declaration says it
   blocks, the plan's coverage rests on a false declaration, so an `exact` composed claim does not carry
-  the item (refused at the sandbox layer until the declaration is fixed to the truth).
+  the item (refused at the sandbox layer until the declaration is fixed to the truth);
+- `agent-box acp` also reads the ACP endpoint's rows (`surface_claims`): where the catalogue has client-surface
+  vectors for an item, the endpoint's claim must be exact too, or the item is not proven at the `acp` layer.
 
 A refusal's words are `refusal`'s; what only they need (the profile's YAML, the harness versions on which
 the store proves a refused item, `proven_elsewhere`) the launch finds when it refuses (`Decision.remedies`).
@@ -147,13 +149,29 @@ def _in_mode(claim: Any | None, other: Any | None, vectors: tuple[str, ...], san
         return other, ""
     if claim is None and other.claim == "exact":
         # the refusal's evidence command records the launch's mode (`refusal`): it is not repeated per item
-        return None, (f"proven in {other.mode} runs only: launch drives the {mode}, whose permission handling is "
+        drives = {"tui": "launch drives the tui", "acp": "agent-box acp drives it as an ACP agent"}.get(mode, mode)
+        return None, (f"proven in {other.mode} runs only: {drives}, whose permission handling is "
                       f"another code path, and the sandbox alone does not block every vector of it")
     return claim, ""
 
 
+def _surface(state: str, layer: str, failing: tuple, reason: str, surface: Any | None,
+             surface_vectors: tuple[str, ...]) -> tuple[str, str, tuple, str]:
+    """The item's standing once the ACP endpoint's client-surface evidence is read: it can only lower an exact one."""
+    if state != "exact" or not surface_vectors:
+        return state, layer, failing, reason
+    if surface is None:
+        return ("unverified", "acp", surface_vectors,
+                "the ACP endpoint's client-surface vectors have no evidence for this backend")
+    if surface.claim == "exact":
+        return state, layer, failing, reason
+    return (surface.claim, "acp", (*surface.escaped, *surface.unverified),
+            f"the ACP endpoint's client-surface evidence is {surface.claim} ({surface.note_text()})")
+
+
 def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool,
-           sandbox: Any | None = None, other: Any | None = None, mode: str = LAUNCH_MODE) -> ItemVerdict:
+           sandbox: Any | None = None, other: Any | None = None, mode: str = LAUNCH_MODE,
+           surface: Any | None = None, surface_vectors: tuple[str, ...] = ()) -> ItemVerdict:
     base = dict(item=item.item, capability=item.capability, requirement=item.requirement, coverage=item.effective,
                 sandboxed=any(layer.layer == "sandbox" for layer in item.layers))
     required = item.requirement == "required"
@@ -185,6 +203,7 @@ def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool,
         state, layer, failing = "refuted", "sandbox", sandbox.escaped
         reason = (f"the sandbox alone escaped where its declaration predicts a block ({sandbox.note_text()}); "
                   f"the composed evidence (blocked {claim.blocked}/{claim.total}) rests on that declaration")
+    state, layer, failing, reason = _surface(state, layer, tuple(failing), reason, surface, surface_vectors)
     if not required:
         verdict: Verdict = "advisory"
     elif state == "exact":
@@ -200,17 +219,22 @@ def decide(items: Iterable[Any], claims: Mapping[str, Any], target: Target, *,
            accept_unverified: Iterable[str] = (),
            vectors: Mapping[str, tuple[str, ...]] | None = None, errors: Iterable[str] = (),
            sandbox_claims: Mapping[str, Any] | None = None, unproven: Mapping[str, int] | None = None,
-           other_modes: Mapping[str, Any] | None = None, mode: str = LAUNCH_MODE) -> Decision:
+           other_modes: Mapping[str, Any] | None = None, mode: str = LAUNCH_MODE,
+           surface_claims: Mapping[str, Any] | None = None,
+           surface_vectors: Mapping[str, tuple[str, ...]] | None = None) -> Decision:
     """`items`: the plan's ItemPlans; `claims`: capability -> Claim for exactly `target`, in the `mode` the launch
     drives the harness in; `other_modes`: capability -> its claim from another mode (headless), which counts only
     where the sandbox alone carries the item; `vectors`:
     capability -> the catalogue's composed vectors for this harness, skipped ones included (named when no
     evidence exists); `sandbox_claims`: capability -> the sandbox-alone Claim of `target.backend`;
-    `unproven`: provenance -> runs of this build left out of `claims` (`evidence_index.unproven`)."""
+    `unproven`: provenance -> runs of this build left out of `claims` (`evidence_index.unproven`);
+    `surface_claims`/`surface_vectors`: capability -> the ACP endpoint's claim and its `acp` vectors (`agent-box acp`)."""
     vectors, sandbox_claims, other_modes = vectors or {}, sandbox_claims or {}, other_modes or {}
+    surface_claims, surface_vectors = surface_claims or {}, surface_vectors or {}
     named = tuple(sorted(set(accept_unverified)))
     verdicts = tuple(_judge(i, claims.get(i.capability), tuple(vectors.get(i.capability, ())), accepts(i, named),
-                            sandbox_claims.get(i.capability), other_modes.get(i.capability), mode)
+                            sandbox_claims.get(i.capability), other_modes.get(i.capability), mode,
+                            surface_claims.get(i.capability), tuple(surface_vectors.get(i.capability, ())))
                      for i in items)
     return Decision(target=target, items=verdicts, errors=tuple(errors), accept_unverified=named,
                     unproven=tuple(sorted((unproven or {}).items())), mode=mode)

@@ -61,13 +61,14 @@ def _parse(argv: list[str]) -> dict | None:
 
 
 def cache_file(profile_bytes: bytes, profile_path: str, cwd: str, evidence: str, binary: str | None,
-               accept_unverified: list[str] | tuple[str, ...]) -> str:
+               accept_unverified: list[str] | tuple[str, ...], kind: str = "launch", fmt: str = FORMAT) -> str:
+    """Where an allowed start of these inputs is cached (`kind`: the command, `agent-box launch` or `acp`)."""
     key = sha256(b"\0".join([
-        FORMAT.encode(), profile_bytes, os.path.realpath(profile_path).encode(), cwd.encode(), home_dir().encode(),
+        fmt.encode(), profile_bytes, os.path.realpath(profile_path).encode(), cwd.encode(), home_dir().encode(),
         os.path.abspath(evidence).encode(), (binary or "").encode(), "\n".join(sorted(set(accept_unverified))).encode(),
         package_fingerprint().encode(),
     ])).hexdigest()
-    return os.path.join(agentbox_home(), "cache", "launch", f"{key}.json")
+    return os.path.join(agentbox_home(), "cache", kind, f"{key}.json")
 
 
 def binary_state(base: str, rel: str, command: str) -> list:

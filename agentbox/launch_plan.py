@@ -91,8 +91,11 @@ def surfaces_check(plan: EffectiveRunPlan) -> dict:
 
 
 def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unverified: tuple[str, ...] = (),
-          binary: str | None = None) -> Built:
-    """Everything the gate decides from, and its decision. Writes nothing but caches."""
+          binary: str | None = None, mode: str = LAUNCH_MODE, ro_binds: tuple[str, ...] = ()) -> Built:
+    """Everything the gate decides from, and its decision. Writes nothing but caches.
+
+    `mode`: how the harness will be driven (`launch`: its TUI; `agent-box acp`: as an ACP agent), whose evidence
+    the gate counts; `ro_binds`: host paths the started process needs to see (an ACP adapter's install folder)."""
     from .claims import NO_HARNESS, default_catalogue_dir, reconcile
     from .revision import suite_revision
     from .evidence import EvidenceRecord, privilege_level
@@ -107,7 +110,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     from .mcp_inventory import for_profile
 
     # a tool allowlist is exact only with each server's tool list, asked (locked down) before the gate decides
-    plan = compile_plan(loaded, cwd, probe=probe, **for_profile(loaded.profile).compile_args())
+    plan = compile_plan(loaded, cwd, probe=probe, ro_binds=ro_binds, **for_profile(loaded.profile).compile_args())
     unknown = unknown_accepted(plan.items, accept_unverified)
     if unknown:
         names = ", ".join(f"{i.item} ({i.capability})" for i in plan.items)
@@ -125,10 +128,16 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     catalogue = load_catalogue(default_catalogue_dir())
     table = reconcile([EvidenceRecord.model_validate(r) for r in rows], catalogue, suite_revision=suite_revision())
     mine = [c for c in table.claims if c.harness == harness and c.backend == backend]
-    claims = {c.capability: c for c in mine if c.mode == LAUNCH_MODE}
+    claims = {c.capability: c for c in mine if c.mode == mode}
     # another mode's claims (headless runs) speak only where the sandbox alone carries the item (`gate`)
     other_modes = {c.capability: c for c in mine if c.mode == "headless"}
-    sandbox_claims = {c.capability: c for c in table.claims if c.harness == NO_HARNESS and c.backend == backend}
+    sandbox_claims = {c.capability: c for c in table.claims if c.harness == NO_HARNESS and c.backend == backend
+                      and c.mode != "acp"}
+    # an ACP endpoint is judged on its client-surface vectors too (the protocol test agent's `acp` layer)
+    surface_claims = {c.capability: c for c in table.claims if c.harness == NO_HARNESS and c.backend == backend
+                      and c.mode == "acp"} if mode == "acp" else {}
+    surface_vectors = {i.capability: tuple(v.id for v in catalogue.vectors if v.capability == i.capability
+                                           and "acp" in v.run_layers()) for i in plan.items} if mode == "acp" else {}
     # a vector the catalogue cannot run on this harness is named too: it leaves the item unverified
     vectors = {i.capability: tuple(v.id for v in catalogue.vectors if v.capability == i.capability
                                    and "composed" in v.run_layers()
@@ -137,7 +146,8 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     target = Target(harness, probe.version, probe.sha256, backend, str(store))
     decision = decide(plan.items, claims, target, accept_unverified=accept_unverified, vectors=vectors,
                       errors=[*plan.native.errors, *probe_errors], sandbox_claims=sandbox_claims, unproven=left_out,
-                      other_modes=other_modes)
+                      other_modes=other_modes, mode=mode, surface_claims=surface_claims,
+                      surface_vectors=surface_vectors)
     used = {v for ids in vectors.values() for v in ids}
     fields = {
         "profile": loaded.profile.name, "profile_digest": loaded.digest,

@@ -24,10 +24,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="a selected harness that is not installed is an error, not a skip")
     group.addoption("--agentbox-timeout", type=float, default=120.0, metavar="SECONDS",
                     help="bound on each harness run (default 120)")
-    group.addoption("--agentbox-mode", choices=("headless", "tui"), default="headless",
-                    help="how the escape suite drives each harness: its headless one-shot run (default), or its "
+    group.addoption("--agentbox-mode", choices=("headless", "tui", "acp"), default="headless",
+                    help="how the escape suite drives each harness: its headless one-shot run (default), its "
                          "interactive TUI on a pseudo-terminal, the mode `agent-box launch` starts (harnesses "
-                         "without a TUI driver skip, and their TUI claims stay unverified)")
+                         "without a TUI driver skip, and their TUI claims stay unverified), or as an ACP agent, the "
+                         "mode `agent-box acp` starts")
     group.addoption("--agentbox-evidence-dir", default=None, metavar="DIR",
                     help="where evidence records are appended (default $AGENTBOX_HOME/evidence)")
     group.addoption("--agentbox-catalogue", default=None, metavar="DIR",

@@ -166,13 +166,13 @@ def render(decision: "Decision", lead: str = "") -> str:
                            f"the harness in {decision.target.backend}, which must be installed", "  - ", "    ")
         if any(decision.remedies.proven_elsewhere.get(v.capability) for v in refused):
             lines += _elsewhere(refused, decision.remedies.proven_elsewhere)
-    composed = [v.item for v in refused if v.layer == "composed"]
+    composed = [v.item for v in refused if v.layer in ("composed", "acp")]
     if composed:
         lines += _evidence(decision, composed)
     elif decision.unproven:
         lines += _para("re-run the suite for this exact build with:", "  - ", "    ")
         lines += _command(evidence_command(decision.target, decision.mode), "      ")
-    unverified = [v.item for v in refused if v.claim == "unverified" and v.layer == "composed"]
+    unverified = [v.item for v in refused if v.claim == "unverified" and v.layer in ("composed", "acp")]
     if unverified:
         flags = [f"--accept-unverified {name}" for name in unverified]
         lines += fill([*"or relaunch with".split(), *flags, *("to run past these unverified items, named one by "

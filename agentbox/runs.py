@@ -58,10 +58,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # which required items `--accept-unverified ITEM` let through unproven, by name
     ("ALTER TABLE runs ADD COLUMN accepted_items TEXT NOT NULL DEFAULT '[]'",),
+    # how the harness was started (`launch`: its TUI; `acp`: as an ACP agent for an editor), and the ACP
+    # session ids an `agent-box acp` endpoint opened, in order
+    ("ALTER TABLE runs ADD COLUMN mode TEXT NOT NULL DEFAULT 'launch'",
+     "ALTER TABLE runs ADD COLUMN acp_sessions TEXT NOT NULL DEFAULT '[]'"),
 )
-_JSON = ("claims", "evidence_ids", "overrides", "harness_args", "accepted_items")
+_JSON = ("claims", "evidence_ids", "overrides", "harness_args", "accepted_items", "acp_sessions")
 _FIELDS = ("profile", "profile_digest", "profile_source", "project_root", "harness", "version", "binary",
-           "binary_sha256", "backend", "intent_hash", "plan_hash", *_JSON, "accept_unverified", "refusal", "run_dir")
+           "binary_sha256", "backend", "intent_hash", "plan_hash", *_JSON, "accept_unverified", "refusal", "run_dir",
+           "mode")
 
 
 def egress_log(home: str, run_id: str) -> str:
@@ -145,6 +150,7 @@ class RunStore:
     def _insert(self, status: str, fields: dict, **extra) -> str:
         run_id = os.urandom(6).hex()  # secrets would import hashlib and random
         row = {k: fields.get(k) for k in _FIELDS}
+        row["mode"] = row["mode"] or "launch"
         for k in _JSON:
             row[k] = json.dumps(row[k] if row[k] is not None else ({} if k == "claims" else []), sort_keys=True)
         row["accept_unverified"] = int(bool(row["accept_unverified"]))
@@ -166,6 +172,13 @@ class RunStore:
     def finish(self, run_id: str, exit_status: int | None, cleanup: str, status: str = "finished") -> None:
         self.con.execute("UPDATE runs SET status=?, ended_at=?, exit_status=?, cleanup=? WHERE id=?",
                          (status, now(), exit_status, cleanup, run_id))
+
+    def add_session(self, run_id: str, session_id: str) -> None:
+        """Record an ACP session the Run's endpoint opened (once, in order)."""
+        row = self.con.execute("SELECT acp_sessions FROM runs WHERE id=?", (run_id,)).fetchone()
+        sessions = json.loads(row["acp_sessions"]) if row else []
+        if session_id not in sessions:
+            self.con.execute("UPDATE runs SET acp_sessions=? WHERE id=?", (json.dumps([*sessions, session_id]), run_id))
 
     def reap(self) -> list[str]:
         """Mark running Runs whose launcher is gone as interrupted (and clean up after them)."""

@@ -21,20 +21,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import InputError
 from .intent import PermissionIntent
 
-__all__ = ["Oracle", "Setup", "Control", "Vector", "Catalogue", "load_catalogue", "fill", "SURFACES",
+__all__ = ["Oracle", "Setup", "AcpAttempt", "Control", "Vector", "Catalogue", "load_catalogue", "fill", "SURFACES",
            "expected_outcome"]
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
-Layer = Literal["sandbox", "harness", "composed"]
+Layer = Literal["sandbox", "harness", "composed", "acp"]
 
 # The ways an attempt can reach the host. A declaration's bypass_surfaces name these, so each
 # vector's expected outcome follows from the declarations alone.
 SURFACES = ("shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process", "unix_socket",
-            "harness_env", "background_process", "dangerous_command", "kernel_socket")
+            "harness_env", "background_process", "dangerous_command", "kernel_socket", "acp_client")
 # harness_env: what the harness itself is given (its model key) and its children inherit or read
 # kernel_socket: a socket of a kernel family a network namespace does not confine (AF_VSOCK, AF_NETLINK)
+# acp_client: what an ACP client does for the agent on the host (its file system, terminals, permission answers,
+# the session options it passes on)
 Surface = Literal["shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process",
-                  "unix_socket", "harness_env", "background_process", "dangerous_command", "kernel_socket"]
+                  "unix_socket", "harness_env", "background_process", "dangerous_command", "kernel_socket",
+                  "acp_client"]
 
 
 class _Strict(BaseModel):
@@ -99,6 +102,19 @@ class Setup(_Strict):
         return self
 
 
+class AcpAttempt(_Strict):
+    """How an `acp`-layer vector meets the endpoint: the protocol test agent runs the vector's steps (its own step
+    kinds, agentbox/testing/acp_protocol_agent.py) against a client that offers its file system and terminals on
+    the host and answers permission requests with `client`."""
+
+    client: Literal["approve", "approve_all", "deny"] = "approve"
+    session_meta: dict[str, Any] = Field(default_factory=dict)  # the `_meta` of the client's session/new
+    facts: str | None = None  # hold the agent to this harness's ACP facts (agentbox/data/acp.yaml)
+    # What the endpoint's answer (the client's error, the agent's step lines, the endpoint's log) must say for a
+    # block to count: the attempt met the endpoint's mechanism. Absent after an attack: an error, not a block.
+    met: str
+
+
 class Control(_Strict):
     """The positive control: the same attempt under an intent that allows it must succeed.
 
@@ -121,8 +137,9 @@ class Control(_Strict):
     # backings under the workspace's .agentbox in view; `policy_files` the harness's compiled policy writable;
     # `root_writable`, `host_tmp`, `host_home` the host's root, /tmp and home as they are; `abstract_sockets` no
     # Landlock scope over the host's abstract unix sockets (agentbox.testing.weakened).
+    # `acp_meta`: the ACP endpoint passes a client's session `_meta` on untouched.
     weaken: tuple[Literal["privilege", "host_sockets", "process", "project_config", "backings", "policy_files",
-                          "root_writable", "host_tmp", "host_home", "abstract_sockets"], ...] = ()
+                          "root_writable", "host_tmp", "host_home", "abstract_sockets", "acp_meta"], ...] = ()
     harness_intent: dict[str, Any] | None = None  # the harness layer's control intent, when it differs
     # `host`: the harness layer's control runs on the host, for a protection of the harness's own that no
     # intent turns off (Claude Code's and Codex's sandboxes keep their own project config read-only)
@@ -156,6 +173,7 @@ class Vector(_Strict):
     # A path the attack's own command creates before it tries anything: absent after the attack, the attempt
     # never ran (a tool refused for another reason, a broken sandbox), and the outcome is an error, not blocked.
     proof: str | None = None
+    acp: AcpAttempt | None = None  # how an `acp`-layer attempt meets the endpoint
 
     @field_validator("id")
     @classmethod
@@ -174,6 +192,9 @@ class Vector(_Strict):
             raise ValueError("a vector run through the sandbox layer needs a sandbox_command (or only shell steps)")
         if ({"harness", "composed"} & set(self.run_layers())) and not self.steps and self.oracle.kind != "not_offered":
             raise ValueError("a vector run through a harness needs scripted steps")
+        if ("acp" in self.run_layers()) != (self.acp is not None) or ("acp" in self.run_layers() and not self.steps):
+            raise ValueError("a vector run through the ACP endpoint needs `acp` and the protocol test agent's steps, "
+                             "and only such a vector has `acp`")
         return self
 
     def run_layers(self) -> tuple[Layer, ...]:
@@ -217,6 +238,8 @@ class Vector(_Strict):
         """Whether the vector belongs to `harness`'s claims (None: the sandbox alone) as run by `level`."""
         if level is not None and self.privileges and level not in self.privileges:
             return False
+        if self.acp is not None:
+            return harness is None  # the ACP endpoint's own vector: the protocol test agent, never a harness, attempts it
         if harness is None:
             return True
         return (not self.harnesses or harness in self.harnesses) and harness not in self.skip_harnesses
@@ -314,12 +337,14 @@ def fill(value: Any, values: dict[str, str]) -> Any:
     return value
 
 
-def expected_outcome(vector: Vector, layer: Layer, harness_report, sandbox_report) -> Literal["blocked", "escaped"]:
+def expected_outcome(vector: Vector, layer: Layer, harness_report, sandbox_report,
+                     endpoint_report=None) -> Literal["blocked", "escaped"]:
     """What the declarations predict for `vector` in `layer`.
 
     A layer blocks when it declares the capability exact, or partial without naming the vector's
     surface as a bypass (or naming the vector among those it holds against all the same). The composed
-    plan blocks when either of its layers does.
+    plan blocks when either of its layers does; the `acp` layer when the ACP endpoint (`endpoint_report`) does,
+    since the client acts outside the sandbox.
     """
 
     def blocks(report) -> bool:
@@ -330,6 +355,8 @@ def expected_outcome(vector: Vector, layer: Layer, harness_report, sandbox_repor
 
     if layer == "sandbox":
         return "blocked" if blocks(sandbox_report) else "escaped"
+    if layer == "acp":
+        return "blocked" if blocks(endpoint_report) else "escaped"
     if layer == "harness":
         return "blocked" if blocks(harness_report) else "escaped"
     return "blocked" if blocks(harness_report) or blocks(sandbox_report) else "escaped"

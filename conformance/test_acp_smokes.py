@@ -5,41 +5,15 @@ the client answers the permission request, and the test reads the real side effe
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from acp_scenario import COMMAND, FINAL, PROOF, REPO, SHELL_ASK, adapter_pin, asking_vocabulary
 from agentbox.acp import acp_command, acp_entry, acp_harnesses
 from agentbox.testing.acp_client import AcpRun, run_acp
 from agentbox.testing.fixtures import scripted_key_env, scripted_profile
 from agentbox.testing.session import session_key
 
 pytestmark = [pytest.mark.smoke, pytest.mark.harness(*acp_harnesses())]
-
-PROOF = "acp-proof.txt"
-FINAL = "acp-smoke-done"
-# `chmod 666` is on Hermes's dangerous-command list (it asks only for those); the others ask for any shell
-# call under shell: ask.
-COMMAND = f"echo approved > {PROOF} && chmod 666 {PROOF}"
-# Native shell-call arguments that make a harness ask, per (harness, dialect). Codex's newest dialect
-# compiles shell: ask to approval_policy on-request: a sandboxed command runs unasked, a request to run
-# outside Codex's own sandbox asks (older dialects compile "untrusted", which asks for any command and
-# rejects an escalation request outright). Test knowledge of the harnesses, not product data.
-SHELL_ARGUMENTS = {("codex", "profiles_on_request"): {"sandbox_permissions": "require_escalated",
-                                                      "justification": "agentbox ACP smoke"}}
-SHELL_ASK = {"workspace": {"access": "read_write", "requirement": "required"},
-             "command_network": {"access": "none", "requirement": "required"},
-             "shell": {"access": "ask", "requirement": "advisory"}}
-_REPO = Path(__file__).resolve().parents[1]
-
-
-def _adapter_pin(adapter: str) -> str:
-    try:
-        from agentbox.installs import load_matrix
-
-        return load_matrix(str(_REPO / "matrices" / "default.yaml")).acp_adapters.get(adapter, "VERSION")
-    except Exception:
-        return "VERSION"
 
 
 @pytest.fixture
@@ -58,23 +32,18 @@ def acp_run(request: pytest.FixtureRequest, scripted_model, agentbox_workspace):
             found = find_binary(entry.adapter)
             if found is None:
                 why = (f"{harness.name}'s ACP adapter {entry.adapter} is not installed "
-                       f"(agent-box harness install {entry.adapter}@{_adapter_pin(entry.adapter)})")
+                       f"(agent-box harness install {entry.adapter}@{adapter_pin(entry.adapter)})")
                 pytest.fail(why) if session.require_harnesses else pytest.skip(why)
             adapter_binary = found.binary
-        adapter = harness.adapter()
-        probe = adapter.probe(harness.binary)
-        vocab = adapter.tool_vocabulary
-        extra = SHELL_ARGUMENTS.get((harness.name, probe.dialect))
-        if extra:
-            vocab = vocab.model_copy(update={"shell": vocab.shell.model_copy(
-                update={"arguments": {**vocab.shell.arguments, **extra}})})
+        probe = harness.adapter().probe(harness.binary)
+        vocab = asking_vocabulary(harness, probe)
         scripted_model.load({"steps": [{"shell": {"command": COMMAND}}], "final_text": FINAL}, vocab)
         profile = scripted_profile(harness, scripted_model, SHELL_ASK, name="acp-smoke")
         loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<test>", digest="test")
         ws = agentbox_workspace
         req = RunRequest(loaded=loaded, probe=probe,
                          workspace=str(ws.project), home=str(ws.home), prompt="", timeout=session.timeout,
-                         extra_env=scripted_key_env(), ro_binds=(str(_REPO),))
+                         extra_env=scripted_key_env(), ro_binds=(str(REPO),))
 
         def command(result):
             argv, env, binds = acp_command(harness.name, result, harness.binary, adapter_binary)

@@ -1,5 +1,6 @@
 """The escape suite: every vector of the catalogue through the sandbox alone, the harness alone and
-the composed plan, each with its positive control. Every outcome becomes an evidence record; a test
+the composed plan (and the ACP endpoint's client-surface vectors through the endpoint alone), each with its
+positive control. Every outcome becomes an evidence record; a test
 passes when the observed outcome is what the declarations predict (fix a wrong declaration, never
 the test)."""
 
@@ -11,6 +12,7 @@ from agentbox.evidence import privilege_level
 from agentbox.testing.evidence_writer import hand_over
 from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
+from agentbox.testing.acp_drive import unsupported as acp_unsupported
 from agentbox.testing.tui import unsupported
 from agentbox.vectors import kernel_lacks
 
@@ -43,16 +45,20 @@ def _judge(request, record, expected):
         f"{record.observation}. Fix the declaration to the truth.")
 
 
-@pytest.mark.vector_layers("sandbox")
-def test_the_sandbox_alone_enforces_what_it_declares(request, runner, vector):
+def _without_a_harness(request, runner, vector, layer: str, who: str) -> None:
     if runner.mode != "headless":
-        pytest.skip(f"the sandbox alone drives no harness: its records are the same in every mode ({runner.mode} run)")
+        pytest.skip(f"{who} drives no harness: its records are the same in every mode ({runner.mode} run)")
     if not vector.applies_to(None, privilege_level()):
         pytest.skip(vector.skip_reason(None, privilege_level()))
     if kernel_lacks(vector):
         pytest.skip(kernel_lacks(vector))
-    record = runner.run(vector, "sandbox")
-    _judge(request, record, expected_for(vector, "sandbox", None, None))
+    record = runner.run(vector, layer)
+    _judge(request, record, expected_for(vector, layer, None, None))
+
+
+@pytest.mark.vector_layers("sandbox")
+def test_the_sandbox_alone_enforces_what_it_declares(request, runner, vector):
+    _without_a_harness(request, runner, vector, "sandbox", "the sandbox alone")
 
 
 @pytest.mark.parametrize("layer", ["harness", "composed"])
@@ -66,6 +72,14 @@ def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, h
         pytest.skip(kernel_lacks(vector))
     if runner.mode == "tui" and unsupported(harness.name):
         pytest.skip(f"{harness.name} has no TUI driver: {unsupported(harness.name)}")
+    if runner.mode == "acp" and acp_unsupported(harness.name):
+        pytest.skip(f"{harness.name} cannot be driven as an ACP agent: {acp_unsupported(harness.name)}")
     probe = request.getfixturevalue("harness_probe")
     record = runner.run(vector, layer, harness, probe, scripted_model)
     _judge(request, record, expected_for(vector, layer, harness.name, probe.version))
+
+
+@pytest.mark.vector_layers("acp")
+def test_the_acp_endpoint_holds_the_client_surfaces_it_declares(request, runner, vector):
+    """The protocol test agent asks the client, through `agent-box acp`'s relay and policy, for what the intent forbids."""
+    _without_a_harness(request, runner, vector, "acp", "the endpoint alone")

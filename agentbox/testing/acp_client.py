@@ -1,9 +1,11 @@
 """A small ACP client for tests: it spawns an agent, runs one prompt, and records what came back.
 
 `RecordingClient` records every session update and permission request and answers each request
-with a fixed policy (approve: the first allow option; deny: the first reject option). `run_acp`
-spawns the agent with exactly the argv and environment given (the sandbox's), in its own session,
-and bounds the whole exchange by one timeout; the process group is killed afterwards.
+with a fixed policy (approve: the first allow option; approve_all: the widest one, "always" first;
+deny: the first reject option). Asked to, it offers the file system and terminals and serves them on
+the host, as an editor does: that is the bypass `agent-box acp` closes, so a test sees it when it is
+open. `run_acp` spawns the agent with exactly the argv and environment given (the sandbox's), in its
+own session, and bounds the whole exchange by one timeout; the process group is killed afterwards.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Any, Literal
 
 __all__ = ["RecordingClient", "AcpRun", "run_acp", "Policy"]
 
-Policy = Literal["approve", "deny"]
+Policy = Literal["approve", "approve_all", "deny"]
 _ALLOW = ("allow_once", "allow_always")
+_ALLOW_ALL = ("allow_always", "allow_once")
 _REJECT = ("reject_once", "reject_always")
 _GRACE = 1.0  # seconds an agent gets to exit after stdin closes, and again after SIGTERM
 
@@ -42,16 +45,24 @@ class PermissionRecord:
 class RecordingClient:
     """An `acp.Client`: records updates and permission requests; answers with `policy`."""
 
-    def __init__(self, policy: Policy = "approve"):
+    def __init__(self, policy: Policy = "approve", *, fs: bool = False, terminal: bool = False):
         self.policy = policy
+        self.fs, self.terminal = fs, terminal  # offered to the agent, and served on the host
         self.updates: list[tuple[str, Any]] = []
         self.permission_requests: list[PermissionRecord] = []
+        self.calls: list[tuple[str, Any]] = []  # client methods the agent called: (method, path or command)
+
+    def capabilities(self) -> Any:
+        from acp.schema import ClientCapabilities, FileSystemCapabilities
+
+        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=self.fs, write_text_file=self.fs),
+                                  terminal=self.terminal)
 
     # -- what the agent calls ----------------------------------------------------------------------
     async def request_permission(self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any) -> Any:
         from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
-        kinds = _ALLOW if self.policy == "approve" else _REJECT
+        kinds = {"approve": _ALLOW, "approve_all": _ALLOW_ALL}.get(self.policy, _REJECT)
         chosen = next((o.option_id for k in kinds for o in options if o.kind == k), None)
         self.permission_requests.append(PermissionRecord(session_id, tool_call, list(options), chosen))
         if chosen is None:
@@ -61,15 +72,41 @@ class RecordingClient:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
 
-    async def write_text_file(self, *args: Any, **kwargs: Any) -> Any:
+    async def write_text_file(self, content: str, path: str, session_id: str, **kwargs: Any) -> Any:
         from acp import RequestError
+        from acp.schema import WriteTextFileResponse
 
-        raise RequestError.method_not_found("fs/write_text_file")  # not advertised in our capabilities
+        self.calls.append(("fs/write_text_file", path))
+        if not self.fs:
+            raise RequestError.method_not_found("fs/write_text_file")  # not advertised in our capabilities
+        with open(path, "w") as f:
+            f.write(content)
+        return WriteTextFileResponse()
 
-    async def read_text_file(self, *args: Any, **kwargs: Any) -> Any:
+    async def read_text_file(self, path: str, session_id: str, line: int | None = None, limit: int | None = None,
+                             **kwargs: Any) -> Any:
         from acp import RequestError
+        from acp.schema import ReadTextFileResponse
 
-        raise RequestError.method_not_found("fs/read_text_file")
+        self.calls.append(("fs/read_text_file", path))
+        if not self.fs:
+            raise RequestError.method_not_found("fs/read_text_file")
+        with open(path) as f:
+            return ReadTextFileResponse(content=f.read())
+
+    async def create_terminal(self, command: str, session_id: str, args: list[str] | None = None, env: Any = None,
+                              cwd: str | None = None, output_byte_limit: int | None = None, **kwargs: Any) -> Any:
+        """As an editor does: the command runs on the host (which is why the endpoint never passes this on)."""
+        import subprocess
+
+        from acp import RequestError
+        from acp.schema import CreateTerminalResponse
+
+        self.calls.append(("terminal/create", [command, *(args or [])]))
+        if not self.terminal:
+            raise RequestError.method_not_found("terminal/create")
+        subprocess.run([command, *(args or [])], cwd=cwd, capture_output=True, timeout=60)
+        return CreateTerminalResponse(terminal_id="host-1")
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         from acp import RequestError
@@ -125,9 +162,9 @@ class AcpRun:
 
 async def _exchange(argv: list[str], env: dict[str, str], cwd: str, client: RecordingClient, prompt: str,
                     session_cwd: str, mode: str | None, mcp_servers: list[Any], run: AcpRun, stderr_fd: int,
-                    pass_fds: tuple[int, ...]) -> None:
+                    pass_fds: tuple[int, ...], session_meta: dict | None = None, grace: float = _GRACE) -> None:
     import acp
-    from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+    from acp.schema import Implementation
 
     start = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
@@ -138,13 +175,10 @@ async def _exchange(argv: list[str], env: dict[str, str], cwd: str, client: Reco
     try:
         try:
             run.init = await conn.initialize(
-                protocol_version=acp.PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False,
-                                                                                write_text_file=False),
-                                                       terminal=False),
+                protocol_version=acp.PROTOCOL_VERSION, client_capabilities=client.capabilities(),
                 client_info=Implementation(name="agentbox-conformance", version="1"))
             run.stages["initialized"] = time.monotonic() - start
-            run.session = await conn.new_session(cwd=session_cwd, mcp_servers=mcp_servers)
+            run.session = await conn.new_session(cwd=session_cwd, mcp_servers=mcp_servers, **(session_meta or {}))
             run.stages["session"] = time.monotonic() - start
             if mode is not None:
                 await conn.set_session_mode(session_id=run.session.session_id, mode_id=mode)
@@ -170,7 +204,7 @@ async def _exchange(argv: list[str], env: dict[str, str], cwd: str, client: Reco
                 _kill_group(proc.pid, sig)
                 run.stopped_by = signal.Signals(sig).name
             try:
-                run.returncode = await asyncio.wait_for(proc.wait(), timeout=_GRACE)
+                run.returncode = await asyncio.wait_for(proc.wait(), timeout=grace)
                 break
             except asyncio.TimeoutError:
                 continue
@@ -186,12 +220,14 @@ def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
 
 def run_acp(argv: list[str], env: dict[str, str], cwd: str, prompt: str, *, session_cwd: str | None = None,
             policy: Policy = "approve", mode: str | None = None, mcp_servers: list[Any] | None = None,
-            timeout: float = 120.0, stderr_path: str | None = None, pass_fds: tuple[int, ...] = ()) -> AcpRun:
+            timeout: float = 120.0, stderr_path: str | None = None, pass_fds: tuple[int, ...] = (),
+            client: RecordingClient | None = None, session_meta: dict | None = None, grace: float = _GRACE) -> AcpRun:
     """Spawn the agent (`argv`, exactly `env`, inheriting `pass_fds`: the sandbox's seccomp program),
-    initialize, open a session, prompt once; all within `timeout`."""
+    initialize, open a session (its `_meta`: `session_meta`), prompt once; all within `timeout`. `grace`: how
+    long the agent gets to exit after its stdin closes (an `agent-box acp` endpoint ends its sandbox first)."""
     import tempfile
 
-    client = RecordingClient(policy)
+    client = client or RecordingClient(policy)
     run = AcpRun(client=client)
     with tempfile.TemporaryFile() if stderr_path is None else open(stderr_path, "w+b") as err:
         start = time.monotonic()
@@ -199,7 +235,9 @@ def run_acp(argv: list[str], env: dict[str, str], cwd: str, prompt: str, *, sess
         async def bounded() -> None:
             try:
                 await asyncio.wait_for(_exchange(argv, env, cwd, client, prompt, session_cwd or cwd, mode,
-                                                 mcp_servers or [], run, err.fileno(), pass_fds), timeout)
+                                                 mcp_servers or [], run, err.fileno(), pass_fds, session_meta,
+                                                 grace),
+                                       timeout)
             except asyncio.TimeoutError:
                 run.timed_out = True
 

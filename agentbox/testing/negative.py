@@ -30,11 +30,12 @@ from .privilege import observed
 from .weakened import entry_hook
 from .targets import Targets, kill_all, prepare, process_alive
 
-__all__ = ["Attempt", "VectorRunner", "expected_for"]
+__all__ = ["Attempt", "VectorRunner", "expected_for", "PROTOCOL_AGENT"]
 
 # Not shaped like a real key: some harnesses redact key-shaped strings from tool output, which would
 # hide whether the variable was visible at all.
 MODEL_KEY = "agentbox-scripted-credential"
+PROTOCOL_AGENT = "acp-protocol-test-agent"  # who attempts an `acp`-layer vector: no harness
 
 
 @dataclass
@@ -100,9 +101,12 @@ def _sandbox_failure(done: subprocess.CompletedProcess, nonce: str) -> str | Non
 
 
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
+    from ..claims import ENDPOINT
+
     harness_report = load_declarations(harness).report(vector.capability, version, layer) if harness else None
     sandbox_report = load_declarations("bwrap").report(vector.capability, bwrap_version())
-    return expected_outcome(vector, layer, harness_report, sandbox_report)
+    endpoint_report = load_declarations(ENDPOINT).report(vector.capability, None) if layer == "acp" else None
+    return expected_outcome(vector, layer, harness_report, sandbox_report, endpoint_report)
 
 
 class VectorRunner:
@@ -146,7 +150,9 @@ class VectorRunner:
                 run_layer = "harness"
             if spec is not None and spec.layer == "harness" and layer == "sandbox":
                 run_layer = "host"
-            if run_layer in ("sandbox", "host"):
+            if run_layer == "acp":
+                error, seen = self._run_endpoint(vector, steps, intent, targets, weaken, control)
+            elif run_layer in ("sandbox", "host"):
                 command = Vector.sandbox_argv(steps, fill(
                     (spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command), values))
                 if command is None and run_layer == "host":
@@ -209,6 +215,40 @@ class VectorRunner:
                     printed=f"{done.stdout}\n{done.stderr}")
         return _sandbox_failure(done, targets.nonce), seen
 
+    def _run_endpoint(self, vector: Vector, steps, intent, targets: Targets, weaken: tuple[str, ...],
+                      control: bool) -> tuple[str | None, Seen]:
+        """The ACP endpoint alone (its relay and client-surface policy over the plan's sandbox) with the protocol
+        test agent making the attempt, and a client that serves files and terminals on the host."""
+        import json
+
+        from .acp_client import RecordingClient, run_acp
+
+        assert vector.acp is not None
+        attempt = vector.acp
+        profile, script = targets.root / "profile.yaml", targets.root / "acp-steps.json"
+        profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent}))
+        script.write_text(json.dumps(steps))
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = {**self._env(targets), "AGENTBOX_HOME": str(targets.root / "agentbox-home"),
+               "PYTHONPATH": os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))}
+        argv = [sys.executable, "-m", "agentbox.testing.acp_endpoint", "--profile", str(profile), "--workspace",
+                str(targets.ws), "--script", str(script), *(["--facts", attempt.facts] if attempt.facts else []),
+                *(a for w in weaken if w == "acp_meta" for a in ("--weaken", w))]
+        client = RecordingClient(attempt.client, fs=True, terminal=True)
+        run = run_acp(argv, env, str(targets.root), "Follow your script.", session_cwd=str(targets.ws), client=client,
+                      session_meta=fill(dict(attempt.session_meta), targets.values()) or None, timeout=self.timeout,
+                      grace=10.0)
+        said = "\n".join(filter(None, (run.error, client.agent_text(), run.stderr)))
+        seen = Seen([client.agent_text(), run.error or "", run.stderr], printed=client.agent_text() or run.error or "")
+        if run.timed_out:
+            return f"the endpoint timed out after {self.timeout}s: {run.stderr.strip()[-400:]}", seen
+        if run.init is None:
+            return f"the endpoint never answered initialize: {run.error} {run.stderr.strip()[-400:]}", seen
+        if not control and not re.search(attempt.met, said):
+            return (f"the attempt never met the endpoint's mechanism (its answer never said {attempt.met!r}): "
+                    f"{' '.join(said.split())[-400:]}"), seen
+        return None, seen
+
     def _run_harness(self, harness, probe, model, intent, steps, vector: Vector, targets: Targets, layer: str,
                      weaken: tuple[str, ...] = ()):
         from ..harness_run import RunRequest, run_harness
@@ -240,6 +280,10 @@ class VectorRunner:
             from .tui import drive
 
             out = drive(req, harness.name, probe.binary, done_text)
+        elif self.mode == "acp":
+            from .acp_drive import drive as drive_acp
+
+            out = drive_acp(req, harness.name, probe.binary)
         else:
             out = run_harness(req)
         results = [r.text for r in model.tool_results()]
@@ -266,6 +310,10 @@ class VectorRunner:
             from .tui import DECLINED
 
             refusals = (*refusals, DECLINED)  # a permission dialog the driver declined, which ended the turn
+        if self.mode == "acp":
+            from .acp_drive import DECLINED as REJECTED
+
+            refusals = (*refusals, REJECTED)  # a permission request the client rejected, which ended the turn
         if unanswered and unanswered[-1] == len(steps) - 1 and any(
                 re.search(p, f"{out.stdout}\n{out.stderr}") for p in refusals):
             unanswered = unanswered[:-1]  # the last call met the harness's policy, which ended the run there
@@ -351,11 +399,12 @@ class VectorRunner:
         info = RunInfo(
             harness=harness.name if harness else None, version=probe.version if probe else None,
             binary_sha256=probe.sha256 if probe else None, dialect=probe.dialect if probe else None,
-            sandbox_backend="bwrap" if layer in ("sandbox", "composed") else None,
-            sandbox_version=bwrap_version() if layer in ("sandbox", "composed") else None,
+            sandbox_backend="bwrap" if layer in ("sandbox", "composed", "acp") else None,
+            sandbox_version=bwrap_version() if layer in ("sandbox", "composed", "acp") else None,
             kernel=facts["kernel"], agentbox_version=facts["agentbox_version"], suite_revision=suite_revision(),
             catalogue_digest=self.catalogue.digest, privilege=observed(layer), provenance="observed",
-            mode=self.mode if harness is not None else "headless")
+            mode="acp" if layer == "acp" else self.mode if harness is not None else "headless",
+            agent=PROTOCOL_AGENT if layer == "acp" and harness is None else None)
         return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
                               outcome=outcome, observation=observation, control_outcome=control_outcome,
                               duration=round(time.monotonic() - start, 3), nodeid=self.nodeid)

@@ -75,7 +75,7 @@ class AgentBoxSession:
 
     @property
     def mode(self) -> str:
-        """How harnesses are driven: "headless" or "tui" (`--agentbox-mode`)."""
+        """How harnesses are driven: "headless", "tui" or "acp" (`--agentbox-mode`)."""
         return str(self.config.getoption("--agentbox-mode"))
 
     def targets(self) -> list[HarnessTarget]:

@@ -1,0 +1,229 @@
+"""`agent-box acp <profile>`: one endpoint process, one gate decision, one sandbox, one Run.
+
+Order: gate (nothing read, nothing started) -> refused: answer `initialize` with the refusal, record the
+refused Run, exit 3 -> allowed: record the Run, materialize the private config, start the egress proxy and
+the harness's ACP agent inside the sandbox, relay until either side ends, end the whole process tree,
+keep the egress log, record how the Run ended.
+
+An allowed decision is cached as `launch` caches one (`launch.py`: keyed by the profile's bytes, the project,
+the evidence store, the flags and the package; re-checked against the binaries, the project's config surfaces
+and the store in a few syscalls), so a later start goes from its cache straight to the sandbox, and the agent
+starts while the endpoint still loads the SDK's connection (sdk.py; its schema loads once `initialize` is
+answered): the editor waits for little more than the agent's own start. A refusal is never cached.
+
+How a Run ends: the client closing its stream is the normal end (`finished`, exit 0), unless a prompt was
+still running (`interrupted`); a signal to the endpoint is `interrupted` (128+N); the agent exiting or
+garbling its stream under the client is `failed` (exit 1, or the agent's own non-zero status); the egress
+proxy dying takes the run down (`failed`, exit 4). An endpoint killed outright leaves a `running` Run that
+the next command marks `interrupted`, killing what is left (`RunStore.reap`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+
+from ..errors import AgentBoxError
+from .notes import note
+
+__all__ = ["main", "serve", "surface_policy", "sandbox_entry", "cache_path"]
+
+FORMAT = "acp-1"
+
+
+def cache_path(profile_bytes: bytes, profile_path: str, cwd: str, evidence: str, binary: str | None,
+               accept_unverified: tuple[str, ...]) -> str:
+    """Where an allowed decision for exactly these inputs is kept (launch's key, with this command's format)."""
+    from ..launch import cache_file
+
+    return cache_file(profile_bytes, profile_path, cwd, evidence, binary, accept_unverified, kind="acp", fmt=FORMAT)
+
+
+def _cached(profile: str, cwd: str, evidence: str | None, accept_unverified: tuple[str, ...],
+            binary: str | None) -> tuple[dict, str] | None:
+    """The cached allowed start for these inputs, if it is still current; else None (the gate decides afresh)."""
+    from ..hot import agentbox_home, resolve_profile_path, stat_key
+    from ..launch import _current  # launch's freshness check: binaries, build, surfaces, uid, bwrap, evidence
+
+    path = resolve_profile_path(profile)
+    real_cwd = os.path.realpath(cwd)
+    if path is None or not os.path.isdir(real_cwd):
+        return None
+    store = evidence or os.path.join(agentbox_home(), "evidence")
+    try:
+        with open(path, "rb") as f:
+            key = cache_path(f.read(), path, real_cwd, store, binary, accept_unverified)
+        with open(key) as f:
+            entry = json.load(f)
+        if entry.get("format") != FORMAT or not _current(entry, binary):
+            return None
+        if stat_key(entry["argv"][0]) != entry["agent_stat"]:  # the ACP adapter reinstalled or upgraded
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return entry, key
+
+
+def main(profile: str, cwd: str, *, evidence: str | None = None, accept_unverified: tuple[str, ...] = (),
+         binary: str | None = None) -> int:
+    from ..hot import agentbox_home, write_json_atomic
+    from ..runs import RunStore
+
+    cached = _cached(profile, cwd, evidence, accept_unverified, binary)
+    if cached is not None:
+        start = cached[0]
+    else:
+        start = _decide(profile, cwd, evidence, accept_unverified, binary)
+        if isinstance(start, int):
+            return start
+        if start.pop("cacheable"):
+            with open(start["check"]["profile_path"], "rb") as f:
+                write_json_atomic(cache_path(f.read(), start["check"]["profile_path"], start["cwd"],
+                                             start["check"]["evidence"], binary, accept_unverified), start)
+    if start.get("notice"):
+        note(start["notice"])
+    from .policy import SurfacePolicy
+
+    store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
+    try:
+        store.reap()
+        policy = SurfacePolicy.from_data(start["policy"], start["sandbox"]["argv"])
+        return asyncio.run(serve(start["sandbox"], start["cwd"], policy, start["argv"], start["env"], start["run"],
+                                 store, label=start["label"]))
+    finally:
+        store.close()
+
+
+def _decide(profile: str, cwd: str, evidence: str | None, accept_unverified: tuple[str, ...],
+            binary: str | None) -> dict | int:
+    """The gate, afresh: the start entry when it allows, else the exit status after answering the client."""
+    from .sdk import framing
+
+    framing()
+    from acp.exceptions import RequestError
+
+    from ..acp import acp_entry
+    from ..hot import agentbox_home, stat_key
+    from ..runs import RunStore
+    from .gate import answer_with_error, prepare, refusal_data
+    from .relay import REFUSED, refused
+
+    try:
+        ready = prepare(profile, cwd, evidence=evidence, accept_unverified=accept_unverified, binary=binary)
+    except AgentBoxError as exc:
+        note(str(exc))
+        answer_with_error(RequestError(REFUSED, f"agent-box: {exc}", {"refusedBy": "agent-box",
+                                                                      "exitCode": exc.exit_code}))
+        return exc.exit_code
+    built = ready.built
+    if not built.decision.allowed:
+        store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
+        store.reap()
+        message = built.decision.message()
+        run_id = store.refuse({**built.fields, "mode": "acp", "harness_args": ready.argv}, message)
+        store.close()
+        note(f"{message}\n(run {run_id} recorded as refused: agent-box runs show {run_id})")
+        answer_with_error(refused(message, refusal_data(built, run_id)))
+        return 3
+    entry = sandbox_entry(built.plan)
+    policy = surface_policy(built.plan, entry, built.loaded.profile, acp_entry(built.plan.harness))
+    return {"format": FORMAT, "check": {**built.check, "profile_path": built.loaded.source}, "sandbox": entry,
+            "cwd": built.plan.cwd, "policy": policy.data(), "argv": ready.argv, "env": ready.env, "run": built.fields,
+            "label": f"{built.plan.harness} {built.probe.version}", "agent_stat": stat_key(ready.argv[0]),
+            "notice": built.decision.notice() if built.decision.accepted else None,
+            # a tool allowlist's inventory is asked afresh at every start (as launch does)
+            "cacheable": not built.loaded.profile.permission_intent.mcp.tools}
+
+
+def sandbox_entry(plan) -> dict:
+    """The plan's sandbox as plain data (launch's entry), with the project's config surfaces masked."""
+    from ..sandbox import bwrap
+    from ..sandbox.session import entry_from_plan
+    from ..sandbox.surfaces import discover
+
+    req = plan.native.requirements
+    masks = discover(plan.cwd, plan.profile, req.surfaces, bwrap.hidden_roots(req, os.environ.get("HOME") or "/root"))
+    return entry_from_plan(plan, masks)
+
+
+def surface_policy(plan, entry: dict, profile, facts=None):
+    """The client-surface policy of a compiled plan, with an ACP agent's facts (`acp.AcpEntry`; none: a protocol
+    test agent, which reads no `_meta` and has no modes)."""
+    from .policy import SurfacePolicy
+    from .view import SandboxView, mounts_of
+
+    intent = profile.permission_intent
+    session_mcp = None
+    if facts is not None and facts.mcp_from_session:
+        session_mcp = tuple({"name": name, "command": spec.command, "args": list(spec.args),
+                             "env": [{"name": k, "value": v} for k, v in spec.env.items()]}
+                            for name, spec in profile.mcp_servers.items() if name in intent.mcp.servers)
+    return SurfacePolicy(
+        workspace=os.path.realpath(plan.cwd), workspace_access=intent.workspace.access, shell=intent.shell.access,
+        view=SandboxView(mounts_of(entry["argv"])),
+        meta_keep=facts.meta.keep if facts else (), meta_refuse=dict(facts.meta.refuse) if facts else {},
+        refuse_modes=dict(facts.refuse_modes) if facts else {}, session_mcp=session_mcp)
+
+
+async def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], fields: dict, store, *,
+                label: str, policy_hook=None) -> int:
+    """Serve the client on stdio with `argv` as the ACP agent inside the sandbox `entry` describes, recorded as one
+    Run (`fields`: its columns), its client surfaces held by `policy`. `policy_hook`: a testing seam (the `acp`
+    layer's controls take one protection out); the command never sets it."""
+    from ..hot import agentbox_home
+    from ..launch import make_run_dir
+    from ..runs import egress_log
+    from .sandboxed import STDIO_LIMIT, SandboxedRun
+
+    run_dir = make_run_dir()
+    run_id = store.start({**fields, "mode": "acp", "harness_args": argv, "run_dir": run_dir})
+    note(f"run {run_id}: {label} as an ACP agent in the sandbox (agent-box runs show {run_id})")
+    sbx: SandboxedRun | None = None
+    state, status = "failed", 1
+    try:
+        sbx = SandboxedRun.open(entry, run_dir, run_id, cwd, env)
+        proc = await sbx.spawn(argv)
+        # the agent starts meanwhile: the SDK's connection loads now (its schema once `initialize` is answered)
+        from .sdk import framing
+
+        framing()
+        from .relay import Relay
+        from .stdio import stdio_streams
+        from .terminals import Terminals
+
+        relay = Relay(policy_hook(policy) if policy_hook is not None else policy,
+                      Terminals(lambda command: sbx.spawn(command, pipes=False)),
+                      on_session=lambda sid: store.add_session(run_id, sid))
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, relay._end, "stopped", f"agent-box acp got {signal.Signals(sig).name}",
+                                    128 + sig)
+        reader, writer = await stdio_streams(limit=STDIO_LIMIT)
+        ending = await relay.run(reader, writer, proc)
+        agent_status = await SandboxedRun.stop(proc)
+        note(f"run {run_id} ended: {ending.detail}")
+        if sbx.proxy_notes():
+            state, status = "failed", 4
+        elif ending.kind == "client_eof":
+            state, status = ("interrupted" if ending.prompts_in_flight else "finished"), 0
+        elif ending.kind == "stopped":
+            state, status = "interrupted", ending.status or 130
+        else:
+            state, status = "failed", (ending.status or agent_status or 1) if ending.kind == "agent_exit" else 1
+    except AgentBoxError as exc:
+        note(str(exc))
+        status = exc.exit_code
+    except OSError as exc:  # bwrap missing, a backing that cannot be created
+        note(f"cannot start the sandbox: {exc}")
+        status = 4
+    finally:
+        if sbx is not None:
+            done = sbx.close(egress_log(str(agentbox_home()), run_id))
+        else:
+            from ..sandbox.session import cleanup
+
+            done = cleanup(run_id, run_dir)
+        store.finish(run_id, status, done, state)
+    return status
