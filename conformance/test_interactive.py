@@ -20,9 +20,9 @@ READ_WRITE = {"workspace": {"access": "read_write", "requirement": "required"},
               "command_network": {"access": "none", "requirement": "required"}}
 _REPO = Path(__file__).resolve().parents[1]
 
-# Claude Code only: the Codex driver knows 0.171's dialogs, and an older Codex (0.147, which the canary runs)
-# shows others, so its smoke would time out; its TUI evidence is unusable for now anyway (docs/harnesses/codex.md)
-pytestmark = [pytest.mark.smoke, pytest.mark.harness("claude-code")]
+# Not Codex: the Codex driver knows 0.171's dialogs, and an older Codex (0.147, which the canary runs) shows
+# others, so its smoke would time out; its TUI evidence is unusable for now anyway (docs/harnesses/codex.md)
+pytestmark = [pytest.mark.smoke, pytest.mark.harness("claude-code", "opencode", "hermes")]
 
 
 def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, request, scripted_model,
