@@ -20,9 +20,9 @@ READ_WRITE = {"workspace": {"access": "read_write", "requirement": "required"},
               "command_network": {"access": "none", "requirement": "required"}}
 _REPO = Path(__file__).resolve().parents[1]
 
-# Claude Code only: the Codex driver knows 0.171's dialogs, and an older Codex (0.147, which the canary runs)
-# shows others, so its smoke would time out; its TUI evidence is unusable for now anyway (docs/harnesses/codex.md)
-pytestmark = [pytest.mark.smoke, pytest.mark.harness("claude-code")]
+# Not Codex: the Codex driver knows 0.171's dialogs, and an older Codex (0.147, which the canary runs) shows
+# others, so its smoke would time out; its TUI evidence is unusable for now anyway (docs/harnesses/codex.md)
+pytestmark = [pytest.mark.smoke, pytest.mark.harness("claude-code", "opencode", "hermes")]
 
 
 def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, request, scripted_model,
@@ -74,7 +74,8 @@ def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, reques
 # Note on terminals. bwrap --new-session (setsid) leaves the TUI without a controlling terminal: its
 # stdin/stdout are still the pty (isatty is true, raw mode works, Ctrl-C arrives as a byte), but
 # opening /dev/tty fails with ENXIO and SIGWINCH never reaches it (the pty's foreground process group
-# is bwrap's), so a resized terminal is not redrawn. Claude Code, Codex and OpenCode render and run
-# without it. Dropping --new-session would restore both, and is safe only when the sandbox's terminal
-# is a pty the launcher owns (as pexpect's is here): with the user's own terminal, TIOCSTI (allowed on
-# this kernel: dev.tty.legacy_tiocsti = 1) would let the sandbox type into the user's shell.
+# is bwrap's), so a resized terminal is not redrawn. Claude Code, Codex, OpenCode and Hermes (its
+# prompt_toolkit CLI) render and run without it. Dropping --new-session would restore both, and is safe
+# only when the sandbox's terminal is a pty the launcher owns (as pexpect's is here): with the user's own
+# terminal, TIOCSTI (allowed on this kernel: dev.tty.legacy_tiocsti = 1) would let the sandbox type into
+# the user's shell.

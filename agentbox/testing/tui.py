@@ -26,15 +26,22 @@ def words(text: str) -> str:
     return r"(?:\s|\x1b\[[0-9;]*[A-Za-z])+".join(re.escape(w) for w in text.split())
 
 
+# Control sequences: CSI with its intermediates (a cursor shape `ESC [ 1 SP q`, a mode query `ESC [ ? 2026 $ p`),
+# OSC, DCS and the other string sequences (a capability query `ESC P + q ... ESC \`), charset designations,
+# then the two-character ones
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[P_^X][^\x1b]*\x1b\\"
+                      r"|\x1b[()*+][0-9A-Za-z]|\x1b[=>78A-Z\\]")
+
+
 def plain(chunks: list[str], n: int = 2000) -> str:
     """The screen's text without escape sequences, its last `n` characters."""
-    text = re.sub(r"\x1b\[[0-9;?<>=]*[a-zA-Z~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[=>()78A-Z]", "", "".join(chunks))
-    return text[-n:]
+    return _ESCAPES.sub("", "".join(chunks))[-n:]
 
 
 def readable(chunks: list[str], n: int = 600) -> str:
-    """The screen's last words for a message: no box drawing, one space between words."""
-    return " ".join(re.sub(r"[\u2500-\u259f\u276f]+", " ", plain(chunks, 20000)).split())[-n:]
+    """The screen's last words for a message: no box drawing, block elements, geometric shapes (spinners), one
+    space between words."""
+    return " ".join(re.sub(r"[\u2500-\u25ff\u276f\u2b1d]+", " ", plain(chunks, 20000)).split())[-n:]
 
 
 @dataclass(frozen=True)
@@ -61,13 +68,23 @@ SCRIPTS = {
     # workspace write (docs/harnesses/codex.md), so no permission dialog is known yet.
     "codex": TuiScript(ready=words("Ask Codex to do anything"), quit="/quit",
                        dialogs=((words("Open restricted"), "\r"), (words("Use existing model"), "2\r")), echo=True),
+    # OpenCode 1.18.33: no first-run dialog; the input box says "Ask anything". Enter typed in the same burst as a
+    # slash command is lost (the command's completion list is still opening), so input is submitted once drawn. An
+    # `ask` raises "Permission required ... Allow once / Allow always / Reject"; Esc rejects it, which stops the
+    # agent loop (OpenCode's default, `continue_loop_on_deny` unset): the rejected call is struck through, the
+    # model is not asked again, and the step's token count is drawn in the sidebar as it ends.
+    "opencode": TuiScript(ready=words("Ask anything"), quit="/exit", permission=words("Permission required"),
+                          declined=r"[0-9][0-9,]* tokens", echo=True),
+    # Hermes 0.19.0 (`hermes`, its prompt_toolkit CLI): no first-run dialog; ready once it says "Type your message
+    # or /help for commands". A dangerous command under approvals.mode manual raises "1. Allow once 2. Allow for
+    # this session 3. Add to permanent allowlist 4. Deny"; "4" denies at once, and the refusal ("BLOCKED: User
+    # denied this command ...") goes back to the model, which then says its closing words.
+    "hermes": TuiScript(ready=words("Type your message"), quit="/exit",
+                        permission=words("Add to permanent allowlist"), decline="4"),
 }
 
 # Why a harness has no TUI driver yet (its TUI evidence is then missing, and the claims say so).
-_UNSUPPORTED = {
-    "opencode": "no driver for its TUI yet",
-    "hermes": "no driver for its interactive mode yet",
-}
+_UNSUPPORTED: dict[str, str] = {}
 
 
 def submit(child, script: TuiScript, prompt: str) -> None:

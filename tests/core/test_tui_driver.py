@@ -29,3 +29,28 @@ def test_a_screen_reads_as_its_words_without_escape_sequences_or_box_drawing():
 
 def test_the_note_of_declined_dialogs_is_what_the_runner_counts_as_a_refusal():
     assert re.search(DECLINED, DECLINED_NOTE.format(n=2))
+
+
+def test_a_screen_reads_without_the_queries_and_cursor_shapes_a_tui_sends():
+    # OpenCode 1.18.33 opens with a capability query (DCS), mode queries (CSI ... $ p) and a cursor shape (CSI 1 SP q)
+    screen = ["\x1bP+q4d73\x1b\\\x1b[?1016$p\x1b[?2026$pAsk\x1b[1 q anything\x1b(B", "\x1b]12;#eeeeee\x07 now"]
+    assert readable(screen) == "Ask anything now"
+
+
+def test_a_spinner_is_not_words():
+    assert readable(["\u25a0\u2b1d\u2b1d esc interrupt \u25a0\u25a0\u2b1d"]) == "esc interrupt"
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_each_driver_declines_dialogs_with_keys_and_knows_its_quit_command(name):
+    script = SCRIPTS[name]
+    assert script.quit.startswith("/")
+    assert script.decline
+    if script.declined is not None:
+        assert script.permission is not None, "a turn a declined dialog ended needs a dialog to decline"
+
+
+def test_an_opencode_turn_ended_by_a_declined_dialog_is_seen_in_its_token_count():
+    # the sidebar after Esc rejected a bash call (1.18.33): the step's tokens are drawn as it ends
+    drawn = "\x1b[5;121H\x1b[38;2;128;128;128m\x1b[48;2;20;20;20m7,434 tokens\x1b[0m"
+    assert re.search(SCRIPTS["opencode"].declined, drawn)
