@@ -28,8 +28,12 @@ def _profile_and_probe(args) -> tuple:
             raise HarnessError(f"{loaded.profile.harness} is not installed (neither under $AGENTBOX_HOME/harnesses "
                                f"nor on PATH): agent-box harness install {loaded.profile.harness}@VERSION, give "
                                "--binary PATH, or --harness-version VERSION to compile for a version without its binary")
-        binary = found.binary
-    if binary is not None:
+        from .launch_plan import probe_and_check
+
+        # the installed binary: probed once, with what a cached answer must find unchanged (`output_cache`)
+        probe, args.probe_check = probe_and_check(loaded, None)
+        console.detail(f"probed {probe.binary}: version {probe.version}, build {probe.sha256 or '-'}")
+    elif binary is not None:
         from .adapters import get_adapter
 
         probe, _ = get_adapter(loaded.profile.harness).known_probe(binary)
@@ -46,11 +50,10 @@ def _compile(args):
     loaded, probe = _profile_and_probe(args)
     plan = compile_plan(loaded, args.cwd, harness_version=args.harness_version, probe=probe,
                         **for_profile(loaded.profile).compile_args())
-    if args.binary is None and args.harness_version is None and not loaded.profile.permission_intent.mcp.tools:
-        from .launch_plan import probe_and_check, surfaces_check
+    check = getattr(args, "probe_check", None)
+    if check is not None and not loaded.profile.permission_intent.mcp.tools:
+        from .launch_plan import surfaces_check
 
-        # what the answer rests on, for `output_cache` (the probe itself is remembered: no second run)
-        _, check = probe_and_check(loaded, None)
         args.cache_check = {**check, "surfaces": surfaces_check(plan)}
     return plan
 
