@@ -115,9 +115,10 @@ class Control(_Strict):
     # processes; `project_config` leaves the project's own config files writable; `backings` the profile
     # backings under the workspace's .agentbox in view; `policy_files` the harness's compiled policy writable;
     # `root_writable`, `host_tmp`, `host_home` the host's root, /tmp and home as they are; `abstract_sockets` no
-    # Landlock scope over the host's abstract unix sockets (agentbox.testing.weakened).
+    # Landlock scope over the host's abstract unix sockets; `credentials` the real credential values in the sandbox
+    # instead of placeholders (agentbox.testing.weakened).
     weaken: tuple[Literal["privilege", "host_sockets", "process", "project_config", "backings", "policy_files",
-                          "root_writable", "host_tmp", "host_home", "abstract_sockets"], ...] = ()
+                          "root_writable", "host_tmp", "host_home", "abstract_sockets", "credentials"], ...] = ()
     harness_intent: dict[str, Any] | None = None  # the harness layer's control intent, when it differs
     # `host`: the harness layer's control runs on the host, for a protection of the harness's own that no
     # intent turns off (Claude Code's and Codex's sandboxes keep their own project config read-only)

@@ -77,7 +77,7 @@ class HermesAdapter(HarnessAdapter):
         mcp_servers = self._mcp_servers(profile, warnings, errors)
         toolsets = [*(t for t in BASE_TOOLSETS if t not in disabled), *(sorted(mcp_servers) or ["no_mcp"])]
 
-        config: dict[str, Any] = self._model(profile, warnings)
+        config: dict[str, Any] = self._model(profile, warnings, self.base_url(profile, context))
         config["platform_toolsets"] = {"cli": list(toolsets), "acp": list(toolsets)}
         config["agent"] = {"disabled_toolsets": disabled, "coding_context": "off"}  # "focus" swaps toolsets
         toolset_owner = _primary(intent, [*removed, "mcp"])
@@ -142,6 +142,7 @@ class HermesAdapter(HarnessAdapter):
             coverage=self.coverage(intent, version, mechanisms),
             warnings=tuple(warnings),
             errors=tuple(errors),
+            model_credential=self.model_credential(profile.model.api_key_env),
         )
 
     @staticmethod
@@ -179,13 +180,13 @@ class HermesAdapter(HarnessAdapter):
         return servers
 
     @staticmethod
-    def _model(profile: Profile, warnings: list[str]) -> dict[str, Any]:
+    def _model(profile: Profile, warnings: list[str], base_url: str | None = None) -> dict[str, Any]:
         """`model:` (plus `providers:` for a custom endpoint). The key is named by key_env, never inlined."""
         m = profile.model
         model: dict[str, Any] = {}
         if m.base_url:
             # A bare `provider: custom` reads its key only from config; a named provider has key_env.
-            provider: dict[str, Any] = {"base_url": m.base_url.rstrip("/"), "api_mode": "chat_completions"}
+            provider: dict[str, Any] = {"base_url": (base_url or m.base_url).rstrip("/"), "api_mode": "chat_completions"}
             if m.api_key_env:
                 provider["key_env"] = m.api_key_env
             if m.name:

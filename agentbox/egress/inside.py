@@ -8,23 +8,34 @@ loopback port inside the network namespace to each.
 from __future__ import annotations
 
 __all__ = ["SOCKET_NAME", "MODEL_SOCKET", "LOG_NAME", "PROXY_PORT", "proxy_port", "proxy_env", "NO_PROXY",
-           "loopback_socket"]
+           "loopback_socket", "MODEL_ROUTE_PORT", "MODEL_PORT_TOKEN", "free_port"]
 
 SOCKET_NAME = "egress.sock"  # the proxy, in the run's relay folder
 MODEL_SOCKET = "model.sock"  # the fixed route to a loopback model endpoint, next to it
 LOG_NAME = "egress.jsonl"  # the decision log, in the run folder
 PROXY_PORT = 3128
+# The model route's port inside the namespace for a model that is not on the host's loopback (or is, below
+# 1024): any port works there, the namespace's loopback is the run's own.
+MODEL_ROUTE_PORT = 3127
+# Under a shared network the model route is a loopback port of the host, known only once the proxy listens:
+# compiled configs carry this token in its place, and the run's start writes the number over it.
+MODEL_PORT_TOKEN = "{agentbox_model_port}"
 # Loopback inside the namespace reaches only the in-sandbox relay (the model port among it), so it is
 # the one thing that must not be sent to the proxy.
 NO_PROXY = "127.0.0.1,localhost,::1"
 
 
-def proxy_port(taken: set[int] | frozenset[int] = frozenset()) -> int:
-    """The proxy's port inside the sandbox: 3128, or the next one no route of the relay listens on."""
-    port = PROXY_PORT
+def free_port(first: int, taken: set[int] | frozenset[int] = frozenset()) -> int:
+    """`first`, or the next port no route of the relay listens on."""
+    port = first
     while port in taken:
         port += 1
     return port
+
+
+def proxy_port(taken: set[int] | frozenset[int] = frozenset()) -> int:
+    """The proxy's port inside the sandbox: 3128, or the next one no route of the relay listens on."""
+    return free_port(PROXY_PORT, taken)
 
 
 def loopback_socket(port: int) -> str:

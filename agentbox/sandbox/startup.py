@@ -12,31 +12,58 @@ import os
 from ..egress.inside import LOG_NAME
 from .session import kill_marked, python_for_sandbox, sandbox_argv
 
-__all__ = ["Started", "start_egress", "relay_prefix", "filter_fd", "end_run_if_proxy_dies", "read_decisions",
-           "copy_decisions"]
+__all__ = ["Started", "start_egress", "fill_model_port", "relay_prefix", "filter_fd", "end_run_if_proxy_dies",
+           "read_decisions", "copy_decisions"]
 
 
-def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = None):
+def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = None, swaps: list[dict] = (),
+                 upstream_ca: str | None = None):
     """Start the run's egress proxy before anything runs; None when the plan needs none.
 
-    It serves the proxy socket and the model route in the run's relay folder and logs to the run
-    folder. `resolve` (name -> address) is a testing aid: names the host's DNS does not know. A proxy
-    that cannot start raises ProxyStartError (a SandboxError): the run is refused.
+    It serves the proxy socket and the fixed routes in the run's relay folder, the model route there or (network
+    shared) on a loopback TCP port, and logs to the run folder. `swaps` are the run's credentials (`issue`),
+    held in this process's memory only. `resolve` (name -> address) and `upstream_ca` (a CA bundle for upstream
+    TLS in place of the host's) are testing aids. A proxy that cannot start raises ProxyStartError (a
+    SandboxError): the run is refused.
     """
     if not entry.get("egress"):
         return None
     from ..egress.inside import MODEL_SOCKET, SOCKET_NAME, loopback_socket
     from ..egress.policy import EgressPolicy
     from ..egress.proxy import EgressProxy
+    from ..egress.swap import Swap, SwapTable
 
     data = dict(entry["egress"])
     data["resolver_overrides"] = {**data.get("resolver_overrides", {}), **(resolve or {})}
     policy = EgressPolicy.model_validate(data)
     relay_dir = os.path.join(run_dir, "relay")
-    fixed = {MODEL_SOCKET: policy.model_endpoint, **{loopback_socket(e.port): e for e in policy.loopback_routes()}}
-    routes = {os.path.join(relay_dir, name): fixed[name] for _, name in entry["relay"] if name != SOCKET_NAME}
-    return EgressProxy(policy, os.path.join(run_dir, LOG_NAME), socket_path=os.path.join(relay_dir, SOCKET_NAME),
-                       routes=routes).start()
+    names = {name for _, name in entry.get("relay", ())}
+    fixed = {loopback_socket(e.port): e for e in policy.loopback_routes()}
+    routes = {os.path.join(relay_dir, name): fixed[name] for name in names if name in fixed}
+    route = entry.get("model_route")
+    return EgressProxy(policy, os.path.join(run_dir, LOG_NAME),
+                       socket_path=os.path.join(relay_dir, SOCKET_NAME) if SOCKET_NAME in names else None,
+                       routes=routes, model_socket=os.path.join(relay_dir, MODEL_SOCKET) if route == "relay" else None,
+                       model_tcp=route == "tcp", swaps=SwapTable([Swap.make(**s) for s in swaps]),
+                       upstream_ca=upstream_ca).start()
+
+
+def fill_model_port(run_dir: str, env: dict[str, str], port: int) -> None:
+    """Write the model route's port over MODEL_PORT_TOKEN in the run's config files and variables (a shared
+    network's route is a loopback port of the host, known only once the proxy listens)."""
+    from ..egress.inside import MODEL_PORT_TOKEN
+
+    for name, value in env.items():
+        if MODEL_PORT_TOKEN in value:
+            env[name] = value.replace(MODEL_PORT_TOKEN, str(port))
+    for root, _dirs, files in os.walk(os.path.join(run_dir, "config")):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, encoding="utf-8", errors="surrogateescape") as f:
+                text = f.read()
+            if MODEL_PORT_TOKEN in text:
+                with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
+                    f.write(text.replace(MODEL_PORT_TOKEN, str(port)))
 
 
 def relay_prefix(entry: dict, run_dir: str) -> list[str]:
@@ -74,11 +101,22 @@ class Started:
     """What a run has running before its command starts: the argv up to the command, the watched proxy, and
     the descriptor bwrap must inherit (the unix-socket filter, when no relay applies it)."""
 
-    def __init__(self, entry: dict, run_dir: str, run_id: str, resolve: dict[str, str] | None = None):
+    def __init__(self, entry: dict, run_dir: str, run_id: str, resolve: dict[str, str] | None = None,
+                 env: dict[str, str] | None = None, source=None, upstream_ca: str | None = None):
+        """`env`: the run's environment, given the credentials' placeholders (and the model route's port) here;
+        `source`: where the real values are read (default: this process's environment)."""
+        from .credentials import issue
+
         self.notes: list[str] = []  # what went wrong during the run (the proxy's death)
         self.fd: int | None = None
-        self.proxy = start_egress(entry, run_dir, resolve)
+        issued = issue(entry.get("credentials", ()), os.environ if source is None else source)
+        self.missing = issued.missing  # optional credentials the host lacks: the harness starts without them
+        self.proxy = start_egress(entry, run_dir, resolve, issued.swaps, upstream_ca)
         try:
+            if env is not None:
+                env.update(issued.env)
+                if self.proxy is not None and self.proxy.model_address is not None:
+                    fill_model_port(run_dir, env, self.proxy.model_address[1])
             end_run_if_proxy_dies(self.proxy, run_id, self.notes)
             self.fd = filter_fd(entry)
             self.argv = [*sandbox_argv(entry, run_dir, self.fd), "--", *relay_prefix(entry, run_dir)]

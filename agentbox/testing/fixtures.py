@@ -60,8 +60,11 @@ def agentbox_workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
 @pytest.fixture
 def scripted_model():
     from ..scripted import ScriptedModel
+    from .negative import MODEL_KEY
 
-    model = ScriptedModel()
+    # it answers only requests carrying the real key: inside the sandbox the harness holds a placeholder, so a run
+    # that got answers there proves the egress proxy swapped the key in
+    model = ScriptedModel(key=MODEL_KEY)
     model.start()
     try:
         yield model
@@ -122,8 +125,10 @@ def run_harness(request: pytest.FixtureRequest) -> Callable[..., Any]:
     return run
 
 
-_KEY_VARS = {"anthropic-messages": "ANTHROPIC_API_KEY", "openai-responses": "OPENAI_API_KEY",
-             "openai-chat": "OPENAI_API_KEY"}
+# Not a provider's well-known name for the OpenAI wires: some harnesses drop those from their commands'
+# environment whatever the intent (Hermes), which would hide whether the sandbox keeps the key out.
+_KEY_VARS = {"anthropic-messages": "ANTHROPIC_API_KEY", "openai-responses": "AGENTBOX_MODEL_API_KEY",
+             "openai-chat": "AGENTBOX_MODEL_API_KEY"}
 
 
 def scripted_profile(harness: HarnessTarget, model, intent: dict, *, name: str = "smoke",
@@ -138,7 +143,8 @@ def scripted_profile(harness: HarnessTarget, model, intent: dict, *, name: str =
             "permission_intent": intent, "mcp_servers": mcp_servers or {}}
 
 
-def scripted_key_env() -> dict[str, str]:
+def scripted_key_env(harness: HarnessTarget, key: str | None = None) -> dict[str, str]:
+    """The host variable holding `harness`'s scripted model key (default: the scripted model's fixed test key)."""
     from .negative import MODEL_KEY
 
-    return {v: MODEL_KEY for v in set(_KEY_VARS.values())}
+    return {_KEY_VARS[harness.vocabulary().wire_api]: key or MODEL_KEY}

@@ -33,7 +33,8 @@ from .targets import Targets, kill_all, prepare, process_alive
 __all__ = ["Attempt", "VectorRunner", "expected_for"]
 
 # Not shaped like a real key: some harnesses redact key-shaped strings from tool output, which would
-# hide whether the variable was visible at all.
+# hide whether the variable was visible at all. A vector run adds its nonce, so the key it looks for is in no
+# file on the host (the package's own source, readable in the sandbox, holds only this prefix).
 MODEL_KEY = "agentbox-scripted-credential"
 
 
@@ -70,11 +71,14 @@ def _with_egress(observation: str, decisions: list[dict] | None) -> str:
     from collections import Counter
 
     routes = sum(1 for d in decisions if d.get("method") == "ROUTE")
+    model = [d for d in decisions if d.get("route") == "model"]
     lines = Counter(f"{'allowed' if d['allowed'] else 'denied'} {d.get('method') or '?'} {d.get('host')}:{d.get('port')} "
-                    f"({d['reason']})" for d in decisions if d.get("method") != "ROUTE")
+                    f"({d['reason']}{'; swapped ' + ', '.join(d['credentials']) if d.get('credentials') else ''})"
+                    for d in decisions if d.get("method") != "ROUTE" and d.get("route") != "model")
     parts = [line if n == 1 else f"{line} x{n}" for line, n in lines.items()]
     if routes:
-        parts.append(f"{routes} model connection(s)")
+        swapped = sum(1 for d in model if d.get("credentials"))
+        parts.append(f"{routes} model connection(s), {len(model)} request(s), the key swapped in {swapped}")
     return f"{observation}; proxy: {'; '.join(parts) or 'no request'}"
 
 
@@ -125,7 +129,7 @@ class VectorRunner:
         sandbox layer's plan (the mutation check, `agentbox.testing.weakened.SINGLE`)."""
         nonce = secrets.token_hex(6)
         root = self._root(vector, nonce)
-        targets = prepare(root, vector.setup, nonce, MODEL_KEY)
+        targets = prepare(root, vector.setup, nonce, f"{MODEL_KEY}-{nonce}")
         try:
             values = targets.values()
             spec = vector.control if control else None
@@ -220,6 +224,7 @@ class VectorRunner:
         for c in canaries.values():
             c.log.parent.mkdir()
         model.clear()
+        model.key = targets.model_key  # the real key: the model answers nothing else
         # in the TUI the run ends when the driver sees the model's closing words on screen
         done_text = f"agentbox-attempt-over-{targets.nonce}"
         vocabulary = harness.vocabulary()
@@ -231,7 +236,7 @@ class VectorRunner:
         req = RunRequest(
             loaded=loaded, probe=probe, workspace=str(targets.ws), home=str(targets.home),
             prompt="Follow the tool calls you are given.", layer=layer, timeout=self.timeout,
-            extra_env=scripted_key_env(), host_env={**os.environ, **targets.env},
+            extra_env=scripted_key_env(harness, targets.model_key), host_env={**os.environ, **targets.env},
             ro_binds=(package_root,), rw_binds=tuple(str(c.log.parent) for c in canaries.values()),
             resolve=dict(targets.resolve), entry_hook=entry_hook(weaken))
         if self.mode == "tui":
