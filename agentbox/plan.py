@@ -225,6 +225,9 @@ class SandboxPlan(_Frozen):
     # how the harness reaches the model route: "relay" (a loopback port of the inner relay, network unshared) or
     # "tcp" (a loopback port the proxy listens on, network shared; its number fills MODEL_PORT_TOKEN at start)
     model_route: Literal["relay", "tcp"] | None = None
+    # network shared and secrets bound to hosts: the proxy also listens on a loopback TCP port of the host, which
+    # the run's proxy variables name (its number fills PROXY_PORT_TOKEN at start), to swap them in
+    proxy_tcp: bool = False
     credentials: tuple[Credential, ...] = ()  # placeholders in, real values swapped in by the egress proxy
 
 

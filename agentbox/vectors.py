@@ -46,6 +46,7 @@ class Oracle(_Strict):
         "file_absent",        # `path` must not exist after the run
         "file_unchanged",     # `path` must still hold the content setup gave it
         "listener_silent",    # the test's listener `listener` must have accepted nothing
+        "listener_never_saw",  # the test's listener `listener` must never have received `secret`
         "mcp_not_called",     # the canary MCP log must hold no call of `tool`
         "secret_not_seen",    # `secret` (or its reverse: steps print through `rev` so that no harness's output
                               # masking of NAME=value lines can pass for isolation) must appear neither in what
@@ -61,6 +62,10 @@ class Oracle(_Strict):
     secret: str | None = None
     token: str | None = None  # process_gone: a string in the command line of the process to look for
     server: str = "canary"    # mcp_not_called: whose log
+    more_secrets: tuple[str, ...] = ()  # secret_not_seen: further secrets none of which may be seen
+    # The egress decision that proves a blocked attempt met the mechanism under test (e.g. `credential_replay`):
+    # without such a line in the run's decision log, a "blocked" is an error
+    met: str | None = None
 
 
 ListenerKind = Literal["tcp", "tcp2", "tcp6", "udp", "unix", "abstract"]
@@ -146,6 +151,9 @@ class Vector(_Strict):
     steps: tuple[dict[str, Any], ...] = ()
     sandbox_command: tuple[str, ...] | None = None
     oracle: Oracle
+    # the run's profile `secrets` (variable -> {hosts, header}), with the intent's placeholders filled: inside the
+    # sandbox each is a per-run placeholder the egress proxy swaps in only towards its hosts
+    secrets: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # A path the attack's own command creates before it tries anything: absent after the attack, the attempt
     # never ran (a tool refused for another reason, a broken sandbox), and the outcome is an error, not blocked.
     proof: str | None = None
@@ -160,6 +168,11 @@ class Vector(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "Vector":
         PermissionIntent.model_validate(fill(self.intent, _SAMPLE))  # a port or address placeholder is filled per run
+        if self.secrets:
+            from .profile import SecretBinding
+
+            for binding in fill(self.secrets, _SAMPLE).values():
+                SecretBinding.model_validate(binding)
         PermissionIntent.model_validate(fill(self.control.intent, _SAMPLE))
         if self.control.harness_intent is not None:
             PermissionIntent.model_validate(fill(self.control.harness_intent, _SAMPLE))

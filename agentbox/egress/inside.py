@@ -8,7 +8,7 @@ loopback port inside the network namespace to each.
 from __future__ import annotations
 
 __all__ = ["SOCKET_NAME", "MODEL_SOCKET", "LOG_NAME", "PROXY_PORT", "proxy_port", "proxy_env", "NO_PROXY",
-           "loopback_socket", "MODEL_ROUTE_PORT", "MODEL_PORT_TOKEN", "free_port"]
+           "loopback_socket", "MODEL_ROUTE_PORT", "MODEL_PORT_TOKEN", "PROXY_PORT_TOKEN", "free_port"]
 
 SOCKET_NAME = "egress.sock"  # the proxy, in the run's relay folder
 MODEL_SOCKET = "model.sock"  # the fixed route to a loopback model endpoint, next to it
@@ -20,6 +20,9 @@ MODEL_ROUTE_PORT = 3127
 # Under a shared network the model route is a loopback port of the host, known only once the proxy listens:
 # compiled configs carry this token in its place, and the run's start writes the number over it.
 MODEL_PORT_TOKEN = "{agentbox_model_port}"
+# The same for the proxy itself under a shared network, where it serves the hosts the profile's secrets are
+# bound to (the run's proxy variables name this port).
+PROXY_PORT_TOKEN = "{agentbox_proxy_port}"
 # Loopback inside the namespace reaches only the in-sandbox relay (the model port among it), so it is
 # the one thing that must not be sent to the proxy.
 NO_PROXY = "127.0.0.1,localhost,::1"
@@ -43,7 +46,7 @@ def loopback_socket(port: int) -> str:
     return f"loopback-{port}.sock"
 
 
-def proxy_env(port: int) -> dict[str, str]:
+def proxy_env(port: int | str) -> dict[str, str]:
     """The proxy variables, in both spellings: curl and others read only the lower-case http_proxy."""
     url = f"http://127.0.0.1:{port}"
     env = {"HTTP_PROXY": url, "HTTPS_PROXY": url, "ALL_PROXY": url, "NO_PROXY": NO_PROXY}

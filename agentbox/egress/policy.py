@@ -116,6 +116,8 @@ class EgressPolicy(BaseModel):
     resolver_overrides: dict[str, str] = Field(default_factory=dict)
     # a name from allow_domains may not resolve to loopback / private / link-local addresses unless this is set
     allow_internal_addresses: bool = False
+    # every host is allowed: a shared network's proxy (unrestricted), which exists only to swap bound secrets in
+    allow_all: bool = False
 
     @field_validator("allow_domains")
     @classmethod
@@ -166,6 +168,8 @@ class EgressPolicy(BaseModel):
         host_kind = hostnames.kind(name)
         if host_kind == "numeric":
             return Decision(False, "ip_literal_nonstandard", name)
+        if self.allow_all:
+            return Decision(True, "unrestricted", name)
         other_port = self.model_endpoint is not None and self.model_endpoint.host == name
         for entry in _entries(self.allow_domains):
             if entry.matches(name, host_kind):

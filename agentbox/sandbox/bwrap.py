@@ -179,6 +179,11 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
             argv.extend(["--tmpfs", os.path.join(layer, ".agentbox")])
     policy = egress_policy(req)
     _check_credentials(request.credentials, req, policy)
+    # a shared network needs the proxy only where a secret is bound to a host: there it lets every host through,
+    # and swaps the secret in towards its own
+    proxy_tcp = not unshares_net(req) and any(c.hosts for c in request.credentials)
+    if proxy_tcp:
+        policy = (policy or EgressPolicy()).model_copy(update={"allow_all": True, "allow_internal_addresses": True})
     relay = relay_ports(policy) if unshares_net(req) else ()
     low = [(port, name) for port, name in relay if port < 1024]
     if low:
@@ -206,13 +211,15 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     env = {"HOME": request.home, "TMPDIR": SANDBOX_TMPDIR, **req.env_set, **request.extra_env}
     if relay:
         env.update(inside.proxy_env(relay[-1][0]))
+    elif proxy_tcp:
+        env.update(inside.proxy_env(inside.PROXY_PORT_TOKEN))
     return SandboxPlan(backend="bwrap", argv=tuple(argv), env=dict(sorted(env.items())), binds=tuple(binds),
                        relay=relay, egress=policy, unix_filter=unshares_net(req) and unix_filter.supported(),
                        syscall_filter=True,
                        # a network namespace of its own has its own abstract sockets; a shared one has the host's
                        abstract_unix_scope=not unshares_net(req) and landlock_scope.supported(),
                        model_route=None if policy is None or policy.model_endpoint is None
-                       else "relay" if relay else "tcp",
+                       else "relay" if relay else "tcp", proxy_tcp=proxy_tcp,
                        credentials=tuple(c for c in request.credentials if not c.model or policy is not None))
 
 

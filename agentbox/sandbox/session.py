@@ -48,6 +48,7 @@ def entry_from_plan(plan, masks) -> dict:
         "landlock_scope": sandbox.abstract_unix_scope,
         "key_approvals": [a.model_dump(mode="json") for a in plan.native.key_approvals],
         "model_route": sandbox.model_route,
+        "proxy_tcp": sandbox.proxy_tcp,
         "credentials": [c.model_dump(mode="json") for c in sandbox.credentials],
     }
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 
-from ..egress.inside import LOG_NAME
+from ..egress.inside import LOG_NAME, MODEL_PORT_TOKEN, PROXY_PORT_TOKEN
 from .session import kill_marked, python_for_sandbox, sandbox_argv
 
-__all__ = ["Started", "start_egress", "fill_model_port", "relay_prefix", "filter_fd", "end_run_if_proxy_dies",
+__all__ = ["Started", "start_egress", "fill_ports", "relay_prefix", "filter_fd", "end_run_if_proxy_dies",
            "read_decisions", "copy_decisions"]
 
 
@@ -44,26 +44,29 @@ def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = Non
     return EgressProxy(policy, os.path.join(run_dir, LOG_NAME),
                        socket_path=os.path.join(relay_dir, SOCKET_NAME) if SOCKET_NAME in names else None,
                        routes=routes, model_socket=os.path.join(relay_dir, MODEL_SOCKET) if route == "relay" else None,
-                       model_tcp=route == "tcp", swaps=SwapTable([Swap.make(**s) for s in swaps]),
-                       upstream_ca=upstream_ca).start()
+                       model_tcp=route == "tcp", tcp_port=0 if entry.get("proxy_tcp") else None,
+                       swaps=SwapTable([Swap.make(**s) for s in swaps]), upstream_ca=upstream_ca).start()
 
 
-def fill_model_port(run_dir: str, env: dict[str, str], port: int) -> None:
-    """Write the model route's port over MODEL_PORT_TOKEN in the run's config files and variables (a shared
-    network's route is a loopback port of the host, known only once the proxy listens)."""
-    from ..egress.inside import MODEL_PORT_TOKEN
+def fill_ports(run_dir: str, env: dict[str, str], ports: dict[str, int]) -> None:
+    """Write each port over its token (MODEL_PORT_TOKEN, PROXY_PORT_TOKEN) in the run's config files and
+    variables: under a shared network the proxy's ports are loopback ports of the host, known only once it
+    listens."""
+    def filled(text: str) -> str:
+        for token, port in ports.items():
+            text = text.replace(token, str(port))
+        return text
 
     for name, value in env.items():
-        if MODEL_PORT_TOKEN in value:
-            env[name] = value.replace(MODEL_PORT_TOKEN, str(port))
+        env[name] = filled(value)
     for root, _dirs, files in os.walk(os.path.join(run_dir, "config")):
         for name in files:
             path = os.path.join(root, name)
             with open(path, encoding="utf-8", errors="surrogateescape") as f:
                 text = f.read()
-            if MODEL_PORT_TOKEN in text:
+            if filled(text) != text:
                 with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
-                    f.write(text.replace(MODEL_PORT_TOKEN, str(port)))
+                    f.write(filled(text))
 
 
 def relay_prefix(entry: dict, run_dir: str) -> list[str]:
@@ -115,8 +118,11 @@ class Started:
         try:
             if env is not None:
                 env.update(issued.env)
-                if self.proxy is not None and self.proxy.model_address is not None:
-                    fill_model_port(run_dir, env, self.proxy.model_address[1])
+                ports = {} if self.proxy is None else {
+                    token: address[1] for token, address in ((MODEL_PORT_TOKEN, self.proxy.model_address),
+                                                             (PROXY_PORT_TOKEN, self.proxy.tcp_address)) if address}
+                if ports:
+                    fill_ports(run_dir, env, ports)
             end_run_if_proxy_dies(self.proxy, run_id, self.notes)
             self.fd = filter_fd(entry)
             self.argv = [*sandbox_argv(entry, run_dir, self.fd), "--", *relay_prefix(entry, run_dir)]

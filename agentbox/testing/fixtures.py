@@ -132,7 +132,7 @@ _KEY_VARS = {"anthropic-messages": "ANTHROPIC_API_KEY", "openai-responses": "AGE
 
 
 def scripted_profile(harness: HarnessTarget, model, intent: dict, *, name: str = "smoke",
-                     mcp_servers: dict | None = None) -> dict:
+                     mcp_servers: dict | None = None, secrets: dict | None = None) -> dict:
     """A profile dict for `harness` that talks to the scripted model; the key is a fixed test value."""
     vocabulary = harness.vocabulary()
     wire = vocabulary.wire_api
@@ -140,7 +140,7 @@ def scripted_profile(harness: HarnessTarget, model, intent: dict, *, name: str =
     return {"name": name, "harness": harness.name,
             "model": {"base_url": base, "name": vocabulary.scripted_model_name or "scripted",
                       "api_key_env": _KEY_VARS[wire]},
-            "permission_intent": intent, "mcp_servers": mcp_servers or {}}
+            "permission_intent": intent, "mcp_servers": mcp_servers or {}, "secrets": secrets or {}}
 
 
 def scripted_key_env(harness: HarnessTarget, key: str | None = None) -> dict[str, str]:

@@ -150,6 +150,7 @@ class VectorRunner:
                 run_layer = "harness"
             if spec is not None and spec.layer == "harness" and layer == "sandbox":
                 run_layer = "host"
+            bound = fill(vector.secrets, values)
             if run_layer in ("sandbox", "host"):
                 command = Vector.sandbox_argv(steps, fill(
                     (spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command), values))
@@ -158,16 +159,20 @@ class VectorRunner:
                 if command is None:
                     return Attempt(None, f"the steps have no plain-command form to run in the {run_layer} layer")
                 error, seen = self._run_command(command, intent, targets, sandboxed=run_layer == "sandbox",
-                                                weaken=weaken, mutation=mutation)
+                                                weaken=weaken, mutation=mutation, secrets=bound)
             else:
                 error, seen = self._run_harness(harness, probe, model, intent, steps, vector, targets, run_layer,
-                                                weaken=weaken if run_layer == "composed" else ())
+                                                weaken=weaken if run_layer == "composed" else (), secrets=bound)
             if error:
                 return Attempt(None, _with_egress(error, seen.egress))
             if spec is None and vector.proof is not None and not os.path.lexists(fill(vector.proof, values)):
                 return Attempt(None, _with_egress(f"the attempt never ran: its first act ({fill(vector.proof, values)}) "
                                                   "is missing", seen.egress))
             attempt = self._observe(oracle, targets, seen)
+            if spec is None and attempt.effect is False and oracle.met and not any(
+                    d.get("reason") == oracle.met for d in seen.egress or ()):
+                return Attempt(None, _with_egress(f"{attempt.observation}, but the attempt never met the mechanism: "
+                                                  f"no {oracle.met} in the egress decisions", seen.egress))
             observation = attempt.observation
             if spec is not None and attempt.effect is False and seen.tail():
                 # a control that saw nothing says what its attempt printed: the reason is usually there
@@ -180,14 +185,15 @@ class VectorRunner:
     def _env(self, targets: Targets) -> dict[str, str]:
         return {**os.environ, **targets.env, "HOME": str(targets.home)}
 
-    def _run_command(self, command, intent, targets: Targets, sandboxed: bool,
-                     weaken: tuple[str, ...] = (), mutation: str | None = None) -> tuple[str | None, Seen]:
+    def _run_command(self, command, intent, targets: Targets, sandboxed: bool, weaken: tuple[str, ...] = (),
+                     mutation: str | None = None, secrets: dict | None = None) -> tuple[str | None, Seen]:
         env = self._env(targets)
         log = targets.root / "egress.jsonl"
         command = _announced(command, targets.nonce)
         if sandboxed:
             profile = targets.root / "profile.yaml"
-            profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent}))
+            profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent,
+                                               "secrets": secrets or {}}))
             env["AGENTBOX_HOME"] = str(targets.root / "agentbox-home")
             resolve = [a for name, address in targets.resolve.items() for a in ("--egress-resolve", f"{name}={address}")]
             changes = [*(a for w in weaken for a in ("--weaken", w)), *(["--mutate", mutation] if mutation else [])]
@@ -214,7 +220,7 @@ class VectorRunner:
         return _sandbox_failure(done, targets.nonce), seen
 
     def _run_harness(self, harness, probe, model, intent, steps, vector: Vector, targets: Targets, layer: str,
-                     weaken: tuple[str, ...] = ()):
+                     weaken: tuple[str, ...] = (), secrets: dict | None = None):
         from ..harness_run import RunRequest, run_harness
         from ..profile import LoadedProfile, Profile
         from .fixtures import CanaryMcp, scripted_key_env, scripted_profile
@@ -230,7 +236,7 @@ class VectorRunner:
         vocabulary = harness.vocabulary()
         model.load({"steps": steps, "final_text": done_text}, vocabulary)
         profile = scripted_profile(harness, model, intent, name="vector",
-                                   mcp_servers={n: c.server_spec() for n, c in canaries.items()})
+                                   mcp_servers={n: c.server_spec() for n, c in canaries.items()}, secrets=secrets)
         loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<vector>", digest=vector.id)
         package_root = str(Path(__file__).resolve().parents[2])
         req = RunRequest(
@@ -304,9 +310,20 @@ class VectorRunner:
         if kind == "mcp_not_called":
             calls = [c for c in seen.canaries[oracle.server].invocations() if c.get("tool") == oracle.tool]
             return Attempt(bool(calls), f"the {oracle.server} MCP log shows {len(calls)} call(s) of {oracle.tool}")
+        if kind == "listener_never_saw":
+            saw = targets.listeners[oracle.listener].saw(oracle.secret)
+            hits = targets.listeners[oracle.listener].hits()
+            return Attempt(saw, f"the {oracle.listener} listener on the host {'received' if saw else 'never received'} "
+                                f"the secret ({hits} connection(s))")
         if kind == "secret_not_seen":
-            found = any(oracle.secret in t or oracle.secret[::-1] in t for t in seen.texts if t)
-            return Attempt(found, "the secret " + ("reached the model or the output" if found else "was never seen"))
+            wanted = (oracle.secret, *oracle.more_secrets)
+            found = [s for s in wanted if any(s in t or s[::-1] in t for t in seen.texts if t)]
+            if len(wanted) == 1:
+                what = "the secret reached the model or the output" if found else "the secret was never seen"
+            else:
+                what = (f"{len(found)} of {len(wanted)} secrets reached the model or the output" if found
+                        else f"none of {len(wanted)} secrets was ever seen")
+            return Attempt(bool(found), what)
         if kind == "process_gone":
             # the harness runner kills what outlived the harness before we look, and reports it
             reported = {pid: cmd for pid, cmd in seen.leftovers if oracle.token in cmd}

@@ -52,6 +52,7 @@ class Listener:
             self.sock.listen(64)
         self.sock.setblocking(False)
         self._count = 0
+        self.received = b""  # what TCP clients sent (each request head, read briefly before the answer)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -64,6 +65,9 @@ class Listener:
             else:
                 conn, _ = self.sock.accept()
                 try:
+                    data = _head(conn)
+                    with self._lock:
+                        self.received += data
                     conn.sendall(b"HTTP/1.0 204 No Content\r\n\r\n")
                 except OSError:
                     pass
@@ -82,6 +86,11 @@ class Listener:
             if ready:
                 self._take()
 
+    def saw(self, secret: str) -> bool:
+        """Whether any client sent `secret` (after the run: what is still queued is read first)."""
+        self.hits()
+        return secret.encode() in self.received
+
     def hits(self) -> int:
         self._stop.set()
         self._thread.join()
@@ -92,6 +101,22 @@ class Listener:
     def close(self) -> None:
         self._stop.set()
         self.sock.close()
+
+
+def _head(conn: socket.socket, limit: int = 65536, wait: float = 0.5) -> bytes:
+    """What a client sends before its request head ends (or it stops for `wait` seconds, or closes): enough to
+    tell whether a credential was in it, never enough to hang a client that sends nothing."""
+    conn.settimeout(wait)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data and len(data) < limit:
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    return data
 
 
 @dataclass

@@ -92,3 +92,11 @@ def test_a_bad_secrets_entry_names_its_file_and_field(tmp_path):
     with pytest.raises(InputError) as bad:
         load_profile(path)
     assert "p.yaml:4: secrets.GITHUB_TOKEN.header" in str(bad.value)
+
+
+def test_under_a_shared_network_a_bound_secret_brings_a_proxy_that_lets_everything_through_but_swaps_it(tmp_path):
+    p = plan(tmp_path, {"access": "unrestricted"}, GITHUB)
+    assert p.sandbox.proxy_tcp and p.sandbox.model_route == "tcp" and "--unshare-net" not in p.sandbox.argv
+    assert p.sandbox.env["HTTPS_PROXY"] == "http://127.0.0.1:{agentbox_proxy_port}", "filled when the proxy listens"
+    assert p.sandbox.egress.decide("anywhere.example", 443).reason == "unrestricted"
+    assert not plan(tmp_path, {"access": "unrestricted"}).sandbox.proxy_tcp, "no bound secret: no proxy variables"
