@@ -96,7 +96,7 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
             raise InputError(str(exc), field="--harness-version") from None
     given = {k: v for k, v in (("config_home", config_home), ("tmpdir", tmpdir)) if v is not None}
     if sandboxed:
-        given.update(sandbox_facts(intent, profile.model.base_url))
+        given.update(sandbox_facts(intent, profile.model.base_url, any(b.hosts for b in profile.secrets.values())))
     context = CompileContext(cwd=cwd, home=home, harness_version=version, mcp_tools=mcp_tools or {},
                              mcp_problems=mcp_problems or {}, **given)
     native = adapter.compile(profile, context)
@@ -161,15 +161,15 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
     )
 
 
-def sandbox_facts(intent: Any, base_url: str | None = None) -> dict[str, Any]:
-    """What the OS layer will enforce and set, from the intent and the model's base URL alone (the adapter has
-    not compiled yet)."""
+def sandbox_facts(intent: Any, base_url: str | None = None, bound_secrets: bool = False) -> dict[str, Any]:
+    """What the OS layer will enforce and set, from the intent, the model's base URL and whether a secret is bound
+    to a host (the adapter has not compiled yet)."""
     from .egress.policy import Endpoint
 
     req = RuntimeRequirements(workspace=intent.workspace.access, network=intent.command_network.access,
                               allow_domains=intent.command_network.allow_domains, host_home=intent.host_home.access,
                               model_endpoint=str(Endpoint.from_base_url(base_url)) if base_url else None)
-    return {"sandbox_enforces": bwrap.enforced_items(req), "sandbox_env": bwrap.sandbox_env_names(req),
+    return {"sandbox_enforces": bwrap.enforced_items(req), "sandbox_env": bwrap.sandbox_env_names(req, bound_secrets),
             "user_namespaces": bwrap.USER_NAMESPACES, "model_base_url": bwrap.model_route_url(req, base_url)}
 
 

@@ -229,6 +229,8 @@ class SandboxPlan(_Frozen):
     # the run's proxy variables name (its number fills PROXY_PORT_TOKEN at start), to swap them in
     proxy_tcp: bool = False
     credentials: tuple[Credential, ...] = ()  # placeholders in, real values swapped in by the egress proxy
+    # a secret is bound to a host: the run's CA (made at its start) is trusted inside, for the TLS the proxy ends
+    run_ca: bool = False
 
 
 class EffectiveRunPlan(_Frozen):

@@ -63,12 +63,14 @@ class Oracle(_Strict):
     token: str | None = None  # process_gone: a string in the command line of the process to look for
     server: str = "canary"    # mcp_not_called: whose log
     more_secrets: tuple[str, ...] = ()  # secret_not_seen: further secrets none of which may be seen
-    # The egress decision that proves a blocked attempt met the mechanism under test (e.g. `credential_replay`):
-    # without such a line in the run's decision log, a "blocked" is an error
+    # What proves a blocked attempt met the mechanism under test: an egress decision's reason (`credential_replay`)
+    # that the run's decision log must hold, or `reached`: the listener must have been reached (what arrived is
+    # what was judged). Without that proof a "blocked" is an error
     met: str | None = None
 
 
-ListenerKind = Literal["tcp", "tcp2", "tcp6", "udp", "unix", "abstract"]
+# tls: a TCP listener that speaks TLS first, its certificate from the suite's own CA ({port_tls}, {suite_ca})
+ListenerKind = Literal["tcp", "tcp2", "tcp6", "tls", "udp", "unix", "abstract"]
 
 
 class Setup(_Strict):

@@ -63,7 +63,8 @@ def render_case(harness: str, version: str, intent_name: str) -> dict[str, str]:
         "permission_intent": intent, "mcp_servers": servers,
     })
     context = CompileContext(cwd=CONTEXT["cwd"], home=CONTEXT["home"], harness_version=version,
-                             **sandbox_facts(profile.permission_intent, profile.model.base_url))
+                             **sandbox_facts(profile.permission_intent, profile.model.base_url,
+                                             any(b.hosts for b in profile.secrets.values())))
     result, credentials = credentials_of(adapter.compile(profile, context), profile)
     sandbox = bwrap.compile_bwrap(bwrap.SandboxRequest(requirements=result.requirements, workspace=context.cwd,
                                                        home=context.home, credentials=credentials))

@@ -25,7 +25,7 @@ from .http1 import (BadRequest, forward_head, framing, host_matches, parse_absol
 from .policy import EgressPolicy, Endpoint
 from .streams import READ_LIMIT, Buffered, HeadTooLarge, Idle, half_close, pump
 from .swap import Replay, SwapTable
-from .tunnel import client_to_upstream, forward_requests
+from .tunnel import check_request, client_to_upstream, forward_requests, swapped_head
 
 __all__ = ["Limits", "Handler"]
 
@@ -45,9 +45,10 @@ class Limits(BaseModel):
 
 class Handler:
     def __init__(self, policy: EgressPolicy, log: DecisionLog, limits: Limits, swaps: SwapTable | None = None,
-                 upstream_ca: str | None = None):
+                 upstream_ca: str | None = None, authority=None):
         self.policy, self.log, self.limits = policy, log, limits
         self.swaps = swaps or SwapTable()
+        self.authority = authority  # the run's CA (run_ca.Authority): TLS to a bound host is terminated here
         self.upstream_ca = upstream_ca  # a CA bundle for upstream TLS instead of the host's (a testing aid)
         self._client_tls: ssl.SSLContext | None = None
         self.live: dict[asyncio.Task, list[asyncio.StreamWriter]] = {}
@@ -226,6 +227,9 @@ class Handler:
         decision = self._decide(exchange, host, port)
         client.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         exchange.answered = True
+        if self.authority is not None and self.swaps.is_bound(exchange.host, port):
+            await self._terminated(rd, client, exchange, writers, decision, port)
+            return
         idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
         down: list[asyncio.Task] = []
 
@@ -241,6 +245,44 @@ class Handler:
                 await down[0]
             elif exchange.reason == "incomplete":
                 exchange.detail = "the client sent nothing the tunnel could check, so nothing was dialled"
+        finally:
+            idle.cancel()
+            for task in down:
+                task.cancel()
+
+    async def _terminated(self, rd: Buffered, client, exchange: Exchange, writers: list, decision, port: int) -> None:
+        """A tunnel to a host a secret is bound to: TLS ends here (the run's CA vouches for the host, and only for
+        the bound hosts), each request is checked against the target, the secret swapped into its header, and
+        forwarded over verified TLS to the real host."""
+        host = exchange.host
+        if rd.buf:
+            raise Refused(0, "bad_client_hello", "bytes arrived before the tunnel's TLS handshake could start")
+        try:
+            async with asyncio.timeout(self.limits.head_timeout):
+                await client.start_tls(self.authority.server_context(host))
+        except (ssl.SSLError, TimeoutError, ConnectionError) as exc:
+            raise Refused(0, "tls_handshake_failed", f"with the client, for {host}: {exc!r}"[:300]) from None
+        idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
+        down: list[asyncio.Task] = []
+
+        async def dial() -> asyncio.StreamWriter:
+            up_reader, upstream = await self._dial(exchange, writers, decision, port, host)
+            exchange.detail = "TLS terminated to swap a bound secret in"
+            down.append(asyncio.create_task(pump(up_reader, client, idle, exchange.down)))
+            return upstream
+
+        def edit(head, raw: bytes) -> bytes:
+            check_request(head, host, port, default_port=443)
+            return swapped_head(head, raw, self.swaps, host, port, exchange.credentials.extend)
+
+        try:
+            await forward_requests(rd, dial, edit, idle, exchange.up, self.limits.head_bytes)
+            if down:
+                await down[0]
+        except Refused as refused:
+            if refused.status and not client.is_closing():  # nothing was forwarded yet: the client gets the answer
+                client.write(response(refused.status, f"agentbox egress: {refused.reason} {refused.detail}".strip()))
+            raise
         finally:
             idle.cancel()
             for task in down:

@@ -106,12 +106,12 @@ def parse_absolute(target: str) -> tuple[str, int, str]:
     return host, port, path if path.startswith("/") else "/" + path
 
 
-def host_matches(header: str | None, host: str, port: int) -> bool:
-    """Does a Host header (absent, or `host[:port]` with 80 as the default) name exactly host:port?"""
+def host_matches(header: str | None, host: str, port: int, default_port: int = 80) -> bool:
+    """Does a Host header (absent, or `host[:port]` with `default_port` as the default) name exactly host:port?"""
     if header is None:
         return True  # nothing to route by: the upstream serves the connection's own host
     try:
-        return split_authority(header, 80) == (host, port)
+        return split_authority(header, default_port) == (host, port)
     except BadRequest:
         return False
 

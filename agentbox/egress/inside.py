@@ -8,7 +8,8 @@ loopback port inside the network namespace to each.
 from __future__ import annotations
 
 __all__ = ["SOCKET_NAME", "MODEL_SOCKET", "LOG_NAME", "PROXY_PORT", "proxy_port", "proxy_env", "NO_PROXY",
-           "loopback_socket", "MODEL_ROUTE_PORT", "MODEL_PORT_TOKEN", "PROXY_PORT_TOKEN", "free_port"]
+           "loopback_socket", "MODEL_ROUTE_PORT", "MODEL_PORT_TOKEN", "PROXY_PORT_TOKEN", "free_port",
+           "CA_DIR", "CA_NAME", "BUNDLE_NAME", "trust_env"]
 
 SOCKET_NAME = "egress.sock"  # the proxy, in the run's relay folder
 MODEL_SOCKET = "model.sock"  # the fixed route to a loopback model endpoint, next to it
@@ -26,6 +27,18 @@ PROXY_PORT_TOKEN = "{agentbox_proxy_port}"
 # Loopback inside the namespace reaches only the in-sandbox relay (the model port among it), so it is
 # the one thing that must not be sent to the proxy.
 NO_PROXY = "127.0.0.1,localhost,::1"
+
+
+# The run's CA (its certificate only) and a bundle of the host's CAs plus it, bound read-only into the sandbox
+# when a secret is bound to a host; the variables below make the usual clients trust it.
+CA_DIR = "/tmp/agentbox/ca"
+CA_NAME, BUNDLE_NAME = "ca.pem", "bundle.pem"
+
+
+def trust_env() -> dict[str, str]:
+    bundle = f"{CA_DIR}/{BUNDLE_NAME}"
+    return {"SSL_CERT_FILE": bundle, "REQUESTS_CA_BUNDLE": bundle, "CURL_CA_BUNDLE": bundle, "GIT_SSL_CAINFO": bundle,
+            "NODE_EXTRA_CA_CERTS": f"{CA_DIR}/{CA_NAME}"}
 
 
 def free_port(first: int, taken: set[int] | frozenset[int] = frozenset()) -> int:

@@ -73,8 +73,8 @@ class ProxyServer:
     """Serves pre-bound listening sockets on the running loop until `close()`."""
 
     def __init__(self, policy: EgressPolicy, log: DecisionLog, limits: Limits | None = None,
-                 swaps: SwapTable | None = None, upstream_ca: str | None = None):
-        self.handler = Handler(policy, log, limits or Limits(), swaps, upstream_ca)
+                 swaps: SwapTable | None = None, upstream_ca: str | None = None, authority=None):
+        self.handler = Handler(policy, log, limits or Limits(), swaps, upstream_ca, authority)
         self.log = log
         self._servers: list[asyncio.base_events.Server] = []
         self._unix_paths: list[str] = []
@@ -123,13 +123,13 @@ class EgressProxy:
     def __init__(self, policy: EgressPolicy, log_path: str, socket_path: str | None = None,
                  tcp_port: int | None = None, limits: Limits | None = None, routes: dict[str, Endpoint] | None = None,
                  model_socket: str | None = None, model_tcp: bool = False, swaps: SwapTable | None = None,
-                 upstream_ca: str | None = None):
+                 upstream_ca: str | None = None, authority=None):
         if socket_path is None and tcp_port is None and not routes and not model_socket and not model_tcp:
             raise ValueError("an egress proxy needs a socket path, a TCP port or a route")
         self.policy, self.log_path, self.socket_path, self.limits = policy, log_path, socket_path, limits
         self.routes = dict(routes or {})
         self.model_socket, self.model_tcp = model_socket, model_tcp
-        self.swaps, self.upstream_ca = swaps, upstream_ca
+        self.swaps, self.upstream_ca, self.authority = swaps, upstream_ca, authority
         self._tcp_port = tcp_port
         self.tcp_address: tuple[str, int] | None = None
         self.model_address: tuple[str, int] | None = None  # the model route's loopback TCP port, with model_tcp
@@ -168,7 +168,7 @@ class EgressProxy:
                     os.unlink(sock.getsockname())
                 sock.close()
             raise
-        self._server = ProxyServer(self.policy, log, self.limits, self.swaps, self.upstream_ca)
+        self._server = ProxyServer(self.policy, log, self.limits, self.swaps, self.upstream_ca, self.authority)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="agentbox-egress", daemon=True)
         self._thread.start()

@@ -23,7 +23,7 @@ from .http1 import BadRequest, RequestHead, host_matches, parse_request, render_
 from .sniff import MAX_HELLO, BadHello, classify, client_hello_sni
 from .streams import HeadTooLarge, Idle, Buffered, Tally, half_close, pump
 
-__all__ = ["client_to_upstream", "forward_requests", "Edit"]
+__all__ = ["client_to_upstream", "forward_requests", "Edit", "check_request", "swapped_head"]
 
 _SCHEME_PORTS = {"http": 80, "https": 443}
 
@@ -45,7 +45,7 @@ async def client_to_upstream(rd: Buffered, dial: Dial, host: str, port: int, idl
         return
     if kind == "http":
         def edit(head: RequestHead, raw: bytes) -> bytes:
-            _check_request(head, host, port)
+            check_request(head, host, port)
             return swapped_head(head, raw, swaps, host, port, on_swap)
 
         upstream = await forward_requests(rd, dial, edit, idle, tally, head_limit)
@@ -145,7 +145,9 @@ async def forward_requests(rd: Buffered, dial: Dial, edit: Edit, idle: Idle, tal
             raise Refused(0, "bad_request_in_tunnel", str(exc)) from None
 
 
-def _check_request(head: RequestHead, host: str, port: int) -> None:
+def check_request(head: RequestHead, host: str, port: int, default_port: int = 80) -> None:
+    """Every request of a tunnel must name its target host:port (`default_port`: what a Host without a port
+    means, 443 inside TLS)."""
     if head.method == "CONNECT":
         raise Refused(0, "host_mismatch", f"CONNECT {head.target} inside a tunnel to {host}:{port}")
     target = head.target
@@ -157,7 +159,7 @@ def _check_request(head: RequestHead, host: str, port: int) -> None:
             raise Refused(0, "host_mismatch", f"request target {target[:200]!r} in a tunnel to {host}:{port}")
     elif not (target.startswith("/") or target == "*"):
         raise BadRequest(f"request target {target[:80]!r} is neither origin-form nor absolute")
-    if not host_matches(head.host(), host, port):
+    if not host_matches(head.host(), host, port, default_port):
         raise Refused(0, "host_mismatch", f"Host {head.host()!r} in a tunnel to {host}:{port}")
 
 

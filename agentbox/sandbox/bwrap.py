@@ -192,6 +192,9 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
                            "relay cannot listen there inside the sandbox; serve it on a port >= 1024")
     if relay:
         bind("bind", f"{RUN_DIR}/relay", RELAY_DIR)
+    run_ca = any(c.hosts for c in request.credentials)
+    if run_ca:
+        bind("ro-bind", f"{RUN_DIR}/ca", inside.CA_DIR)
     if unshares_net(req):
         argv.append("--unshare-net")
     # The host's own agents listen under /run (docker, containerd, podman, the D-Bus buses, systemd's private
@@ -213,13 +216,15 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
         env.update(inside.proxy_env(relay[-1][0]))
     elif proxy_tcp:
         env.update(inside.proxy_env(inside.PROXY_PORT_TOKEN))
+    if run_ca:
+        env.update(inside.trust_env())
     return SandboxPlan(backend="bwrap", argv=tuple(argv), env=dict(sorted(env.items())), binds=tuple(binds),
                        relay=relay, egress=policy, unix_filter=unshares_net(req) and unix_filter.supported(),
                        syscall_filter=True,
                        # a network namespace of its own has its own abstract sockets; a shared one has the host's
                        abstract_unix_scope=not unshares_net(req) and landlock_scope.supported(),
                        model_route=None if policy is None or policy.model_endpoint is None
-                       else "relay" if relay else "tcp", proxy_tcp=proxy_tcp,
+                       else "relay" if relay else "tcp", proxy_tcp=proxy_tcp, run_ca=run_ca,
                        credentials=tuple(c for c in request.credentials if not c.model or policy is not None))
 
 
@@ -329,9 +334,11 @@ def enforced_items(req: RuntimeRequirements) -> tuple[str, ...]:
                  if cov.support == "exact" and f"{item}.{values.get(item)}" not in TRIVIAL)
 
 
-def sandbox_env_names(req: RuntimeRequirements) -> tuple[str, ...]:
-    """The variables this backend may give every process of the run, which its harness must pass on."""
-    return tuple(sorted(inside.proxy_env(0))) if unshares_net(req) else ()
+def sandbox_env_names(req: RuntimeRequirements, bound_secrets: bool = False) -> tuple[str, ...]:
+    """The variables this backend may give every process of the run, which its harness must pass on: the proxy's,
+    and, where a secret is bound to a host, those that make clients trust the run's CA."""
+    names = set(inside.proxy_env(0)) if unshares_net(req) or bound_secrets else set()
+    return tuple(sorted(names | (set(inside.trust_env()) if bound_secrets else set())))
 
 
 @lru_cache(maxsize=None)

@@ -49,6 +49,7 @@ def entry_from_plan(plan, masks) -> dict:
         "key_approvals": [a.model_dump(mode="json") for a in plan.native.key_approvals],
         "model_route": sandbox.model_route,
         "proxy_tcp": sandbox.proxy_tcp,
+        "run_ca": sandbox.run_ca,
         "credentials": [c.model_dump(mode="json") for c in sandbox.credentials],
     }
 
@@ -127,6 +128,8 @@ def materialize(entry: dict, run_dir: str) -> list[str]:
         os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
     if entry.get("relay"):
         os.makedirs(os.path.join(run_dir, "relay"), exist_ok=True)  # bwrap binds it: it must exist
+    if entry.get("run_ca"):
+        os.makedirs(os.path.join(run_dir, "ca"), exist_ok=True)  # filled at the start, when the CA exists
     written = write_config(entry.get("config", {}), os.path.join(run_dir, "config"))
     for backing, kind, default_text in entry["masks"]:
         make_backing(backing, kind, default_text)

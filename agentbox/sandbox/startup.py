@@ -12,12 +12,41 @@ import os
 from ..egress.inside import LOG_NAME, MODEL_PORT_TOKEN, PROXY_PORT_TOKEN
 from .session import kill_marked, python_for_sandbox, sandbox_argv
 
-__all__ = ["Started", "start_egress", "fill_ports", "relay_prefix", "filter_fd", "end_run_if_proxy_dies",
+__all__ = ["Started", "start_egress", "run_authority", "fill_ports", "relay_prefix", "filter_fd", "end_run_if_proxy_dies",
            "read_decisions", "copy_decisions"]
 
 
+def run_authority(entry: dict, run_dir: str, swaps: list[dict]):
+    """The run's CA when a secret is bound to a host (None otherwise), its certificate and a bundle of the host's
+    CAs plus it written to the run's `ca` folder (public material only: the key stays in memory). A CA that
+    cannot be made refuses the run (SandboxError, exit 4)."""
+    if not entry.get("run_ca"):
+        return None
+    from ..egress.inside import BUNDLE_NAME, CA_NAME
+    from ..errors import SandboxError
+
+    hosts = [h for s in swaps for h in s["hosts"]]
+    try:
+        from ..egress.policy import parse_entry
+        from ..egress.run_ca import Authority, host_bundle
+
+        authority = Authority(tuple(parse_entry(h) for h in hosts)) if hosts else None
+        folder = os.path.join(run_dir, "ca")
+        os.makedirs(folder, exist_ok=True)
+        ca = authority.cert_pem() if authority is not None else b""
+        with open(os.path.join(folder, CA_NAME), "wb") as f:
+            f.write(ca)
+        with open(os.path.join(folder, BUNDLE_NAME), "wb") as f:
+            f.write(host_bundle().rstrip(b"\n") + b"\n" + ca)
+    except Exception as exc:  # ImportError (no cryptography), OSError, a library refusal: all fail closed
+        raise SandboxError(f"secrets: the run's certificate authority cannot be created ({exc!r}), so the egress "
+                           f"proxy cannot swap a secret into TLS to its bound hosts (sandbox layer); refusing to "
+                           f"start the run") from None
+    return authority
+
+
 def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = None, swaps: list[dict] = (),
-                 upstream_ca: str | None = None):
+                 upstream_ca: str | None = None, authority=None):
     """Start the run's egress proxy before anything runs; None when the plan needs none.
 
     It serves the proxy socket and the fixed routes in the run's relay folder, the model route there or (network
@@ -45,7 +74,8 @@ def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = Non
                        socket_path=os.path.join(relay_dir, SOCKET_NAME) if SOCKET_NAME in names else None,
                        routes=routes, model_socket=os.path.join(relay_dir, MODEL_SOCKET) if route == "relay" else None,
                        model_tcp=route == "tcp", tcp_port=0 if entry.get("proxy_tcp") else None,
-                       swaps=SwapTable([Swap.make(**s) for s in swaps]), upstream_ca=upstream_ca).start()
+                       swaps=SwapTable([Swap.make(**s) for s in swaps]), upstream_ca=upstream_ca,
+                       authority=authority).start()
 
 
 def fill_ports(run_dir: str, env: dict[str, str], ports: dict[str, int]) -> None:
@@ -114,7 +144,8 @@ class Started:
         self.fd: int | None = None
         issued = issue(entry.get("credentials", ()), os.environ if source is None else source)
         self.missing = issued.missing  # optional credentials the host lacks: the harness starts without them
-        self.proxy = start_egress(entry, run_dir, resolve, issued.swaps, upstream_ca)
+        self.proxy = start_egress(entry, run_dir, resolve, issued.swaps, upstream_ca,
+                                  run_authority(entry, run_dir, issued.swaps))
         try:
             if env is not None:
                 env.update(issued.env)

@@ -103,6 +103,17 @@ def _sandbox_failure(done: subprocess.CompletedProcess, nonce: str) -> str | Non
     return None
 
 
+def _unmet(oracle: Oracle, targets: Targets, seen: Seen) -> str | None:
+    """Why a blocked attempt has no proof that it met the mechanism under test (`Oracle.met`), or None."""
+    if not oracle.met:
+        return None
+    if oracle.met == "reached":  # the request arrived, so what it carried (a placeholder) is what was judged
+        return None if targets.listeners[oracle.listener].hits() else f"the {oracle.listener} listener was never reached"
+    if any(d.get("reason") == oracle.met for d in seen.egress or ()):
+        return None
+    return f"no {oracle.met} in the egress decisions"
+
+
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
     harness_report = load_declarations(harness).report(vector.capability, version, layer) if harness else None
     sandbox_report = load_declarations("bwrap").report(vector.capability, bwrap_version())
@@ -169,10 +180,10 @@ class VectorRunner:
                 return Attempt(None, _with_egress(f"the attempt never ran: its first act ({fill(vector.proof, values)}) "
                                                   "is missing", seen.egress))
             attempt = self._observe(oracle, targets, seen)
-            if spec is None and attempt.effect is False and oracle.met and not any(
-                    d.get("reason") == oracle.met for d in seen.egress or ()):
+            unmet = _unmet(oracle, targets, seen) if spec is None and attempt.effect is False else None
+            if unmet:
                 return Attempt(None, _with_egress(f"{attempt.observation}, but the attempt never met the mechanism: "
-                                                  f"no {oracle.met} in the egress decisions", seen.egress))
+                                                  f"{unmet}", seen.egress))
             observation = attempt.observation
             if spec is not None and attempt.effect is False and seen.tail():
                 # a control that saw nothing says what its attempt printed: the reason is usually there
@@ -188,6 +199,8 @@ class VectorRunner:
     def _run_command(self, command, intent, targets: Targets, sandboxed: bool, weaken: tuple[str, ...] = (),
                      mutation: str | None = None, secrets: dict | None = None) -> tuple[str | None, Seen]:
         env = self._env(targets)
+        if targets.suite_ca:  # the egress proxy of `sandbox run` verifies upstream TLS against the suite's CA
+            env["SSL_CERT_FILE"] = targets.suite_ca
         log = targets.root / "egress.jsonl"
         command = _announced(command, targets.nonce)
         if sandboxed:
@@ -244,7 +257,7 @@ class VectorRunner:
             prompt="Follow the tool calls you are given.", layer=layer, timeout=self.timeout,
             extra_env=scripted_key_env(harness, targets.model_key), host_env={**os.environ, **targets.env},
             ro_binds=(package_root,), rw_binds=tuple(str(c.log.parent) for c in canaries.values()),
-            resolve=dict(targets.resolve), entry_hook=entry_hook(weaken))
+            resolve=dict(targets.resolve), entry_hook=entry_hook(weaken), upstream_ca=targets.suite_ca)
         if self.mode == "tui":
             from .tui import drive
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from egress_servers import exchange, self_signed, wait_log
+from egress_servers import connect_tunnel, exchange, self_signed, wait_log
 
 from agentbox.egress import EgressPolicy, EgressProxy, Endpoint
 from agentbox.egress.http1 import parse_request
@@ -129,3 +129,84 @@ def test_the_model_route_speaks_verified_tls_to_an_https_endpoint(origins, short
         reply = post(untrusting.model_address, f"Authorization: Bearer {KEY_PH}")
     assert b"200 OK" not in reply, "a certificate the host's trust store does not know is refused"
     assert any(d.get("reason") == "upstream_tls_failed" for d in wait_log(f"{short_dir}/u.jsonl", 1))
+
+
+def tls_get(proxy, target: str, run_ca: str, *headers: str) -> bytes:
+    """CONNECT through the proxy, then HTTPS trusting `run_ca` only; the whole response."""
+    import ssl as _ssl
+
+    host = target.split(":")[0]
+    sock, reply = connect_tunnel(proxy.tcp_address, target)
+    assert reply.startswith(b"HTTP/1.1 200")
+    context = _ssl.create_default_context(cafile=run_ca)
+    with context.wrap_socket(sock, server_hostname=host) as tls:
+        tls.sendall(("\r\n".join([f"GET /user HTTP/1.1", f"Host: {target}", *headers]) + "\r\n\r\n").encode())
+        out = b""
+        while chunk := tls.recv(65536):
+            out += chunk
+            if b"\r\n\r\n" in out and len(out.split(b"\r\n\r\n", 1)[1]) >= _length(out):
+                break
+    return out
+
+
+def test_tls_to_a_bound_host_ends_at_the_proxy_which_swaps_the_secret_in_and_speaks_verified_tls_on(
+        origins, short_dir):
+    from agentbox.egress.policy import parse_entry
+    from agentbox.egress.run_ca import Authority
+
+    server = self_signed(short_dir, "tls.test")
+    if server is None:
+        pytest.skip("openssl is not installed")
+    bound = origins(tls=server, name="bound")
+    policy = EgressPolicy(allow_domains=(f"tls.test:{bound.port}",), resolver_overrides={"tls.test": "127.0.0.1"})
+    authority = Authority((parse_entry(f"tls.test:{bound.port}"),))
+    run_ca = f"{short_dir}/run-ca.pem"
+    with open(run_ca, "wb") as f:
+        f.write(authority.cert_pem())
+    swaps = table(f"tls.test:{bound.port}")
+    with EgressProxy(policy, f"{short_dir}/l.jsonl", tcp_port=0, swaps=swaps, authority=authority,
+                     upstream_ca=f"{short_dir}/tls.test.crt") as proxy:
+        reply = tls_get(proxy, f"tls.test:{bound.port}", run_ca, f"Authorization: token {TOKEN_PH}")
+        assert reply.startswith(b"HTTP/1.1 200 OK")
+        [request] = bound.settle().requests
+        assert f"Authorization: token {TOKEN}".encode() in request and TOKEN_PH.encode() not in request
+        refused = tls_get(proxy, f"tls.test:{bound.port}", run_ca, f"x-api-key: {KEY_PH}")
+        assert refused.startswith(b"HTTP/1.1 403") and b"credential_replay" in refused, "no secret of this host"
+    lines = wait_log(f"{short_dir}/l.jsonl", 2)
+    [swapped] = [d for d in lines if d["allowed"]]
+    assert swapped["credentials"] == ["GITHUB_TOKEN"] and swapped["detail"].startswith("TLS terminated")
+    assert [d["reason"] for d in lines if not d["allowed"]] == ["credential_replay"] and len(bound.requests) == 1
+
+
+def test_the_run_ca_signs_only_for_the_bound_hosts(short_dir):
+    import ssl as _ssl
+
+    from cryptography import x509
+
+    from agentbox.egress.policy import parse_entry
+    from agentbox.egress.run_ca import Authority
+
+    authority = Authority((parse_entry("api.github.com"),))
+    constraints = authority.cert.extensions.get_extension_for_class(x509.NameConstraints).value
+    assert [n.value for n in constraints.permitted_subtrees] == ["api.github.com"]
+    cert, key = authority.leaf("evil.example")
+    with open(f"{short_dir}/leaf.pem", "wb") as f:
+        f.write(cert + key)
+    with open(f"{short_dir}/ca.pem", "wb") as f:
+        f.write(authority.cert_pem())
+    server = _ssl.SSLContext(_ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(f"{short_dir}/leaf.pem")
+    client = _ssl.create_default_context(cafile=f"{short_dir}/ca.pem")
+    a, b = socket.socketpair()
+    import threading
+
+    threading.Thread(target=lambda: _quiet(lambda: server.wrap_socket(a, server_side=True)), daemon=True).start()
+    with pytest.raises(_ssl.SSLCertVerificationError):
+        client.wrap_socket(b, server_hostname="evil.example")
+
+
+def _quiet(fn):
+    try:
+        fn()
+    except OSError:
+        pass
