@@ -253,6 +253,11 @@ class CodexAdapter(HarnessAdapter):
                 entry["args"] = list(spec.args)
             if spec.env:
                 entry["env"] = dict(sorted(spec.env.items()))
+            # Codex starts MCP servers with a few safe variables only: hand on, by name, the OS sandbox's (the
+            # egress proxy's, the run CA's) and the profile's secrets (placeholders, swapped in by the proxy)
+            forwarded = sorted((set(context.sandbox_env) | set(profile.secrets)) - set(spec.env))
+            if forwarded:
+                entry["env_vars"] = forwarded
             tools = intent.mcp.allowed_tools(server)
             if tools is None:
                 entry["default_tools_approval_mode"] = "approve"

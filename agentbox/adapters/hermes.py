@@ -74,7 +74,7 @@ class HermesAdapter(HarnessAdapter):
 
         removed = {item: ts for item, ts in _REMOVED.items() if self._restricts(intent, item)}
         disabled = sorted({t for ts in removed.values() for t in ts})
-        mcp_servers = self._mcp_servers(profile, warnings, errors)
+        mcp_servers = self._mcp_servers(profile, warnings, errors, context.sandbox_env)
         toolsets = [*(t for t in BASE_TOOLSETS if t not in disabled), *(sorted(mcp_servers) or ["no_mcp"])]
 
         config: dict[str, Any] = self._model(profile, warnings, self.base_url(profile, context))
@@ -154,7 +154,8 @@ class HermesAdapter(HarnessAdapter):
         return intent.command_network.access != "unrestricted"
 
     @staticmethod
-    def _mcp_servers(profile: Profile, warnings: list[str], errors: list[str]) -> dict[str, Any]:
+    def _mcp_servers(profile: Profile, warnings: list[str], errors: list[str],
+                     sandbox_env: tuple[str, ...] = ()) -> dict[str, Any]:
         """Only allowlisted servers; of those, only allowlisted tools."""
         intent = profile.permission_intent.mcp
         servers: dict[str, Any] = {}
@@ -169,8 +170,11 @@ class HermesAdapter(HarnessAdapter):
                 continue
             spec = profile.mcp_servers[name]
             entry: dict[str, Any] = {"command": spec.command, "args": list(spec.args)}
-            if spec.env:
-                entry["env"] = dict(sorted(spec.env.items()))
+            # Hermes starts MCP servers with a few safe variables only: hand on, through its ${VAR} interpolation,
+            # the OS sandbox's (the egress proxy's, the run CA's) and the profile's secrets (placeholders)
+            forwarded = {v: f"${{{v}}}" for v in sorted({*sandbox_env, *profile.secrets} - set(spec.env))}
+            if spec.env or forwarded:
+                entry["env"] = dict(sorted({**spec.env, **forwarded}.items()))
             entry["enabled"] = True
             if tools is not None:
                 # resources/prompts would add read_resource/get_prompt tools nobody allowlisted

@@ -80,8 +80,10 @@ class CanaryMcp:
     log: Path
 
     def server_spec(self) -> dict[str, Any]:
+        # PYTHONPATH: the server under test is this package's, whatever else the interpreter would import
         return {"command": sys.executable, "args": ["-m", "agentbox.canary_mcp", "--log", str(self.log),
-                                                     "--name", self.name]}
+                                                     "--name", self.name],
+                "env": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}}
 
     @property
     def binds(self) -> tuple[str, ...]:
