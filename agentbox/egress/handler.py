@@ -115,10 +115,12 @@ class Handler:
                     self.log.write_request({**line, "allowed": False, "reason": reason, "detail": str(exc)})
                     raise Refused(403 if reason == "credential_replay" else 400, reason, str(exc)) from None
                 exchange.credentials += swapped
-                self.log.write_request({**line, "allowed": True, "reason": "model_route",
-                                        "credentials": list(swapped)})
-                headers = [("Host", authority), *((k, v) for k, v in new.headers if k.lower() != "host")]
-                return render_request(new, headers)
+                # which headers carried it: names only, so the log says how the harness sends its key
+                carried = sorted({k.lower() for (k, v), (_, w) in zip(head.headers, new.headers) if v != w})
+                self.log.write_request({**line, "allowed": True, "reason": "model_route", "credentials": list(swapped),
+                                        **({"headers": carried} if carried else {})})
+                return render_request(new, [("Host", authority), *((k, v) for k, v in new.headers
+                                                                    if k.lower() != "host")])
 
             try:
                 upstream = await forward_requests(rd, dial, edit, idle, exchange.up, self.limits.head_bytes)

@@ -248,8 +248,8 @@ def _check_credentials(credentials: tuple[Credential, ...], req: RuntimeRequirem
                 allowed_text = ", ".join(req.allow_domains) or "nothing"
                 raise SandboxError(
                     f"{cred.source}: bound host {text} is not allowed by command_network ({req.network}, allowing "
-                    f"{allowed_text}): the egress proxy swaps a secret in only on requests it lets through; add "
-                    f"{text} to allow_domains or remove the binding")
+                    f"{allowed_text}), and the egress proxy (sandbox layer) swaps a secret in only on requests it "
+                    f"lets through; add {text} to allow_domains or remove the binding")
 
 
 def _run_resolver_files() -> tuple[str, ...]:

@@ -54,7 +54,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, raw: bytes) -> None:
         model = self.server.model
         credential = model.credential_of(self.headers)
-        if credential not in (None, "real"):  # a real API refuses a wrong key before it reads anything else
+        # A real API refuses a wrong key before it reads anything else (a placeholder that was never swapped is
+        # one); a request with no key at all is answered and recorded as such, for tests that just ask the model
+        if credential == "other":
             body = json.dumps({"error": {"type": "authentication_error", "message": "invalid x-api-key"}}).encode()
             model._append(Record(wire_api=None, method=self.command, path=self.path, model=None, stream=False,
                                  tools_offered=(), tool_results=(), side=True, step_index=None, emitted=None,
@@ -121,9 +123,9 @@ class ScriptedModel:
                  host: str = "127.0.0.1", models: tuple[str, ...] = ("scripted",), key: str | None = None):
         self.host = host
         self.models = tuple(models)
-        # With a key, the model answers only requests that carry exactly it (as a real API does, 401 otherwise),
-        # and records what each carried: a harness in the sandbox holds a placeholder, so an answered request
-        # there proves the egress proxy swapped the key in.
+        # With a key, the model refuses requests that carry another (401, as a real API does) and records what
+        # each carried: a harness in the sandbox holds a placeholder, so a request answered with "real" there
+        # proves the egress proxy swapped the key in.
         self.key = key
         self._lock = threading.Lock()
         self._records: list[Record] = []

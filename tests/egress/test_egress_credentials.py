@@ -91,6 +91,7 @@ def test_the_model_route_forwards_with_the_real_key_and_the_endpoints_host(world
     lines = wait_log(model_proxy.log_path, 2)
     [line] = [d for d in lines if d.get("route") == "model"]
     assert line["allowed"] and line["credentials"] == ["MODEL_KEY"] and line["target"] == "/v1/messages"
+    assert line["headers"] == ["x-api-key"], "the log names the header that carried the key"
     [route] = [d for d in lines if d["method"] == "ROUTE"]
     assert route["credentials"] == ["MODEL_KEY"] and KEY not in str(lines), "names are logged, never values"
 
