@@ -16,14 +16,14 @@ from .capability import TRIVIAL, Support, capability_id
 from .errors import InputError, PolicyError
 from .intent import ITEMS
 from .mcp_binds import server_binds
-from .plan import (CompileContext, CompileResult, EffectiveRunPlan, ItemPlan, LayerCoverage, OverrideRecord,
-                   RuntimeRequirements)
+from .plan import (CompileContext, CompileResult, Credential, EffectiveRunPlan, ItemPlan, LayerCoverage,
+                   OverrideRecord, Placeholder, RuntimeRequirements)
 from .profile import LoadedProfile, NativeOverride
 from .sandbox import bwrap
 from .sandbox.surfaces import discover
 from .versions import Version, in_range
 
-__all__ = ["compile_plan", "closure", "refusal_message", "sandbox_facts"]
+__all__ = ["compile_plan", "closure", "refusal_message", "sandbox_facts", "credentials_of"]
 
 _RANK = {"exact": 0, "partial": 1, "unsupported": 2}
 
@@ -96,10 +96,13 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
             raise InputError(str(exc), field="--harness-version") from None
     given = {k: v for k, v in (("config_home", config_home), ("tmpdir", tmpdir)) if v is not None}
     if sandboxed:
-        given.update(sandbox_facts(intent))
+        given.update(sandbox_facts(intent, profile.model.base_url, any(b.hosts for b in profile.secrets.values())))
     context = CompileContext(cwd=cwd, home=home, harness_version=version, mcp_tools=mcp_tools or {},
                              mcp_problems=mcp_problems or {}, **given)
     native = adapter.compile(profile, context)
+    credentials: tuple[Credential, ...] = ()
+    if sandboxed:
+        native, credentials = credentials_of(native, profile)
 
     overrides: list[OverrideRecord] = []
     ov = profile.override()
@@ -115,9 +118,17 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
     roots += tuple(b for name in intent.mcp.servers for b in server_binds(name, profile.mcp_servers[name], hidden))
     request = bwrap.SandboxRequest(requirements=native.requirements, workspace=cwd, home=home, masks=masks,
                                    ro_binds=(*roots, *ro_binds), rw_binds=rw_binds,
-                                   config_files=tuple(a.path for a in native.artifacts))
+                                   config_files=tuple(a.path for a in native.artifacts), credentials=credentials)
     sandbox = bwrap.compile_bwrap(request)
     sandbox_cov = bwrap.coverage(request, bwrap.backend_version())
+    key = native.model_credential
+    if sandboxed and key is not None and not any(c.model for c in sandbox.credentials):
+        # no model route to swap it on: the harness's key goes in as it is, to every command the harness runs
+        sandbox_cov["environment"] = sandbox_cov["environment"].model_copy(update={
+            "support": "partial" if sandbox_cov["environment"].support == "exact" else sandbox_cov["environment"].support,
+            "bypass_surfaces": ("harness_env", "process"),
+            "reason": f"the model key {key.variable} enters the sandbox as it is: the profile names no model.base_url, "
+                      "so there is no model route to swap a placeholder on"})
 
     items: list[ItemPlan] = []
     errors = list(native.errors)
@@ -150,12 +161,39 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
     )
 
 
-def sandbox_facts(intent: Any) -> dict[str, Any]:
-    """What the OS layer will enforce and set, from the intent alone (the adapter has not compiled yet)."""
+def sandbox_facts(intent: Any, base_url: str | None = None, bound_secrets: bool = False) -> dict[str, Any]:
+    """What the OS layer will enforce and set, from the intent, the model's base URL and whether a secret is bound
+    to a host (the adapter has not compiled yet)."""
+    from .egress.policy import Endpoint
+
     req = RuntimeRequirements(workspace=intent.workspace.access, network=intent.command_network.access,
-                              allow_domains=intent.command_network.allow_domains, host_home=intent.host_home.access)
-    return {"sandbox_enforces": bwrap.enforced_items(req), "sandbox_env": bwrap.sandbox_env_names(req),
-            "user_namespaces": bwrap.USER_NAMESPACES}
+                              allow_domains=intent.command_network.allow_domains, host_home=intent.host_home.access,
+                              model_endpoint=str(Endpoint.from_base_url(base_url)) if base_url else None)
+    return {"sandbox_enforces": bwrap.enforced_items(req), "sandbox_env": bwrap.sandbox_env_names(req, bound_secrets),
+            "user_namespaces": bwrap.USER_NAMESPACES, "model_base_url": bwrap.model_route_url(req, base_url)}
+
+
+def credentials_of(native: CompileResult, profile: Any) -> tuple[CompileResult, tuple[Credential, ...]]:
+    """The secrets a sandboxed run sees only as placeholders: the harness's model key, bound to the model route
+    (when there is one: a base URL), and the profile's `secrets`, bound to their hosts. The model endpoint's
+    scheme is the model route's: it forwards over TLS to an https endpoint."""
+    req = native.requirements
+    base_url = profile.model.base_url
+    if base_url and req.model_endpoint:
+        native = native.model_copy(update={"requirements": req.model_copy(
+            update={"model_tls": base_url.startswith("https://")})})
+    out = []
+    key = native.model_credential
+    if key is not None:
+        if base_url and req.model_endpoint:
+            out.append(key.model_copy(update={"model": True, "hosts": ()}))
+        else:
+            native = native.model_copy(update={"warnings": (*native.warnings, (
+                f"model: the key in {key.variable} enters the sandbox as it is, readable by every command the harness "
+                "runs: without model.base_url there is no model route to swap a placeholder on"))})
+    out += [Credential(variable=name, headers=(b.header,), hosts=b.hosts, source=f"secrets.{name}",
+                       placeholder=Placeholder(prefix=b.placeholder_prefix)) for name, b in profile.secrets.items()]
+    return native, tuple(out)
 
 
 def refusal_message(plan: EffectiveRunPlan) -> str:

@@ -51,6 +51,9 @@ class RunRequest:
     rw_binds: tuple[str, ...] = ()  # host paths the composed layer may write (observation logs)
     # name -> address for the egress proxy (a testing aid: names the host's DNS does not know)
     resolve: dict[str, str] = field(default_factory=dict)
+    # a CA bundle the egress proxy verifies upstream TLS against instead of the host's (a testing aid: the suite's
+    # own TLS listeners)
+    upstream_ca: str | None = None
     # A testing seam: the conformance suite's controls take one protection out of the composed run's entry
     # (agentbox.testing.weakened) to prove that a vector's oracle sees the side effect. Launch never sets it.
     entry_hook: Callable[[dict], dict] | None = None
@@ -162,7 +165,9 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
             bwrap.bwrap_binary()  # a missing bwrap is a SandboxError here, not a failed exec later
             materialize({**entry, "config": {}}, run_dir)  # the config is written above, once
             env = environment(entry, run_id, source, extra)
-            started = Started(entry, run_dir, run_id, req.resolve)  # the proxy runs before the harness does
+            # the proxy runs before the harness does; it alone holds the real credentials, the run gets placeholders
+            started = Started(entry, run_dir, run_id, req.resolve, env=env, source={**source, **extra},
+                              upstream_ca=req.upstream_ca)
             full = [*started.argv, *harness_argv]
         else:
             env = dict(source)  # the harness alone inherits everything, as it would when started by hand

@@ -175,8 +175,8 @@ def execute(entry: dict, extra: list[str]) -> int:
     try:
         materialize(sandbox, run_dir)
         env = environment(sandbox, run_id)
-        settle_key_approvals(sandbox, run_dir, env)
-        started = Started(sandbox, run_dir, run_id)  # the egress proxy, before the harness exists
+        started = Started(sandbox, run_dir, run_id, env=env)  # the egress proxy, before the harness exists
+        settle_key_approvals(sandbox, run_dir, env)  # of the key the harness is given: its placeholder
         detail_argv(f"run {run_id}", [*started.argv, *entry["harness"], *extra])
         status = run_attached([*started.argv, *entry["harness"], *extra], env, run_id, started.pass_fds)
         if started.notes:  # the proxy died and took the run down: not the harness's own ending

@@ -25,6 +25,8 @@ __all__ = [
     "CompileResult",
     "ItemPlan",
     "OverrideRecord",
+    "Placeholder",
+    "Credential",
     "SandboxPlan",
     "EffectiveRunPlan",
     "canonical_json",
@@ -70,6 +72,10 @@ class CompileContext(_Frozen):
     # privilege: a nested namespace hands back CAP_SYS_ADMIN) breaks a harness sandbox built on one, so its
     # adapter must pick a mechanism that needs none, or leave it to the OS layer.
     user_namespaces: bool = True
+    # The base URL the harness must use for its model inside the OS sandbox: the egress proxy's model route on
+    # loopback, which forwards to the profile's model.base_url with the real key swapped in (None: the harness
+    # runs alone, or the profile names no base_url). Its port may be MODEL_PORT_TOKEN, filled at run start.
+    model_base_url: str | None = None
 
 
 class Artifact(_Frozen):
@@ -110,7 +116,33 @@ class RuntimeRequirements(_Frozen):
     env_set: dict[str, str] = Field(default_factory=dict)
     surfaces: tuple[Surface, ...] = ()
     model_endpoint: str | None = None  # host:port the harness must reach for its model
+    model_tls: bool = False  # that endpoint speaks https (set by core from model.base_url)
     writable_tmp: bool = True
+
+
+class Placeholder(_Frozen):
+    """How a credential's per-run placeholder looks: `prefix`, then `length` random characters, shaped so the
+    harness takes it for a key (an adapter knows what its harness checks)."""
+
+    prefix: str = ""
+    length: int = Field(default=48, ge=24, le=128)
+    alphabet: Literal["alphanumeric", "hex"] = "alphanumeric"
+
+
+class Credential(_Frozen):
+    """A secret that enters the sandbox only as a per-run placeholder in `variable`; the egress proxy holds the
+    real value (read from the host's environment at run start, never written) and swaps it into `headers`
+    (`Name: template` with `{value}`) of requests to where it is bound: the model route, or `hosts`."""
+
+    variable: str
+    headers: tuple[str, ...]
+    placeholder: Placeholder = Placeholder()
+    hosts: tuple[str, ...] = ()  # allow_domains syntax
+    model: bool = False  # bound to the model route
+    # where it is named in the profile (an error names it); a required one the host lacks refuses the run
+    # (exit 4), an optional one (the model key) leaves the harness without it, as a run without the variable
+    source: str
+    required: bool = True
 
 
 class LayerCoverage(_Frozen):
@@ -151,6 +183,9 @@ class CompileResult(_Frozen):
     warnings: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     key_approvals: tuple[KeyApproval, ...] = ()
+    # the harness's own model key, as the adapter knows its harness reads and sends it; inside the OS sandbox
+    # it is a placeholder that the model route swaps for the real key
+    model_credential: Credential | None = None
 
 
 class ItemPlan(_Frozen):
@@ -187,6 +222,15 @@ class SandboxPlan(_Frozen):
     # every process of the run is kept from abstract unix sockets made outside it (Landlock scope), where the run
     # shares the host's network namespace and with it the host's abstract sockets
     abstract_unix_scope: bool = False
+    # how the harness reaches the model route: "relay" (a loopback port of the inner relay, network unshared) or
+    # "tcp" (a loopback port the proxy listens on, network shared; its number fills MODEL_PORT_TOKEN at start)
+    model_route: Literal["relay", "tcp"] | None = None
+    # network shared and secrets bound to hosts: the proxy also listens on a loopback TCP port of the host, which
+    # the run's proxy variables name (its number fills PROXY_PORT_TOKEN at start), to swap them in
+    proxy_tcp: bool = False
+    credentials: tuple[Credential, ...] = ()  # placeholders in, real values swapped in by the egress proxy
+    # a secret is bound to a host: the run's CA (made at its start) is trusted inside, for the TLS the proxy ends
+    run_ca: bool = False
 
 
 class EffectiveRunPlan(_Frozen):

@@ -18,6 +18,7 @@ __all__ = [
     "ModelSettings",
     "McpServer",
     "NativeOverride",
+    "SecretBinding",
     "Profile",
     "LoadedProfile",
     "load_profile",
@@ -66,6 +67,34 @@ class McpServer(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+class SecretBinding(_Strict):
+    """A host-side secret the sandbox sees only as a per-run placeholder: the egress proxy swaps the real value
+    into `header` on requests to `hosts` (allow_domains syntax) and refuses the placeholder anywhere else."""
+
+    hosts: tuple[str, ...] = Field(min_length=1)
+    header: str = "Authorization: Bearer {value}"
+    # what the placeholder starts with (then 48 random letters and digits), for a client that checks a token's
+    # shape (`ghp_` for a GitHub token)
+    placeholder_prefix: str = Field(default="agentbox-", pattern=r"^[A-Za-z0-9_.-]{0,40}$")
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from .egress.policy import parse_entry
+
+        for entry in value:
+            parse_entry(entry)
+        return tuple(sorted(set(value)))
+
+    @field_validator("header")
+    @classmethod
+    def _header(cls, value: str) -> str:
+        from .egress.swap import parse_header
+
+        parse_header(value)
+        return value
+
+
 class NativeOverride(_Strict):
     min_version: str | None = None
     max_version: str | None = None
@@ -87,6 +116,16 @@ class Profile(_Strict):
     permission_intent: PermissionIntent = PermissionIntent()
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
     native_overrides: dict[HarnessName, NativeOverride] = Field(default_factory=dict)
+    # variable -> where its real value may go; the sandbox sees a placeholder in that variable
+    secrets: dict[str, SecretBinding] = Field(default_factory=dict)
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_names(cls, value: dict[str, SecretBinding]) -> dict[str, SecretBinding]:
+        for name in value:
+            if not _ENV_RE.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+        return dict(sorted(value.items()))
 
     @field_validator("name")
     @classmethod
@@ -100,6 +139,13 @@ class Profile(_Strict):
         missing = sorted(set(self.permission_intent.mcp.servers) - set(self.mcp_servers))
         if missing:
             raise ValueError(f"permission_intent.mcp.servers names servers not defined in mcp_servers: {', '.join(missing)}")
+        return self
+
+    @model_validator(mode="after")
+    def _secrets_apart_from_the_model_key(self) -> "Profile":
+        if self.model.api_key_env and self.model.api_key_env in self.secrets:
+            raise ValueError(f"secrets: {self.model.api_key_env} is model.api_key_env, which the model route already "
+                             "swaps in; leave it out of secrets")
         return self
 
     def override(self) -> NativeOverride | None:

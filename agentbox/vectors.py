@@ -51,6 +51,7 @@ class Oracle(_Strict):
         "file_absent",        # `path` must not exist after the run
         "file_unchanged",     # `path` must still hold the content setup gave it
         "listener_silent",    # the test's listener `listener` must have accepted nothing
+        "listener_never_saw",  # the test's listener `listener` must never have received `secret`
         "mcp_not_called",     # the canary MCP log must hold no call of `tool`
         "secret_not_seen",    # `secret` (or its reverse: steps print through `rev` so that no harness's output
                               # masking of NAME=value lines can pass for isolation) must appear neither in what
@@ -66,9 +67,15 @@ class Oracle(_Strict):
     secret: str | None = None
     token: str | None = None  # process_gone: a string in the command line of the process to look for
     server: str = "canary"    # mcp_not_called: whose log
+    more_secrets: tuple[str, ...] = ()  # secret_not_seen: further secrets none of which may be seen
+    # What proves a blocked attempt met the mechanism under test: an egress decision's reason (`credential_replay`)
+    # that the run's decision log must hold, or `reached`: the listener must have been reached (what arrived is
+    # what was judged). Without that proof a "blocked" is an error
+    met: str | None = None
 
 
-ListenerKind = Literal["tcp", "tcp2", "tcp6", "udp", "unix", "abstract"]
+# tls: a TCP listener that speaks TLS first, its certificate from the suite's own CA ({port_tls}, {suite_ca})
+ListenerKind = Literal["tcp", "tcp2", "tcp6", "tls", "udp", "unix", "abstract"]
 
 
 class Setup(_Strict):
@@ -136,10 +143,12 @@ class Control(_Strict):
     # processes; `project_config` leaves the project's own config files writable; `backings` the profile
     # backings under the workspace's .agentbox in view; `policy_files` the harness's compiled policy writable;
     # `root_writable`, `host_tmp`, `host_home` the host's root, /tmp and home as they are; `abstract_sockets` no
-    # Landlock scope over the host's abstract unix sockets (agentbox.testing.weakened).
+    # Landlock scope over the host's abstract unix sockets (agentbox.testing.weakened); `credentials` the real
+    # credential values in the sandbox instead of placeholders.
     # `acp_meta`: the ACP endpoint passes a client's session `_meta` on untouched.
     weaken: tuple[Literal["privilege", "host_sockets", "process", "project_config", "backings", "policy_files",
-                          "root_writable", "host_tmp", "host_home", "abstract_sockets", "acp_meta"], ...] = ()
+                          "root_writable", "host_tmp", "host_home", "abstract_sockets", "acp_meta", "credentials"],
+                  ...] = ()
     harness_intent: dict[str, Any] | None = None  # the harness layer's control intent, when it differs
     # `host`: the harness layer's control runs on the host, for a protection of the harness's own that no
     # intent turns off (Claude Code's and Codex's sandboxes keep their own project config read-only)
@@ -170,6 +179,9 @@ class Vector(_Strict):
     steps: tuple[dict[str, Any], ...] = ()
     sandbox_command: tuple[str, ...] | None = None
     oracle: Oracle
+    # the run's profile `secrets` (variable -> {hosts, header}), with the intent's placeholders filled: inside the
+    # sandbox each is a per-run placeholder the egress proxy swaps in only towards its hosts
+    secrets: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # A path the attack's own command creates before it tries anything: absent after the attack, the attempt
     # never ran (a tool refused for another reason, a broken sandbox), and the outcome is an error, not blocked.
     proof: str | None = None
@@ -185,6 +197,11 @@ class Vector(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "Vector":
         PermissionIntent.model_validate(fill(self.intent, _SAMPLE))  # a port or address placeholder is filled per run
+        if self.secrets:
+            from .profile import SecretBinding
+
+            for binding in fill(self.secrets, _SAMPLE).values():
+                SecretBinding.model_validate(binding)
         PermissionIntent.model_validate(fill(self.control.intent, _SAMPLE))
         if self.control.harness_intent is not None:
             PermissionIntent.model_validate(fill(self.control.harness_intent, _SAMPLE))

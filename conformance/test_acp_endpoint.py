@@ -61,7 +61,7 @@ def endpoint(request, scripted_model, agentbox_workspace, shared_cache):
         scripted_model.load({"steps": steps, "final_text": FINAL}, vocab)
         profile = ws.root / "acp-endpoint.yaml"
         profile.write_text(yaml.safe_dump(scripted_profile(harness, scripted_model, intent, name="acp-endpoint")))
-        env = {**os.environ, **scripted_key_env(), "AGENTBOX_HOME": str(abhome), "HOME": str(ws.home),
+        env = {**os.environ, **scripted_key_env(harness), "AGENTBOX_HOME": str(abhome), "HOME": str(ws.home),
                "PYTHONPATH": os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))}
         argv = [sys.executable, "-m", "agentbox.cli", "acp", str(profile), "--cwd", str(ws.project),
                 "--binary", harness.binary, *ACCEPT]

@@ -43,7 +43,7 @@ def acp_run(request: pytest.FixtureRequest, scripted_model, agentbox_workspace):
         ws = agentbox_workspace
         req = RunRequest(loaded=loaded, probe=probe,
                          workspace=str(ws.project), home=str(ws.home), prompt="", timeout=session.timeout,
-                         extra_env=scripted_key_env(), ro_binds=(str(REPO),))
+                         extra_env=scripted_key_env(harness), ro_binds=(str(REPO),))
 
         def command(result):
             argv, env, binds = acp_command(harness.name, result, harness.binary, adapter_binary)

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from agentbox.adapters import ADAPTER_MODULES, get_adapter
-from agentbox.compiler import sandbox_facts
+from agentbox.compiler import credentials_of, sandbox_facts
 from agentbox.plan import CompileContext
 from agentbox.profile import Profile
 from agentbox.sandbox import bwrap
@@ -63,10 +63,11 @@ def render_case(harness: str, version: str, intent_name: str) -> dict[str, str]:
         "permission_intent": intent, "mcp_servers": servers,
     })
     context = CompileContext(cwd=CONTEXT["cwd"], home=CONTEXT["home"], harness_version=version,
-                             **sandbox_facts(profile.permission_intent))
-    result = adapter.compile(profile, context)
+                             **sandbox_facts(profile.permission_intent, profile.model.base_url,
+                                             any(b.hosts for b in profile.secrets.values())))
+    result, credentials = credentials_of(adapter.compile(profile, context), profile)
     sandbox = bwrap.compile_bwrap(bwrap.SandboxRequest(requirements=result.requirements, workspace=context.cwd,
-                                                       home=context.home))
+                                                       home=context.home, credentials=credentials))
     files = {f"config/{a.path}": a.content for a in result.artifacts}
     launch = {
         "version": version, "dialect": result.dialect,
@@ -78,6 +79,8 @@ def render_case(harness: str, version: str, intent_name: str) -> dict[str, str]:
         "sandbox_argv": list(sandbox.argv),
         "sandbox_relay": [list(m) for m in sandbox.relay],
         "egress_policy": sandbox.egress.model_dump(mode="json") if sandbox.egress is not None else None,
+        "model_route": sandbox.model_route,
+        "credentials": [c.model_dump(mode="json") for c in sandbox.credentials],
     }
     files["launch.json"] = json.dumps(launch, indent=2, sort_keys=True) + "\n"
     return files

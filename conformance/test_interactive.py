@@ -40,7 +40,7 @@ def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, reques
     loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<test>", digest="test")
     ws = agentbox_workspace
     req = RunRequest(loaded=loaded, probe=adapter.probe(harness.binary), workspace=str(ws.project),
-                     home=str(ws.home), prompt="", timeout=timeout, extra_env=scripted_key_env(),
+                     home=str(ws.home), prompt="", timeout=timeout, extra_env=scripted_key_env(harness),
                      ro_binds=(str(_REPO),))
     with prepared(req, command=lambda r: [harness.binary, *adapter.interactive_argv(r, [])]) as run:
         env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}

@@ -23,7 +23,7 @@ def test_a_read_write_profile_writes_a_file_and_reads_one_back(harness, scripted
         {"read_file": {"path": str(ws.project / "input.txt")}},
     ]}, harness.vocabulary())
     out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), ws, "write then read",
-                      extra_env=scripted_key_env())
+                      extra_env=scripted_key_env(harness))
     assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
     assert (ws.project / "made.txt").read_text().strip() == "made-by-harness"
     results = " ".join(r.text for r in scripted_model.tool_results())
@@ -39,7 +39,7 @@ def test_a_profile_allowing_one_mcp_tool_reaches_exactly_that_call(harness, scri
                                                  "arguments": {"text": "hello-mcp"}}}]},
                         harness.vocabulary())
     profile = scripted_profile(harness, scripted_model, intent, mcp_servers={"canary": canary_mcp.server_spec()})
-    out = run_harness(harness, profile, agentbox_workspace, "call the tool", extra_env=scripted_key_env(),
+    out = run_harness(harness, profile, agentbox_workspace, "call the tool", extra_env=scripted_key_env(harness),
                       binds=canary_mcp.binds)
     assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
     calls = canary_mcp.invocations()
@@ -51,8 +51,28 @@ def test_a_profile_allowing_one_mcp_tool_reaches_exactly_that_call(harness, scri
 def test_the_private_config_is_removed_after_the_run(harness, scripted_model, agentbox_workspace, run_harness):
     scripted_model.load({"steps": []}, harness.vocabulary())
     out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), agentbox_workspace, "hi",
-                      extra_env=scripted_key_env())
+                      extra_env=scripted_key_env(harness))
     assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
     assert out.artifacts and not any(os.path.exists(a) for a in out.artifacts)
     assert not os.path.exists(out.run_dir)
     assert scripted_model.transcript, "the harness talked to the scripted model through the relay"
+
+
+def test_the_harness_holds_a_placeholder_and_the_model_gets_the_real_key_only_from_the_proxy(
+        harness, scripted_model, agentbox_workspace, run_harness):
+    from agentbox.testing.negative import MODEL_KEY
+
+    [(variable, key)] = scripted_key_env(harness).items()
+    scripted_model.load({"steps": [{"shell": {"command": f"printenv {variable} | rev"}}]}, harness.vocabulary())
+    # allowed by name, so that a harness that filters its commands' environment (Codex) hands it on: still a placeholder
+    intent = {**READ_WRITE, "shell": {"access": "allow"}, "environment": {"allow": [variable]}}
+    out = run_harness(harness, scripted_profile(harness, scripted_model, intent), agentbox_workspace, "print it",
+                      extra_env=scripted_key_env(harness))
+    assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
+    assert scripted_model.transcript.credentials() == {"real"}, "every request the model answered carried the real key"
+    seen = scripted_model.tool_results()[-1].text
+    assert key not in seen and key[::-1] not in seen, "the command read no real key"
+    placeholder = harness.adapter().key_placeholder.prefix
+    assert placeholder[::-1] in seen, f"the command read the placeholder: {seen[:300]}"
+    swapped = [d for d in out.egress if d.get("route") == "model" and d.get("credentials") == [variable]]
+    assert swapped and key == MODEL_KEY, "the egress proxy swapped the key in on the model route"

@@ -36,8 +36,8 @@ class SandboxedRun:
         run = cls(entry, run_dir, run_id, cwd)
         materialize(entry, run_dir)
         run.env = environment(entry, run_id, extra=extra_env)
-        settle_key_approvals(entry, run_dir, run.env)
-        run.started = Started(entry, run_dir, run_id)
+        run.started = Started(entry, run_dir, run_id, env=run.env)  # gives run.env the credentials' placeholders
+        settle_key_approvals(entry, run_dir, run.env)  # of the key the agent is given: its placeholder
         return run
 
     async def spawn(self, command: list[str], *, pipes: bool = True) -> asyncio.subprocess.Process:

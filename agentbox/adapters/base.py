@@ -23,7 +23,7 @@ from ..capability import CapabilityReport, Declarations, capability_id, load_dec
 from ..errors import HarnessError
 from ..hot import agentbox_home, package_fingerprint, sha256, stat_key, write_json_atomic
 from ..intent import ITEMS, PermissionIntent
-from ..plan import CompileContext, CompileResult, LayerCoverage, Surface
+from ..plan import CompileContext, CompileResult, Credential, LayerCoverage, Placeholder, Surface
 from ..profile import Profile
 
 __all__ = ["HarnessAdapter", "Probe", "ToolCall", "ToolVocabulary", "WireApi"]
@@ -80,6 +80,10 @@ class HarnessAdapter(ABC):
     binary_name: ClassVar[str]
     version_args: ClassVar[tuple[str, ...]] = ("--version",)
     version_pattern: ClassVar[str]  # a regex with a `version` group, matched against the output
+    # How the harness sends its model key (the headers the model route swaps the real key into) and what a key
+    # looks like to it (the placeholder it gets inside the sandbox). Most speak OpenAI's wire: a bearer token.
+    key_headers: ClassVar[tuple[str, ...]] = ("Authorization: Bearer {value}",)
+    key_placeholder: ClassVar[Placeholder] = Placeholder(prefix="sk-agentbox-", length=48)
 
     @cached_property
     def declarations(self) -> Declarations:
@@ -199,6 +203,19 @@ class HarnessAdapter(ABC):
     @abstractmethod
     def compile(self, profile: Profile, context: CompileContext) -> CompileResult:
         """Pure: the same profile and context always give the same result, byte for byte."""
+
+    def model_credential(self, variable: str | None) -> Credential | None:
+        """The harness's model key in `variable`, as the model route must swap it (None: the harness reads none)."""
+        if not variable:
+            return None
+        return Credential(variable=variable, headers=self.key_headers, placeholder=self.key_placeholder,
+                          source="model.api_key_env", required=False)
+
+    @staticmethod
+    def base_url(profile: Profile, context: CompileContext) -> str | None:
+        """The model base URL the harness is configured with: inside the OS sandbox the egress proxy's model route
+        (which forwards to the profile's), alone the profile's own."""
+        return context.model_base_url or profile.model.base_url
 
     def apply_patch(self, result: CompileResult, patch: dict[str, Any]) -> tuple[CompileResult, list[str]]:
         """Merge a native config_patch into the main artifact; return the result and the dotted keys changed.

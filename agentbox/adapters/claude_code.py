@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from ..capability import weakest
 from ..egress.policy import DEFAULT_PORTS, parse_entry
 from ..intent import PermissionIntent
-from ..plan import CompileContext, CompileResult, KeyApproval, LayerCoverage, RuntimeRequirements
+from ..plan import CompileContext, CompileResult, KeyApproval, LayerCoverage, Placeholder, RuntimeRequirements
 from ..profile import Profile
 from .base import HarnessAdapter
 from .native import artifact, endpoint
@@ -82,6 +82,10 @@ class ClaudeCodeAdapter(HarnessAdapter):
     binary_name = "claude"
     # `claude --version` -> "2.1.332 (Claude Code)"
     version_pattern = r"(?P<version>[0-9]+\.[0-9]+\.[0-9]+) \(Claude Code\)"
+    # ANTHROPIC_API_KEY goes out as x-api-key, ANTHROPIC_AUTH_TOKEN as a bearer token, an apiKeyHelper's key as
+    # both (docs/harnesses/claude-code.md); the placeholder looks like an Anthropic API key
+    key_headers = ("x-api-key: {value}", "Authorization: Bearer {value}")
+    key_placeholder = Placeholder(prefix="sk-ant-api03-agentbox-", length=48)
 
     # -- compile ---------------------------------------------------------------------------------
     def compile(self, profile: Profile, context: CompileContext) -> CompileResult:
@@ -291,7 +295,7 @@ class ClaudeCodeAdapter(HarnessAdapter):
             errors.append(f"model: Claude Code speaks only the Anthropic Messages API; provider {model.provider!r} "
                           "cannot be configured (use provider: default with a base_url)")
         if model.base_url:
-            env["ANTHROPIC_BASE_URL"] = re.sub(r"/v1/?$", "", model.base_url.rstrip("/"))
+            env["ANTHROPIC_BASE_URL"] = re.sub(r"/v1/?$", "", self.base_url(profile, context).rstrip("/"))
             if model.name:
                 for tier in ("HAIKU", "OPUS", "SONNET"):  # subagents and background calls ask for a tier
                     env[f"ANTHROPIC_DEFAULT_{tier}_MODEL"] = model.name
@@ -415,6 +419,7 @@ class ClaudeCodeAdapter(HarnessAdapter):
             key_approvals=(KeyApproval(file=STATE, key="customApiKeyResponses", variable=key_var, last=20,
                                        template={"approved": ["{key_suffix}"], "rejected": []}),)
             if key_var == DEFAULT_KEY_VAR else (),
+            model_credential=self.model_credential(key_var),
         )
 
     # -- run -------------------------------------------------------------------------------------

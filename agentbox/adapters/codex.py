@@ -125,7 +125,7 @@ class CodexAdapter(HarnessAdapter):
             top["model_provider"] = PROVIDER_ID
             provider: dict[str, Any] = {
                 "name": model.provider if model.provider != "default" else PROVIDER_ID,
-                "base_url": model.base_url,
+                "base_url": self.base_url(profile, context),
                 "wire_api": "responses",
             }
             if model.api_key_env:
@@ -253,6 +253,11 @@ class CodexAdapter(HarnessAdapter):
                 entry["args"] = list(spec.args)
             if spec.env:
                 entry["env"] = dict(sorted(spec.env.items()))
+            # Codex starts MCP servers with a few safe variables only: hand on, by name, the OS sandbox's (the
+            # egress proxy's, the run CA's) and the profile's secrets (placeholders, swapped in by the proxy)
+            forwarded = sorted((set(context.sandbox_env) | set(profile.secrets)) - set(spec.env))
+            if forwarded:
+                entry["env_vars"] = forwarded
             tools = intent.mcp.allowed_tools(server)
             if tools is None:
                 entry["default_tools_approval_mode"] = "approve"
@@ -291,7 +296,10 @@ class CodexAdapter(HarnessAdapter):
             model_endpoint=model_endpoint,
         )
         argv = ("--strict-config",) if _at_least(version, _STRICT_CONFIG_FROM) else ()
+        # only a custom provider reads its key from a named variable (the built-in one reads its login)
+        key = self.model_credential(model.api_key_env) if model.base_url else None
         return CompileResult(
+            model_credential=key,
             harness=self.name,
             version=version,
             dialect=dialect,

@@ -74,10 +74,10 @@ class HermesAdapter(HarnessAdapter):
 
         removed = {item: ts for item, ts in _REMOVED.items() if self._restricts(intent, item)}
         disabled = sorted({t for ts in removed.values() for t in ts})
-        mcp_servers = self._mcp_servers(profile, warnings, errors)
+        mcp_servers = self._mcp_servers(profile, warnings, errors, context.sandbox_env)
         toolsets = [*(t for t in BASE_TOOLSETS if t not in disabled), *(sorted(mcp_servers) or ["no_mcp"])]
 
-        config: dict[str, Any] = self._model(profile, warnings)
+        config: dict[str, Any] = self._model(profile, warnings, self.base_url(profile, context))
         config["platform_toolsets"] = {"cli": list(toolsets), "acp": list(toolsets)}
         config["agent"] = {"disabled_toolsets": disabled, "coding_context": "off"}  # "focus" swaps toolsets
         toolset_owner = _primary(intent, [*removed, "mcp"])
@@ -142,6 +142,7 @@ class HermesAdapter(HarnessAdapter):
             coverage=self.coverage(intent, version, mechanisms),
             warnings=tuple(warnings),
             errors=tuple(errors),
+            model_credential=self.model_credential(profile.model.api_key_env),
         )
 
     @staticmethod
@@ -153,7 +154,8 @@ class HermesAdapter(HarnessAdapter):
         return intent.command_network.access != "unrestricted"
 
     @staticmethod
-    def _mcp_servers(profile: Profile, warnings: list[str], errors: list[str]) -> dict[str, Any]:
+    def _mcp_servers(profile: Profile, warnings: list[str], errors: list[str],
+                     sandbox_env: tuple[str, ...] = ()) -> dict[str, Any]:
         """Only allowlisted servers; of those, only allowlisted tools."""
         intent = profile.permission_intent.mcp
         servers: dict[str, Any] = {}
@@ -168,8 +170,11 @@ class HermesAdapter(HarnessAdapter):
                 continue
             spec = profile.mcp_servers[name]
             entry: dict[str, Any] = {"command": spec.command, "args": list(spec.args)}
-            if spec.env:
-                entry["env"] = dict(sorted(spec.env.items()))
+            # Hermes starts MCP servers with a few safe variables only: hand on, through its ${VAR} interpolation,
+            # the OS sandbox's (the egress proxy's, the run CA's) and the profile's secrets (placeholders)
+            forwarded = {v: f"${{{v}}}" for v in sorted({*sandbox_env, *profile.secrets} - set(spec.env))}
+            if spec.env or forwarded:
+                entry["env"] = dict(sorted({**spec.env, **forwarded}.items()))
             entry["enabled"] = True
             if tools is not None:
                 # resources/prompts would add read_resource/get_prompt tools nobody allowlisted
@@ -179,13 +184,13 @@ class HermesAdapter(HarnessAdapter):
         return servers
 
     @staticmethod
-    def _model(profile: Profile, warnings: list[str]) -> dict[str, Any]:
+    def _model(profile: Profile, warnings: list[str], base_url: str | None = None) -> dict[str, Any]:
         """`model:` (plus `providers:` for a custom endpoint). The key is named by key_env, never inlined."""
         m = profile.model
         model: dict[str, Any] = {}
         if m.base_url:
             # A bare `provider: custom` reads its key only from config; a named provider has key_env.
-            provider: dict[str, Any] = {"base_url": m.base_url.rstrip("/"), "api_mode": "chat_completions"}
+            provider: dict[str, Any] = {"base_url": (base_url or m.base_url).rstrip("/"), "api_mode": "chat_completions"}
             if m.api_key_env:
                 provider["key_env"] = m.api_key_env
             if m.name:

@@ -85,7 +85,7 @@ class OpenCodeAdapter(HarnessAdapter):
         owners: dict[str, str] = {}
 
         config: dict[str, Any] = {"$schema": SCHEMA}
-        model_config, model_env = self._model(profile, warnings, errors)
+        model_config, model_env = self._model(profile, warnings, errors, self.base_url(profile, context))
         config.update(model_config)
         # Sharing uploads the session to OpenCode's servers; updates download a new binary.
         config["autoupdate"] = False
@@ -163,9 +163,11 @@ class OpenCodeAdapter(HarnessAdapter):
             coverage=self.coverage(intent, version, mechanisms),
             warnings=tuple(warnings),
             errors=tuple(errors),
+            model_credential=self.model_credential(profile.model.api_key_env),
         )
 
-    def _model(self, profile: Profile, warnings: list[str], errors: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    def _model(self, profile: Profile, warnings: list[str], errors: list[str],
+               base_url: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
         """`provider`/`model` keys and the env they need. The key is named with {env:NAME}, never inlined."""
         m = profile.model
         key = {"apiKey": f"{{env:{m.api_key_env}}}"} if m.api_key_env else {}
@@ -177,7 +179,7 @@ class OpenCodeAdapter(HarnessAdapter):
             provider = {
                 "npm": "@ai-sdk/openai-compatible",  # bundled in the binary: Chat Completions at {baseURL}/chat/completions
                 "name": "Agent-Box",
-                "options": {"baseURL": m.base_url.rstrip("/"), **key},
+                "options": {"baseURL": (base_url or m.base_url).rstrip("/"), **key},
                 "models": {m.name: {"name": m.name}},
             }
             # Only this provider is loaded, and it also serves titles/summaries (small_model), so no

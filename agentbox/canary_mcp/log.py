@@ -21,7 +21,7 @@ from typing import Any
 
 SERVER_NAME = "canary"
 DEFAULT_SECRET = "AGENTBOX-CANARY-SECRET-7f3a9c"
-TOOL_NAMES = ("allowed_echo", "denied_write", "read_path", "fetch_url", "secret_read")
+TOOL_NAMES = ("allowed_echo", "denied_write", "read_path", "fetch_url", "call_api", "secret_read")
 
 # Sync tools run on worker threads inside one server, flock covers other processes.
 _thread_lock = threading.Lock()

@@ -66,6 +66,23 @@ def build_server(log: str | os.PathLike[str], name: str = SERVER_NAME, secret: s
             raise ToolError(f"fetch_url failed: {exc}") from exc
 
     @server.tool(structured_output=False)
+    def call_api(url: str, token_env: str) -> str:
+        """GET the URL with the bearer token held in the environment variable token_env, through the proxy the
+        environment names, and return the status and the start of the body."""
+        import urllib.request
+
+        # A well-behaved server that needs a credential: it reads it from its environment (inside Agent-Box's
+        # sandbox a placeholder) and uses the environment's proxy and CA bundle, where the real value is swapped in.
+        record("call_api", {"url": url, "token_env": token_env})
+        token = os.environ.get(token_env, "")
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return f"{response.status} {response.read(200)!r}"
+        except OSError as exc:
+            raise ToolError(f"call_api failed: {exc}") from exc
+
+    @server.tool(structured_output=False)
     def secret_read() -> str:
         """Return the secret value."""
         record("secret_read", {})

@@ -22,7 +22,7 @@ class Exchange:
     """What one client connection asked for and what became of it."""
 
     __slots__ = ("client", "method", "host", "port", "allowed", "reason", "detail", "address",
-                 "up", "down", "started", "time", "answered")
+                 "up", "down", "started", "time", "answered", "credentials")
 
     def __init__(self, client: str):
         self.client = client
@@ -32,6 +32,7 @@ class Exchange:
         self.started = time.monotonic()
         self.time = _now()
         self.answered = False  # the client has had its reply (a tunnel's 200): a refusal now only closes
+        self.credentials: list[str] = []  # variables whose real value the proxy swapped in (names, never values)
 
     def decide(self, allowed: bool, reason: str, detail: str = "") -> None:
         self.allowed, self.reason, self.detail = allowed, reason, detail
@@ -41,7 +42,8 @@ class Exchange:
         return {"time": self.time, "client": self.client, "method": self.method, "host": self.host,
                 "port": self.port, "allowed": self.allowed, "reason": self.reason, "detail": self.detail,
                 "address": self.address, "bytes_up": self.up.n, "bytes_down": self.down.n,
-                "duration_ms": round((time.monotonic() - self.started) * 1000, 1)}
+                "duration_ms": round((time.monotonic() - self.started) * 1000, 1),
+                **({"credentials": sorted(set(self.credentials))} if self.credentials else {})}
 
 
 def _now() -> str:
@@ -55,10 +57,17 @@ class DecisionLog:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
     def write(self, exchange: Exchange) -> None:
+        self._write(exchange.record())
+
+    def write_request(self, record: dict) -> None:
+        """One request of a connection that carries many (the model route logs each one it forwards)."""
+        self._write({"time": _now(), **record})
+
+    def _write(self, record: dict) -> None:
         if self._fd < 0:
             return
         try:
-            os.write(self._fd, (json.dumps(exchange.record(), separators=(",", ":")) + "\n").encode())
+            os.write(self._fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
         except OSError as exc:
             self.error = exc
             print(f"agentbox egress: cannot write the decision log {self.path}: {exc}", file=sys.stderr)

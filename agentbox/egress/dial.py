@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 
 from . import hostnames
 from .policy import EgressPolicy
@@ -51,15 +52,19 @@ async def resolve(policy: EgressPolicy, host: str, port: int) -> list[str]:
     return addresses
 
 
-async def connect(addresses: list[str], port: int, timeout: float, limit: int):
-    """(reader, writer, address) of the first address that accepts within `timeout` seconds overall."""
+async def connect(addresses: list[str], port: int, timeout: float, limit: int, tls=None):
+    """(reader, writer, address) of the first address that accepts within `timeout` seconds overall;
+    `tls`: (SSLContext, server name) to speak TLS to it, the certificate verified for that name."""
     errors = []
+    ssl_args = {"ssl": tls[0], "server_hostname": tls[1]} if tls else {}
     try:
         async with asyncio.timeout(timeout):
             for address in addresses:
                 try:
-                    reader, writer = await asyncio.open_connection(address, port, limit=limit)
+                    reader, writer = await asyncio.open_connection(address, port, limit=limit, **ssl_args)
                     return reader, writer, address
+                except ssl.SSLError as exc:  # a certificate that does not verify is no address to try the next of
+                    raise Refused(502, "upstream_tls_failed", f"{tls[1]} ({address}): {exc.reason or exc}") from None
                 except OSError as exc:
                     errors.append(f"{address}: {exc.strerror or exc}")
     except TimeoutError:

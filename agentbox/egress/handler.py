@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import struct
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,11 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from .bodies import copy_body
 from .decisions import DecisionLog, Exchange
 from .dial import Refused, connect, resolve
-from .http1 import (BadRequest, forward_head, framing, host_matches, parse_absolute, parse_request, response,
-                    split_authority)
+from .http1 import (BadRequest, forward_head, framing, host_matches, parse_absolute, parse_request, render_request,
+                    response, split_authority)
 from .policy import EgressPolicy, Endpoint
-from .streams import READ_LIMIT, Buffered, HeadTooLarge, Idle, pump
-from .tunnel import client_to_upstream
+from .streams import READ_LIMIT, Buffered, HeadTooLarge, Idle, half_close, pump
+from .swap import Replay, SwapTable
+from .tunnel import check_request, client_to_upstream, forward_requests, swapped_head
 
 __all__ = ["Limits", "Handler"]
 
@@ -42,9 +44,20 @@ class Limits(BaseModel):
 
 
 class Handler:
-    def __init__(self, policy: EgressPolicy, log: DecisionLog, limits: Limits):
+    def __init__(self, policy: EgressPolicy, log: DecisionLog, limits: Limits, swaps: SwapTable | None = None,
+                 upstream_ca: str | None = None, authority=None):
         self.policy, self.log, self.limits = policy, log, limits
+        self.swaps = swaps or SwapTable()
+        self.authority = authority  # the run's CA (run_ca.Authority): TLS to a bound host is terminated here
+        self.upstream_ca = upstream_ca  # a CA bundle for upstream TLS instead of the host's (a testing aid)
+        self._client_tls: ssl.SSLContext | None = None
         self.live: dict[asyncio.Task, list[asyncio.StreamWriter]] = {}
+
+    def client_tls(self) -> ssl.SSLContext:
+        """How the proxy itself speaks TLS to an upstream: verified against the host's trust store."""
+        if self._client_tls is None:
+            self._client_tls = ssl.create_default_context(cafile=self.upstream_ca)
+        return self._client_tls
 
     async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """A client of the proxy itself: HTTP requests and CONNECT."""
@@ -62,6 +75,63 @@ class Handler:
             decision = self._decide(exchange, endpoint.host, endpoint.port)
             up_reader, upstream = await self._dial(exchange, writers, decision, endpoint.port)
             await self._splice(rd, writer, up_reader, upstream, exchange, writers)
+            return True
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await self._serve(reader, writer, body)
+
+        return serve
+
+    def model_route(self, endpoint: Endpoint, tls: bool = False):
+        """A connection callback for the model route: every request is read, its Host set to the model endpoint,
+        the run's model credential swapped in (a placeholder of another credential is refused), logged one line
+        per request, and forwarded over one upstream connection (TLS when the endpoint is https), so the
+        connection's keep-alive is the upstream's. Responses are carried back as they come (streams)."""
+        authority = _authority(endpoint, 443 if tls else 80)
+
+        async def body(rd: Buffered, writer, exchange: Exchange, writers: list) -> bool:
+            if not await rd.fill():
+                return False
+            exchange.method = "ROUTE"
+            decision = self._decide(exchange, endpoint.host, endpoint.port)
+            idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
+            down: list[asyncio.Task] = []
+
+            async def dial() -> asyncio.StreamWriter:
+                up_reader, upstream = await self._dial(exchange, writers, decision, endpoint.port,
+                                                       endpoint.host if tls else None)
+                down.append(asyncio.create_task(pump(up_reader, writer, idle, exchange.down)))
+                return upstream
+
+            def edit(head, raw: bytes) -> bytes:
+                line = {"client": exchange.client, "route": "model", "method": head.method, "host": endpoint.host,
+                        "port": endpoint.port, "target": head.target[:200]}
+                try:
+                    if not head.target.startswith("/"):
+                        raise BadRequest(f"the model route takes origin-form targets, not {head.target[:80]!r}")
+                    new, swapped = self.swaps.apply(head, None, None, model_route=True)
+                except (Replay, BadRequest) as exc:
+                    reason = "credential_replay" if isinstance(exc, Replay) else "bad_request"
+                    self.log.write_request({**line, "allowed": False, "reason": reason, "detail": str(exc)})
+                    raise Refused(403 if reason == "credential_replay" else 400, reason, str(exc)) from None
+                exchange.credentials += swapped
+                # which headers carried it: names only, so the log says how the harness sends its key
+                carried = sorted({k.lower() for (k, v), (_, w) in zip(head.headers, new.headers) if v != w})
+                self.log.write_request({**line, "allowed": True, "reason": "model_route", "credentials": list(swapped),
+                                        **({"headers": carried} if carried else {})})
+                return render_request(new, [("Host", authority), *((k, v) for k, v in new.headers
+                                                                    if k.lower() != "host")])
+
+            try:
+                upstream = await forward_requests(rd, dial, edit, idle, exchange.up, self.limits.head_bytes)
+                if upstream is not None:
+                    half_close(upstream)
+                if down:
+                    await down[0]
+            finally:
+                idle.cancel()
+                for task in down:
+                    task.cancel()
             return True
 
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -132,10 +202,13 @@ class Handler:
             raise Refused(503, "decision_log_unwritable", str(self.log.error))
         return decision
 
-    async def _dial(self, exchange: Exchange, writers: list, decision, port: int):
-        """Resolve and connect an allowed host:port; the upstream's (reader, writer)."""
+    async def _dial(self, exchange: Exchange, writers: list, decision, port: int, tls_host: str | None = None):
+        """Resolve and connect an allowed host:port (over TLS to `tls_host`, verified, when given); the upstream's
+        (reader, writer)."""
         addresses = await resolve(self.policy, decision.host, port)
-        reader, writer, exchange.address = await connect(addresses, port, self.limits.connect_timeout, READ_LIMIT)
+        tls = (self.client_tls(), tls_host) if tls_host is not None else None
+        reader, writer, exchange.address = await connect(addresses, port, self.limits.connect_timeout, READ_LIMIT,
+                                                         tls)
         writers.append(writer)
         exchange.decide(True, decision.reason)
         return reader, writer
@@ -156,6 +229,9 @@ class Handler:
         decision = self._decide(exchange, host, port)
         client.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         exchange.answered = True
+        if self.authority is not None and self.swaps.is_bound(exchange.host, port):
+            await self._terminated(rd, client, exchange, writers, decision, port)
+            return
         idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
         down: list[asyncio.Task] = []
 
@@ -165,11 +241,50 @@ class Handler:
             return upstream
 
         try:
-            await client_to_upstream(rd, dial, exchange.host, port, idle, exchange.up, self.limits.head_bytes)
+            await client_to_upstream(rd, dial, exchange.host, port, idle, exchange.up, self.limits.head_bytes,
+                                     self.swaps, exchange.credentials.extend)
             if down:
                 await down[0]
             elif exchange.reason == "incomplete":
                 exchange.detail = "the client sent nothing the tunnel could check, so nothing was dialled"
+        finally:
+            idle.cancel()
+            for task in down:
+                task.cancel()
+
+    async def _terminated(self, rd: Buffered, client, exchange: Exchange, writers: list, decision, port: int) -> None:
+        """A tunnel to a host a secret is bound to: TLS ends here (the run's CA vouches for the host, and only for
+        the bound hosts), each request is checked against the target, the secret swapped into its header, and
+        forwarded over verified TLS to the real host."""
+        host = exchange.host
+        if rd.buf:
+            raise Refused(0, "bad_client_hello", "bytes arrived before the tunnel's TLS handshake could start")
+        try:
+            async with asyncio.timeout(self.limits.head_timeout):
+                await client.start_tls(self.authority.server_context(host))
+        except (ssl.SSLError, TimeoutError, ConnectionError) as exc:
+            raise Refused(0, "tls_handshake_failed", f"with the client, for {host}: {exc!r}"[:300]) from None
+        idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
+        down: list[asyncio.Task] = []
+
+        async def dial() -> asyncio.StreamWriter:
+            up_reader, upstream = await self._dial(exchange, writers, decision, port, host)
+            exchange.detail = "TLS terminated to swap a bound secret in"
+            down.append(asyncio.create_task(pump(up_reader, client, idle, exchange.down)))
+            return upstream
+
+        def edit(head, raw: bytes) -> bytes:
+            check_request(head, host, port, default_port=443)
+            return swapped_head(head, raw, self.swaps, host, port, exchange.credentials.extend)
+
+        try:
+            await forward_requests(rd, dial, edit, idle, exchange.up, self.limits.head_bytes)
+            if down:
+                await down[0]
+        except Refused as refused:
+            if refused.status and not client.is_closing():  # nothing was forwarded yet: the client gets the answer
+                client.write(response(refused.status, f"agentbox egress: {refused.reason} {refused.detail}".strip()))
+            raise
         finally:
             idle.cancel()
             for task in down:
@@ -184,6 +299,11 @@ class Handler:
         decision = self._decide(exchange, host, port)
         if not host_matches(head.host(), host, port):
             raise Refused(403, "host_mismatch", f"Host {head.host()!r} for a request to {host}:{port}")
+        try:
+            head, swapped = self.swaps.apply(head, host, port)
+        except Replay as exc:
+            raise Refused(403, "credential_replay", str(exc)) from None
+        exchange.credentials += swapped
         up_reader, upstream = await self._dial(exchange, writers, decision, port)
         first = forward_head(head, host, port, path)
         upstream.write(first)
@@ -199,6 +319,11 @@ class Handler:
         finally:
             idle.cancel()
             down.cancel()
+
+
+def _authority(endpoint: Endpoint, default_port: int) -> str:
+    host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+    return host if endpoint.port == default_port else f"{host}:{endpoint.port}"
 
 
 def _abort(writers: list) -> None:

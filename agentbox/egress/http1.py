@@ -14,7 +14,7 @@ from typing import NamedTuple
 from . import hostnames
 
 __all__ = ["BadRequest", "RequestHead", "parse_request", "split_authority", "parse_absolute", "host_matches",
-           "framing", "forward_head", "response"]
+           "framing", "forward_head", "render_request", "response"]
 
 _TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _REQUEST_LINE = re.compile(rb"^(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) HTTP/(1\.[01])$")
@@ -106,12 +106,12 @@ def parse_absolute(target: str) -> tuple[str, int, str]:
     return host, port, path if path.startswith("/") else "/" + path
 
 
-def host_matches(header: str | None, host: str, port: int) -> bool:
-    """Does a Host header (absent, or `host[:port]` with 80 as the default) name exactly host:port?"""
+def host_matches(header: str | None, host: str, port: int, default_port: int = 80) -> bool:
+    """Does a Host header (absent, or `host[:port]` with `default_port` as the default) name exactly host:port?"""
     if header is None:
         return True  # nothing to route by: the upstream serves the connection's own host
     try:
-        return split_authority(header, 80) == (host, port)
+        return split_authority(header, default_port) == (host, port)
     except BadRequest:
         return False
 
@@ -143,6 +143,12 @@ def forward_head(head: RequestHead, host: str, port: int, path: str) -> bytes:
         lines.append(f"Host: {authority}" if port == 80 else f"Host: {authority}:{port}")
     lines += [f"{k}: {v}" for k, v in head.headers if k.lower() not in drop]
     lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def render_request(head: RequestHead, headers: list[tuple[str, str]]) -> bytes:
+    """The head again, with `headers` in place of its own (the request line as it came)."""
+    lines = [f"{head.method} {head.target} HTTP/{head.version}", *(f"{k}: {v}" for k, v in headers)]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 

@@ -110,11 +110,14 @@ class EgressPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model_endpoint: Endpoint | None = None
+    model_tls: bool = False  # the model endpoint speaks https: the model route forwards over verified TLS
     allow_domains: tuple[str, ...] = ()
     # name -> address, consulted before the system resolver (tests point names at loopback listeners)
     resolver_overrides: dict[str, str] = Field(default_factory=dict)
     # a name from allow_domains may not resolve to loopback / private / link-local addresses unless this is set
     allow_internal_addresses: bool = False
+    # every host is allowed: a shared network's proxy (unrestricted), which exists only to swap bound secrets in
+    allow_all: bool = False
 
     @field_validator("allow_domains")
     @classmethod
@@ -165,6 +168,8 @@ class EgressPolicy(BaseModel):
         host_kind = hostnames.kind(name)
         if host_kind == "numeric":
             return Decision(False, "ip_literal_nonstandard", name)
+        if self.allow_all:
+            return Decision(True, "unrestricted", name)
         other_port = self.model_endpoint is not None and self.model_endpoint.host == name
         for entry in _entries(self.allow_domains):
             if entry.matches(name, host_kind):
@@ -184,8 +189,9 @@ def _entries(allow_domains: tuple[str, ...]) -> tuple[AllowEntry, ...]:
 
 def policy_for(network: Literal["none", "restricted", "unrestricted"], model: str | None,
                allow_domains: tuple[str, ...] = (), resolver_overrides: dict[str, str] | None = None,
-               ) -> EgressPolicy | None:
-    """The policy a compiled plan implies; `model` is a base URL or the plan's `host:port` model endpoint.
+               model_tls: bool = False) -> EgressPolicy | None:
+    """The policy a compiled plan implies; `model` is a base URL or the plan's `host:port` model endpoint
+    (`model_tls`: that endpoint speaks https, as a base URL's scheme says itself).
 
     None for `unrestricted`: that run shares the host's network and needs no proxy.
     """
@@ -196,5 +202,6 @@ def policy_for(network: Literal["none", "restricted", "unrestricted"], model: st
     endpoint = None
     if model:
         endpoint = Endpoint.from_base_url(model) if "://" in model else Endpoint.parse(model)
-    return EgressPolicy(model_endpoint=endpoint, allow_domains=tuple(allow_domains) if network == "restricted" else (),
+    return EgressPolicy(model_endpoint=endpoint, model_tls=model_tls or bool(model and model.startswith("https://")),
+                        allow_domains=tuple(allow_domains) if network == "restricted" else (),
                         resolver_overrides=resolver_overrides or {})

@@ -2,8 +2,10 @@
 port), serve on an asyncio loop, stop cleanly with every open connection's decision logged.
 
 Besides the proxy socket, a run's proxy serves fixed routes: a unix socket whose every connection is
-carried to one endpoint the policy allows (the model socket: a loopback model reached from inside the
-sandbox), so that every byte that leaves the sandbox passes the policy and the decision log.
+carried to one endpoint the policy allows (an allowed loopback port of the host), and the model route
+(a unix socket, or under a shared network a loopback TCP port): HTTP to the profile's model endpoint,
+where the run's model credential is swapped in (`swap.py`). Every byte that leaves the sandbox passes
+the policy and the decision log; the real credentials live only in this process's memory.
 
 Sockets and the log are opened in the caller's thread before anything runs, so a proxy that cannot
 start raises ProxyStartError from `start()` itself and the run it guards never begins (fail closed).
@@ -21,6 +23,7 @@ from .decisions import DecisionLog
 from .handler import Handler, Limits
 from .policy import EgressPolicy, Endpoint
 from .streams import READ_LIMIT
+from .swap import SwapTable
 
 __all__ = ["EgressProxy", "ProxyServer", "ProxyStartError", "bind_unix", "bind_tcp", "open_log"]
 
@@ -69,16 +72,24 @@ def open_log(path: str) -> DecisionLog:
 class ProxyServer:
     """Serves pre-bound listening sockets on the running loop until `close()`."""
 
-    def __init__(self, policy: EgressPolicy, log: DecisionLog, limits: Limits | None = None):
-        self.handler = Handler(policy, log, limits or Limits())
+    def __init__(self, policy: EgressPolicy, log: DecisionLog, limits: Limits | None = None,
+                 swaps: SwapTable | None = None, upstream_ca: str | None = None, authority=None):
+        self.handler = Handler(policy, log, limits or Limits(), swaps, upstream_ca, authority)
         self.log = log
         self._servers: list[asyncio.base_events.Server] = []
         self._unix_paths: list[str] = []
 
-    async def start(self, listeners: list[socket.socket], routes: dict[socket.socket, Endpoint] | None = None) -> None:
-        """Serve the proxy on `listeners` and each fixed route's unix socket to its endpoint."""
+    async def start(self, listeners: list[socket.socket], routes: dict[socket.socket, Endpoint] | None = None,
+                    model: list[socket.socket] | tuple = ()) -> None:
+        """Serve the proxy on `listeners`, each fixed route's unix socket to its endpoint, and the model route on
+        the `model` sockets (to the policy's model endpoint)."""
         served = [(sock, self.handler) for sock in listeners]
         served += [(sock, self.handler.route(endpoint)) for sock, endpoint in (routes or {}).items()]
+        policy = self.handler.policy
+        if model:
+            if policy.model_endpoint is None:
+                raise ProxyStartError("a model route needs a model endpoint in the policy")
+            served += [(sock, self.handler.model_route(policy.model_endpoint, policy.model_tls)) for sock in model]
         for sock, callback in served:
             if sock.family == socket.AF_UNIX:
                 self._unix_paths.append(sock.getsockname())
@@ -110,13 +121,18 @@ class EgressProxy:
     """
 
     def __init__(self, policy: EgressPolicy, log_path: str, socket_path: str | None = None,
-                 tcp_port: int | None = None, limits: Limits | None = None, routes: dict[str, Endpoint] | None = None):
-        if socket_path is None and tcp_port is None and not routes:
+                 tcp_port: int | None = None, limits: Limits | None = None, routes: dict[str, Endpoint] | None = None,
+                 model_socket: str | None = None, model_tcp: bool = False, swaps: SwapTable | None = None,
+                 upstream_ca: str | None = None, authority=None):
+        if socket_path is None and tcp_port is None and not routes and not model_socket and not model_tcp:
             raise ValueError("an egress proxy needs a socket path, a TCP port or a route")
         self.policy, self.log_path, self.socket_path, self.limits = policy, log_path, socket_path, limits
         self.routes = dict(routes or {})
+        self.model_socket, self.model_tcp = model_socket, model_tcp
+        self.swaps, self.upstream_ca, self.authority = swaps, upstream_ca, authority
         self._tcp_port = tcp_port
         self.tcp_address: tuple[str, int] | None = None
+        self.model_address: tuple[str, int] | None = None  # the model route's loopback TCP port, with model_tcp
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: ProxyServer | None = None
@@ -131,27 +147,33 @@ class EgressProxy:
     def start(self) -> "EgressProxy":
         listeners: list[socket.socket] = []
         routes: dict[socket.socket, Endpoint] = {}
+        model: list[socket.socket] = []
         try:
             if self.socket_path is not None:
                 listeners.append(bind_unix(self.socket_path))
             for path, endpoint in self.routes.items():
                 routes[bind_unix(path)] = endpoint
+            if self.model_socket is not None:
+                model.append(bind_unix(self.model_socket))
+            if self.model_tcp:
+                model.append(bind_tcp(0))
+                self.model_address = model[-1].getsockname()
             if self._tcp_port is not None:
                 listeners.append(bind_tcp(self._tcp_port))
                 self.tcp_address = listeners[-1].getsockname()
             log = open_log(self.log_path)
         except ProxyStartError:
-            for sock in (*listeners, *routes):
+            for sock in (*listeners, *routes, *model):
                 if sock.family == socket.AF_UNIX:
                     os.unlink(sock.getsockname())
                 sock.close()
             raise
-        self._server = ProxyServer(self.policy, log, self.limits)
+        self._server = ProxyServer(self.policy, log, self.limits, self.swaps, self.upstream_ca, self.authority)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="agentbox-egress", daemon=True)
         self._thread.start()
         try:
-            asyncio.run_coroutine_threadsafe(self._server.start(listeners, routes), self._loop).result(timeout=10)
+            asyncio.run_coroutine_threadsafe(self._server.start(listeners, routes, model), self._loop).result(timeout=10)
         except Exception as exc:
             self.stop()
             raise ProxyStartError(f"egress proxy did not start serving: {exc!r}") from exc

@@ -14,23 +14,26 @@ from __future__ import annotations
 import asyncio
 from typing import Awaitable, Callable
 
+from .swap import Replay, SwapTable
+
 from . import hostnames
 from .bodies import copy_body
 from .dial import Refused
-from .http1 import BadRequest, RequestHead, host_matches, parse_request, split_authority
+from .http1 import BadRequest, RequestHead, host_matches, parse_request, render_request, split_authority
 from .sniff import MAX_HELLO, BadHello, classify, client_hello_sni
 from .streams import HeadTooLarge, Idle, Buffered, Tally, half_close, pump
 
-__all__ = ["client_to_upstream"]
+__all__ = ["client_to_upstream", "forward_requests", "Edit", "check_request", "swapped_head"]
 
 _SCHEME_PORTS = {"http": 80, "https": 443}
 
 
 async def client_to_upstream(rd: Buffered, dial: Dial, host: str, port: int, idle: Idle, tally: Tally,
-                             head_limit: int) -> None:
+                             head_limit: int, swaps: SwapTable | None = None, on_swap=None) -> None:
     """The client -> upstream direction of a tunnel to host:port; raises Refused(0, ...) on a mismatch.
 
     `dial()` opens the upstream; it is awaited once, when the first message has passed its check.
+    `swaps`: the run's credentials, checked (and, for a bound host, swapped in) in every plaintext request.
     """
     while (kind := classify(bytes(rd.buf))) is None:
         if len(rd.buf) > head_limit:
@@ -41,7 +44,11 @@ async def client_to_upstream(rd: Buffered, dial: Dial, host: str, port: int, idl
     if kind is None:  # the client ended inside what could still have been a request line: drop it
         return
     if kind == "http":
-        upstream = await _requests(rd, dial, host, port, idle, tally, head_limit)
+        def edit(head: RequestHead, raw: bytes) -> bytes:
+            check_request(head, host, port)
+            return swapped_head(head, raw, swaps, host, port, on_swap)
+
+        upstream = await forward_requests(rd, dial, edit, idle, tally, head_limit)
         if upstream is not None:
             half_close(upstream)  # bytes of an unfinished request are dropped, never forwarded unchecked
         return
@@ -78,9 +85,32 @@ async def _check_hello(rd: Buffered, host: str) -> bool:
     return True
 
 
-async def _requests(rd: Buffered, dial: Dial, host: str, port: int, idle: Idle, tally: Tally,
-                    limit: int) -> asyncio.StreamWriter | None:
-    """Check and forward request after request until the client has finished (EOF); the upstream, once dialled."""
+# Checks one request head and gives the bytes to send for it (raises Refused or BadRequest to stop).
+Edit = Callable[[RequestHead, bytes], bytes]
+
+
+def swapped_head(head: RequestHead, raw: bytes, swaps: SwapTable | None, host: str | None, port: int | None,
+                 on_swap=None, model_route: bool = False) -> bytes:
+    """`raw` with the run's credentials swapped in where bound; a placeholder sent where it is not bound is
+    refused as a credential replay (the value never leaves). `on_swap(variables)` hears of every swap."""
+    if not swaps:
+        return raw
+    try:
+        new, swapped = swaps.apply(head, host, port, model_route)
+    except Replay as exc:
+        raise Refused(403, "credential_replay", str(exc)) from None
+    if not swapped:
+        return raw
+    if on_swap is not None:
+        on_swap(swapped)
+    return render_request(new, new.headers)
+
+
+async def forward_requests(rd: Buffered, dial: Dial, edit: Edit, idle: Idle, tally: Tally,
+                           limit: int) -> asyncio.StreamWriter | None:
+    """Check (and edit) and forward request after request until the client has finished (EOF); the upstream,
+    once dialled. A refusal before anything was dialled keeps its status (the client gets it); after, it only
+    closes (a response may be under way)."""
     upstream = None
     while True:
         try:
@@ -96,9 +126,13 @@ async def _requests(rd: Buffered, dial: Dial, host: str, port: int, idle: Idle, 
             continue
         try:
             head = parse_request(raw)
-            _check_request(head, host, port)
+            raw = edit(head, raw)
         except BadRequest as exc:
             raise Refused(0, "bad_request_in_tunnel", str(exc)) from None
+        except Refused as refused:
+            if upstream is not None:
+                raise Refused(0, refused.reason, refused.detail) from None
+            raise
         if upstream is None:
             upstream = await _open(dial)
         upstream.write(raw)
@@ -111,7 +145,9 @@ async def _requests(rd: Buffered, dial: Dial, host: str, port: int, idle: Idle, 
             raise Refused(0, "bad_request_in_tunnel", str(exc)) from None
 
 
-def _check_request(head: RequestHead, host: str, port: int) -> None:
+def check_request(head: RequestHead, host: str, port: int, default_port: int = 80) -> None:
+    """Every request of a tunnel must name its target host:port (`default_port`: what a Host without a port
+    means, 443 inside TLS)."""
     if head.method == "CONNECT":
         raise Refused(0, "host_mismatch", f"CONNECT {head.target} inside a tunnel to {host}:{port}")
     target = head.target
@@ -123,7 +159,7 @@ def _check_request(head: RequestHead, host: str, port: int) -> None:
             raise Refused(0, "host_mismatch", f"request target {target[:200]!r} in a tunnel to {host}:{port}")
     elif not (target.startswith("/") or target == "*"):
         raise BadRequest(f"request target {target[:80]!r} is neither origin-form nor absolute")
-    if not host_matches(head.host(), host, port):
+    if not host_matches(head.host(), host, port, default_port):
         raise Refused(0, "host_mismatch", f"Host {head.host()!r} in a tunnel to {host}:{port}")
 
 

@@ -24,13 +24,14 @@ from ..egress import inside
 from ..egress.policy import EgressPolicy, policy_for
 from ..errors import SandboxError
 from ..paths import is_within
-from ..plan import SANDBOX_CONFIG_HOME, SANDBOX_TMPDIR, LayerCoverage, RuntimeRequirements, SandboxPlan
+from ..plan import SANDBOX_CONFIG_HOME, SANDBOX_TMPDIR, Credential, LayerCoverage, RuntimeRequirements, SandboxPlan
 from . import landlock_scope, unix_filter
 from .relay import RELAY_DIR
 from .surfaces import Mask
 
 __all__ = ["SandboxRequest", "compile_bwrap", "coverage", "bwrap_binary", "hidden_paths", "hidden_roots", "BASE_ENV", "backend_version",
-           "unshares_net", "USER_NAMESPACES", "egress_policy", "relay_ports", "enforced_items", "sandbox_env_names"]
+           "unshares_net", "USER_NAMESPACES", "egress_policy", "relay_ports", "enforced_items", "sandbox_env_names",
+           "model_route_url"]
 
 RUN_DIR = "{run_dir}"
 # Processes of a run may not create user namespaces (--disable-userns, and the seccomp denylist).
@@ -49,6 +50,7 @@ class SandboxRequest:
     rw_binds: tuple[str, ...] = ()  # host folders a run must write to (e.g. a test's observation log)
     config_files: tuple[str, ...] = ()  # compiled artifacts, relative to the config home: bound read-only
     extra_env: dict[str, str] = field(default_factory=dict)
+    credentials: tuple[Credential, ...] = ()  # secrets the sandbox sees as placeholders (the egress proxy swaps)
 
 
 def unshares_net(req: RuntimeRequirements) -> bool:
@@ -57,10 +59,15 @@ def unshares_net(req: RuntimeRequirements) -> bool:
 
 
 def egress_policy(req: RuntimeRequirements) -> EgressPolicy | None:
-    """The egress proxy's policy, or None when the run needs no proxy (unrestricted; none without a model)."""
-    if not unshares_net(req) or (req.network == "none" and not req.model_endpoint):
+    """The egress proxy's policy, or None when the run needs no proxy (no model, and a shared network or none).
+
+    A shared network (unrestricted) needs no proxy for its own traffic, but its model still goes through the
+    model route, so that the model key stays out of the sandbox whatever the intent."""
+    if not unshares_net(req):
+        return policy_for("none", req.model_endpoint, model_tls=req.model_tls) if req.model_endpoint else None
+    if req.network == "none" and not req.model_endpoint:
         return None
-    return policy_for(req.network, req.model_endpoint, req.allow_domains)
+    return policy_for(req.network, req.model_endpoint, req.allow_domains, model_tls=req.model_tls)
 
 
 def _loopback_model_port(policy: EgressPolicy) -> int | None:
@@ -71,13 +78,37 @@ def _loopback_model_port(policy: EgressPolicy) -> int | None:
     return me.port if me.host in ("localhost", "::1") or me.host.startswith("127.") else None
 
 
+def _model_route_port(policy: EgressPolicy) -> int | None:
+    """The model route's loopback port inside an unshared network: a loopback model's own port (its base URL
+    stays as the profile wrote it), else a fixed one that no other route takes."""
+    if policy.model_endpoint is None:
+        return None
+    port = _loopback_model_port(policy)
+    if port is not None:
+        return port
+    return inside.free_port(inside.MODEL_ROUTE_PORT, {e.port for e in policy.loopback_routes()})
+
+
+def model_route_url(req: RuntimeRequirements, base_url: str | None) -> str | None:
+    """The base URL a harness inside the sandbox uses for its model: the model route on loopback, with the
+    profile's path (the route forwards to the real endpoint, over TLS for https). None without a base URL."""
+    if not base_url or not req.model_endpoint:
+        return None
+    from urllib.parse import urlsplit
+
+    policy = egress_policy(req)
+    port = _model_route_port(policy) if unshares_net(req) else inside.MODEL_PORT_TOKEN
+    parts = urlsplit(base_url)
+    tail = parts.path + (f"?{parts.query}" if parts.query else "")
+    return f"http://127.0.0.1:{port}{tail}"
+
+
 def relay_ports(policy: EgressPolicy | None) -> tuple[tuple[int, str], ...]:
-    """The inner relay's (port, socket) mappings: the model route when the model is on loopback, a route per
-    allowed loopback port of the host (clients reach `localhost:PORT` directly, NO_PROXY, so the same port
-    must answer inside), then the proxy."""
+    """The inner relay's (port, socket) mappings: the model route, a route per allowed loopback port of the host
+    (clients reach `localhost:PORT` directly, NO_PROXY, so the same port must answer inside), then the proxy."""
     if policy is None:
         return ()
-    model_port = _loopback_model_port(policy)
+    model_port = _model_route_port(policy)
     ports = [(model_port, inside.MODEL_SOCKET)] if model_port is not None else []
     ports += [(e.port, inside.loopback_socket(e.port)) for e in policy.loopback_routes() if e.port != model_port]
     return (*ports, (inside.proxy_port({p for p, _ in ports}), inside.SOCKET_NAME))
@@ -147,7 +178,13 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
         for layer in sorted(layers):
             argv.extend(["--tmpfs", os.path.join(layer, ".agentbox")])
     policy = egress_policy(req)
-    relay = relay_ports(policy)
+    _check_credentials(request.credentials, req, policy)
+    # a shared network needs the proxy only where a secret is bound to a host: there it lets every host through,
+    # and swaps the secret in towards its own
+    proxy_tcp = not unshares_net(req) and any(c.hosts for c in request.credentials)
+    if proxy_tcp:
+        policy = (policy or EgressPolicy()).model_copy(update={"allow_all": True, "allow_internal_addresses": True})
+    relay = relay_ports(policy) if unshares_net(req) else ()
     low = [(port, name) for port, name in relay if port < 1024]
     if low:
         what = "the model endpoint's" if low[0][1] == inside.MODEL_SOCKET else "the allowed (allow_domains)"
@@ -155,6 +192,9 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
                            "relay cannot listen there inside the sandbox; serve it on a port >= 1024")
     if relay:
         bind("bind", f"{RUN_DIR}/relay", RELAY_DIR)
+    run_ca = any(c.hosts for c in request.credentials)
+    if run_ca:
+        bind("ro-bind", f"{RUN_DIR}/ca", inside.CA_DIR)
     if unshares_net(req):
         argv.append("--unshare-net")
     # The host's own agents listen under /run (docker, containerd, podman, the D-Bus buses, systemd's private
@@ -174,11 +214,42 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     env = {"HOME": request.home, "TMPDIR": SANDBOX_TMPDIR, **req.env_set, **request.extra_env}
     if relay:
         env.update(inside.proxy_env(relay[-1][0]))
+    elif proxy_tcp:
+        env.update(inside.proxy_env(inside.PROXY_PORT_TOKEN))
+    if run_ca:
+        env.update(inside.trust_env())
     return SandboxPlan(backend="bwrap", argv=tuple(argv), env=dict(sorted(env.items())), binds=tuple(binds),
                        relay=relay, egress=policy, unix_filter=unshares_net(req) and unix_filter.supported(),
                        syscall_filter=True,
                        # a network namespace of its own has its own abstract sockets; a shared one has the host's
-                       abstract_unix_scope=not unshares_net(req) and landlock_scope.supported())
+                       abstract_unix_scope=not unshares_net(req) and landlock_scope.supported(),
+                       model_route=None if policy is None or policy.model_endpoint is None
+                       else "relay" if relay else "tcp", proxy_tcp=proxy_tcp, run_ca=run_ca,
+                       credentials=tuple(c for c in request.credentials if not c.model or policy is not None))
+
+
+def _check_credentials(credentials: tuple[Credential, ...], req: RuntimeRequirements,
+                       policy: EgressPolicy | None) -> None:
+    """Fail closed: a secret bound to a host the network policy does not let through could never be swapped in,
+    and a plan that says otherwise would be a lie."""
+    from ..egress.policy import parse_entry
+
+    for cred in credentials:
+        for text in cred.hosts:
+            if req.network == "unrestricted":
+                continue
+            entry = parse_entry(text)
+            allowed = policy is not None and all(policy.decide(f"x.{entry.host}" if entry.wildcard else entry.host,
+                                                               port).allowed for port in entry.ports)
+            if entry.wildcard and allowed:
+                allowed = any(a.wildcard and (entry.host == a.host or entry.host.endswith("." + a.host))
+                              for a in map(parse_entry, policy.allow_domains))
+            if not allowed:
+                allowed_text = ", ".join(req.allow_domains) or "nothing"
+                raise SandboxError(
+                    f"{cred.source}: bound host {text} is not allowed by command_network ({req.network}, allowing "
+                    f"{allowed_text}), and the egress proxy (sandbox layer) swaps a secret in only on requests it "
+                    f"lets through; add {text} to allow_domains or remove the binding")
 
 
 def _run_resolver_files() -> tuple[str, ...]:
@@ -221,7 +292,7 @@ def coverage(request: SandboxRequest, version: str | None) -> dict[str, LayerCov
                       "read_write": "--bind workspace, read-only host, private /tmp"}[req.workspace],
         "command_network": _network_mechanism(req),
         "host_home": "--tmpfs over the home" if req.host_home == "hidden" else "home visible read-only",
-        "environment": "clean environment: " + ", ".join((*BASE_ENV, *req.env_allow)),
+        "environment": _environment_mechanism(request),
         "mcp": "none",
     }
     out: dict[str, LayerCoverage] = {}
@@ -243,6 +314,15 @@ def coverage(request: SandboxRequest, version: str | None) -> dict[str, LayerCov
     return out
 
 
+def _environment_mechanism(request: SandboxRequest) -> str:
+    swapped = {c.variable for c in request.credentials}
+    passed = [n for n in (*BASE_ENV, *request.requirements.env_allow) if n not in swapped]
+    text = "clean environment: " + ", ".join(passed)
+    if swapped:
+        text += "; per-run placeholders for " + ", ".join(sorted(swapped)) + " (the egress proxy swaps the real values in)"
+    return text
+
+
 def enforced_items(req: RuntimeRequirements) -> tuple[str, ...]:
     """The intent items this backend enforces exactly for every process of a run (what an adapter may rely on);
     an item that restricts nothing (an unrestricted network, a visible home) is not among them."""
@@ -254,9 +334,11 @@ def enforced_items(req: RuntimeRequirements) -> tuple[str, ...]:
                  if cov.support == "exact" and f"{item}.{values.get(item)}" not in TRIVIAL)
 
 
-def sandbox_env_names(req: RuntimeRequirements) -> tuple[str, ...]:
-    """The variables this backend may give every process of the run, which its harness must pass on."""
-    return tuple(sorted(inside.proxy_env(0))) if unshares_net(req) else ()
+def sandbox_env_names(req: RuntimeRequirements, bound_secrets: bool = False) -> tuple[str, ...]:
+    """The variables this backend may give every process of the run, which its harness must pass on: the proxy's,
+    and, where a secret is bound to a host, those that make clients trust the run's CA."""
+    names = set(inside.proxy_env(0)) if unshares_net(req) or bound_secrets else set()
+    return tuple(sorted(names | (set(inside.trust_env()) if bound_secrets else set())))
 
 
 @lru_cache(maxsize=None)

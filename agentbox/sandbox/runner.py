@@ -141,7 +141,7 @@ def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, 
     try:
         materialize(entry, run_dir)
         env = environment(entry, run_id)
-        started = Started(entry, run_dir, run_id, resolve)
+        started = Started(entry, run_dir, run_id, resolve, env=env)
         detail_argv("sandbox run", [*started.argv, *cmd])
         proc = subprocess.Popen([*started.argv, *cmd], env=env, pass_fds=started.pass_fds)
         forward = lambda signum, frame: proc.send_signal(signum)

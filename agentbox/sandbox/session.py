@@ -34,10 +34,11 @@ def entry_from_plan(plan, masks) -> dict:
 
     req = plan.native.requirements
     sandbox = plan.sandbox
+    swapped = {c.variable for c in sandbox.credentials}  # these enter as placeholders, never as themselves
     return {
         "argv": list(plan.sandbox.argv),
         "env": dict(plan.sandbox.env),
-        "env_allow": sorted({*BASE_ENV, *req.env_allow}),
+        "env_allow": sorted({*BASE_ENV, *req.env_allow} - swapped),
         "masks": [[m.backing, m.surface.kind, m.surface.default_text] for m in masks],
         "config": {a.path: a.content for a in plan.native.artifacts},
         "relay": [list(m) for m in sandbox.relay],
@@ -46,6 +47,10 @@ def entry_from_plan(plan, masks) -> dict:
         "seccomp": sandbox.syscall_filter,
         "landlock_scope": sandbox.abstract_unix_scope,
         "key_approvals": [a.model_dump(mode="json") for a in plan.native.key_approvals],
+        "model_route": sandbox.model_route,
+        "proxy_tcp": sandbox.proxy_tcp,
+        "run_ca": sandbox.run_ca,
+        "credentials": [c.model_dump(mode="json") for c in sandbox.credentials],
     }
 
 
@@ -123,6 +128,8 @@ def materialize(entry: dict, run_dir: str) -> list[str]:
         os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
     if entry.get("relay"):
         os.makedirs(os.path.join(run_dir, "relay"), exist_ok=True)  # bwrap binds it: it must exist
+    if entry.get("run_ca"):
+        os.makedirs(os.path.join(run_dir, "ca"), exist_ok=True)  # filled at the start, when the CA exists
     written = write_config(entry.get("config", {}), os.path.join(run_dir, "config"))
     for backing, kind, default_text in entry["masks"]:
         make_backing(backing, kind, default_text)

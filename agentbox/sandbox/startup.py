@@ -9,34 +9,94 @@ from __future__ import annotations
 
 import os
 
-from ..egress.inside import LOG_NAME
+from ..egress.inside import LOG_NAME, MODEL_PORT_TOKEN, PROXY_PORT_TOKEN
 from .session import kill_marked, python_for_sandbox, sandbox_argv
 
-__all__ = ["Started", "start_egress", "relay_prefix", "filter_fd", "end_run_if_proxy_dies", "read_decisions",
-           "copy_decisions"]
+__all__ = ["Started", "start_egress", "run_authority", "fill_ports", "relay_prefix", "filter_fd", "end_run_if_proxy_dies",
+           "read_decisions", "copy_decisions"]
 
 
-def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = None):
+def run_authority(entry: dict, run_dir: str, swaps: list[dict]):
+    """The run's CA when a secret is bound to a host (None otherwise), its certificate and a bundle of the host's
+    CAs plus it written to the run's `ca` folder (public material only: the key stays in memory). A CA that
+    cannot be made refuses the run (SandboxError, exit 4)."""
+    if not entry.get("run_ca"):
+        return None
+    from ..egress.inside import BUNDLE_NAME, CA_NAME
+    from ..errors import SandboxError
+
+    hosts = [h for s in swaps for h in s["hosts"]]
+    try:
+        from ..egress.policy import parse_entry
+        from ..egress.run_ca import Authority, host_bundle
+
+        authority = Authority(tuple(parse_entry(h) for h in hosts)) if hosts else None
+        folder = os.path.join(run_dir, "ca")
+        os.makedirs(folder, exist_ok=True)
+        ca = authority.cert_pem() if authority is not None else b""
+        with open(os.path.join(folder, CA_NAME), "wb") as f:
+            f.write(ca)
+        with open(os.path.join(folder, BUNDLE_NAME), "wb") as f:
+            f.write(host_bundle().rstrip(b"\n") + b"\n" + ca)
+    except Exception as exc:  # ImportError (no cryptography), OSError, a library refusal: all fail closed
+        raise SandboxError(f"secrets: the run's certificate authority cannot be created ({exc!r}), so the egress "
+                           f"proxy cannot swap a secret into TLS to its bound hosts (sandbox layer); refusing to "
+                           f"start the run") from None
+    return authority
+
+
+def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = None, swaps: list[dict] = (),
+                 upstream_ca: str | None = None, authority=None):
     """Start the run's egress proxy before anything runs; None when the plan needs none.
 
-    It serves the proxy socket and the model route in the run's relay folder and logs to the run
-    folder. `resolve` (name -> address) is a testing aid: names the host's DNS does not know. A proxy
-    that cannot start raises ProxyStartError (a SandboxError): the run is refused.
+    It serves the proxy socket and the fixed routes in the run's relay folder, the model route there or (network
+    shared) on a loopback TCP port, and logs to the run folder. `swaps` are the run's credentials (`issue`),
+    held in this process's memory only. `resolve` (name -> address) and `upstream_ca` (a CA bundle for upstream
+    TLS in place of the host's) are testing aids. A proxy that cannot start raises ProxyStartError (a
+    SandboxError): the run is refused.
     """
     if not entry.get("egress"):
         return None
     from ..egress.inside import MODEL_SOCKET, SOCKET_NAME, loopback_socket
     from ..egress.policy import EgressPolicy
     from ..egress.proxy import EgressProxy
+    from ..egress.swap import Swap, SwapTable
 
     data = dict(entry["egress"])
     data["resolver_overrides"] = {**data.get("resolver_overrides", {}), **(resolve or {})}
     policy = EgressPolicy.model_validate(data)
     relay_dir = os.path.join(run_dir, "relay")
-    fixed = {MODEL_SOCKET: policy.model_endpoint, **{loopback_socket(e.port): e for e in policy.loopback_routes()}}
-    routes = {os.path.join(relay_dir, name): fixed[name] for _, name in entry["relay"] if name != SOCKET_NAME}
-    return EgressProxy(policy, os.path.join(run_dir, LOG_NAME), socket_path=os.path.join(relay_dir, SOCKET_NAME),
-                       routes=routes).start()
+    names = {name for _, name in entry.get("relay", ())}
+    fixed = {loopback_socket(e.port): e for e in policy.loopback_routes()}
+    routes = {os.path.join(relay_dir, name): fixed[name] for name in names if name in fixed}
+    route = entry.get("model_route")
+    return EgressProxy(policy, os.path.join(run_dir, LOG_NAME),
+                       socket_path=os.path.join(relay_dir, SOCKET_NAME) if SOCKET_NAME in names else None,
+                       routes=routes, model_socket=os.path.join(relay_dir, MODEL_SOCKET) if route == "relay" else None,
+                       model_tcp=route == "tcp", tcp_port=0 if entry.get("proxy_tcp") else None,
+                       swaps=SwapTable([Swap.make(**s) for s in swaps]), upstream_ca=upstream_ca,
+                       authority=authority).start()
+
+
+def fill_ports(run_dir: str, env: dict[str, str], ports: dict[str, int]) -> None:
+    """Write each port over its token (MODEL_PORT_TOKEN, PROXY_PORT_TOKEN) in the run's config files and
+    variables: under a shared network the proxy's ports are loopback ports of the host, known only once it
+    listens."""
+    def filled(text: str) -> str:
+        for token, port in ports.items():
+            text = text.replace(token, str(port))
+        return text
+
+    for name, value in env.items():
+        env[name] = filled(value)
+    for root, _dirs, files in os.walk(os.path.join(run_dir, "config")):
+        for name in files:
+            path = os.path.join(root, name)
+            with open(path, encoding="utf-8", errors="surrogateescape") as f:
+                text = f.read()
+            if filled(text) != text:
+                with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
+                    f.write(filled(text))
 
 
 def relay_prefix(entry: dict, run_dir: str) -> list[str]:
@@ -74,11 +134,26 @@ class Started:
     """What a run has running before its command starts: the argv up to the command, the watched proxy, and
     the descriptor bwrap must inherit (the unix-socket filter, when no relay applies it)."""
 
-    def __init__(self, entry: dict, run_dir: str, run_id: str, resolve: dict[str, str] | None = None):
+    def __init__(self, entry: dict, run_dir: str, run_id: str, resolve: dict[str, str] | None = None,
+                 env: dict[str, str] | None = None, source=None, upstream_ca: str | None = None):
+        """`env`: the run's environment, given the credentials' placeholders (and the model route's port) here;
+        `source`: where the real values are read (default: this process's environment)."""
+        from .credentials import issue
+
         self.notes: list[str] = []  # what went wrong during the run (the proxy's death)
         self.fd: int | None = None
-        self.proxy = start_egress(entry, run_dir, resolve)
+        issued = issue(entry.get("credentials", ()), os.environ if source is None else source)
+        self.missing = issued.missing  # optional credentials the host lacks: the harness starts without them
+        self.proxy = start_egress(entry, run_dir, resolve, issued.swaps, upstream_ca,
+                                  run_authority(entry, run_dir, issued.swaps))
         try:
+            if env is not None:
+                env.update(issued.env)
+                ports = {} if self.proxy is None else {
+                    token: address[1] for token, address in ((MODEL_PORT_TOKEN, self.proxy.model_address),
+                                                             (PROXY_PORT_TOKEN, self.proxy.tcp_address)) if address}
+                if ports:
+                    fill_ports(run_dir, env, ports)
             end_run_if_proxy_dies(self.proxy, run_id, self.notes)
             self.fd = filter_fd(entry)
             self.argv = [*sandbox_argv(entry, run_dir, self.fd), "--", *relay_prefix(entry, run_dir)]

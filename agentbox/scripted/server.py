@@ -6,6 +6,8 @@ readiness. Requests are served on threads; every request becomes a transcript re
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +19,9 @@ from .responder import respond
 from .scenario import Scenario, load_scenario, load_vocabulary
 from .script import Script
 from .transcript import Record, ToolResult, Transcript
+
+# Where the wire APIs carry a key: Anthropic's x-api-key, a bearer token, Azure's api-key
+_KEY_HEADERS = ("x-api-key", "authorization", "api-key")
 
 __all__ = ["ScriptedModel"]
 
@@ -48,8 +53,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, raw: bytes) -> None:
         model = self.server.model
+        credential = model.credential_of(self.headers)
+        # A real API refuses a wrong key before it reads anything else (a placeholder that was never swapped is
+        # one); a request with no key at all is answered and recorded as such, for tests that just ask the model
+        if credential == "other":
+            body = json.dumps({"error": {"type": "authentication_error", "message": "invalid x-api-key"}}).encode()
+            model._append(Record(wire_api=None, method=self.command, path=self.path, model=None, stream=False,
+                                 tools_offered=(), tool_results=(), side=True, step_index=None, emitted=None,
+                                 credential=credential))
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         answer = respond(model._script, self.command, self.path, raw, self.headers.get("Content-Encoding"),
                          model.models)
+        if credential is not None:
+            answer.record = dataclasses.replace(answer.record, credential=credential)
         model._append(answer.record)
         self.send_response(answer.status)
         self.send_header("Content-Type", answer.content_type)
@@ -99,9 +120,13 @@ class ScriptedModel:
 
     def __init__(self, scenario: Scenario | Mapping[str, Any] | str | Path | None = None,
                  vocabulary: ToolVocabulary | Mapping[str, Any] | str | Path | None = None,
-                 host: str = "127.0.0.1", models: tuple[str, ...] = ("scripted",)):
+                 host: str = "127.0.0.1", models: tuple[str, ...] = ("scripted",), key: str | None = None):
         self.host = host
         self.models = tuple(models)
+        # With a key, the model refuses requests that carry another (401, as a real API does) and records what
+        # each carried: a harness in the sandbox holds a placeholder, so a request answered with "real" there
+        # proves the egress proxy swapped the key in.
+        self.key = key
         self._lock = threading.Lock()
         self._records: list[Record] = []
         self._server: _Server | None = None
@@ -151,6 +176,16 @@ class ScriptedModel:
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    def credential_of(self, headers) -> str | None:
+        """"real", "other" or "none": what the key headers of a request carry (None: the model expects no key)."""
+        if self.key is None:
+            return None
+        values = [v.strip() for name in _KEY_HEADERS for v in headers.get_all(name, [])]
+        if not values:
+            return "none"
+        keys = {v.split(" ", 1)[1].strip() if v.lower().startswith("bearer ") else v for v in values}
+        return "real" if keys == {self.key} else "other"
 
     # -- script ----------------------------------------------------------------------------------
     def load(self, scenario: Scenario | Mapping[str, Any] | str | Path,

@@ -44,6 +44,9 @@ class Record:
     step_index: int | None  # the scenario step emitted; None for side requests and the closing text
     emitted: Emitted | None
     request: Any = field(repr=False, default=None)  # the raw request JSON
+    # what the request's key headers (x-api-key, Authorization, api-key) carried, when the model expects a key:
+    # "real" (the key the model was given), "other" (anything else: a placeholder that was never swapped), "none"
+    credential: str | None = None
 
 
 def normalize_path(path: str) -> str:
@@ -72,6 +75,10 @@ class Transcript(list):
     def requests_for(self, path: str) -> list[Record]:
         want = normalize_path(path)
         return [r for r in self if normalize_path(r.path) == want]
+
+    def credentials(self) -> set[str | None]:
+        """What the requests' key headers carried (see Record.credential)."""
+        return {r.credential for r in self}
 
     def models(self) -> set[str]:
         return {r.model for r in self if r.model}

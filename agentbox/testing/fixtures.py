@@ -60,8 +60,11 @@ def agentbox_workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
 @pytest.fixture
 def scripted_model():
     from ..scripted import ScriptedModel
+    from .negative import MODEL_KEY
 
-    model = ScriptedModel()
+    # it answers only requests carrying the real key: inside the sandbox the harness holds a placeholder, so a run
+    # that got answers there proves the egress proxy swapped the key in
+    model = ScriptedModel(key=MODEL_KEY)
     model.start()
     try:
         yield model
@@ -77,8 +80,10 @@ class CanaryMcp:
     log: Path
 
     def server_spec(self) -> dict[str, Any]:
+        # PYTHONPATH: the server under test is this package's, whatever else the interpreter would import
         return {"command": sys.executable, "args": ["-m", "agentbox.canary_mcp", "--log", str(self.log),
-                                                     "--name", self.name]}
+                                                     "--name", self.name],
+                "env": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}}
 
     @property
     def binds(self) -> tuple[str, ...]:
@@ -122,12 +127,14 @@ def run_harness(request: pytest.FixtureRequest) -> Callable[..., Any]:
     return run
 
 
-_KEY_VARS = {"anthropic-messages": "ANTHROPIC_API_KEY", "openai-responses": "OPENAI_API_KEY",
-             "openai-chat": "OPENAI_API_KEY"}
+# Not a provider's well-known name for the OpenAI wires: some harnesses drop those from their commands'
+# environment whatever the intent (Hermes), which would hide whether the sandbox keeps the key out.
+_KEY_VARS = {"anthropic-messages": "ANTHROPIC_API_KEY", "openai-responses": "AGENTBOX_MODEL_API_KEY",
+             "openai-chat": "AGENTBOX_MODEL_API_KEY"}
 
 
 def scripted_profile(harness: HarnessTarget, model, intent: dict, *, name: str = "smoke",
-                     mcp_servers: dict | None = None) -> dict:
+                     mcp_servers: dict | None = None, secrets: dict | None = None) -> dict:
     """A profile dict for `harness` that talks to the scripted model; the key is a fixed test value."""
     vocabulary = harness.vocabulary()
     wire = vocabulary.wire_api
@@ -135,10 +142,11 @@ def scripted_profile(harness: HarnessTarget, model, intent: dict, *, name: str =
     return {"name": name, "harness": harness.name,
             "model": {"base_url": base, "name": vocabulary.scripted_model_name or "scripted",
                       "api_key_env": _KEY_VARS[wire]},
-            "permission_intent": intent, "mcp_servers": mcp_servers or {}}
+            "permission_intent": intent, "mcp_servers": mcp_servers or {}, "secrets": secrets or {}}
 
 
-def scripted_key_env() -> dict[str, str]:
+def scripted_key_env(harness: HarnessTarget, key: str | None = None) -> dict[str, str]:
+    """The host variable holding `harness`'s scripted model key (default: the scripted model's fixed test key)."""
     from .negative import MODEL_KEY
 
-    return {v: MODEL_KEY for v in set(_KEY_VARS.values())}
+    return {_KEY_VARS[harness.vocabulary().wire_api]: key or MODEL_KEY}

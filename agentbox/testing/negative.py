@@ -33,7 +33,8 @@ from .targets import Targets, kill_all, prepare, process_alive
 __all__ = ["Attempt", "VectorRunner", "expected_for", "PROTOCOL_AGENT"]
 
 # Not shaped like a real key: some harnesses redact key-shaped strings from tool output, which would
-# hide whether the variable was visible at all.
+# hide whether the variable was visible at all. A vector run adds its nonce, so the key it looks for is in no
+# file on the host (the package's own source, readable in the sandbox, holds only this prefix).
 MODEL_KEY = "agentbox-scripted-credential"
 PROTOCOL_AGENT = "acp-protocol-test-agent"  # who attempts an `acp`-layer vector: no harness
 
@@ -71,11 +72,14 @@ def _with_egress(observation: str, decisions: list[dict] | None) -> str:
     from collections import Counter
 
     routes = sum(1 for d in decisions if d.get("method") == "ROUTE")
+    model = [d for d in decisions if d.get("route") == "model"]
     lines = Counter(f"{'allowed' if d['allowed'] else 'denied'} {d.get('method') or '?'} {d.get('host')}:{d.get('port')} "
-                    f"({d['reason']})" for d in decisions if d.get("method") != "ROUTE")
+                    f"({d['reason']}{'; swapped ' + ', '.join(d['credentials']) if d.get('credentials') else ''})"
+                    for d in decisions if d.get("method") != "ROUTE" and d.get("route") != "model")
     parts = [line if n == 1 else f"{line} x{n}" for line, n in lines.items()]
     if routes:
-        parts.append(f"{routes} model connection(s)")
+        swapped = sum(1 for d in model if d.get("credentials"))
+        parts.append(f"{routes} model connection(s), {len(model)} request(s), the key swapped in {swapped}")
     return f"{observation}; proxy: {'; '.join(parts) or 'no request'}"
 
 
@@ -98,6 +102,17 @@ def _sandbox_failure(done: subprocess.CompletedProcess, nonce: str) -> str | Non
     if f"agentbox-attempt-{nonce}" not in err:
         return f"the attempt never started (exit {done.returncode}): {err.strip()[-300:]}"
     return None
+
+
+def _unmet(oracle: Oracle, targets: Targets, seen: Seen) -> str | None:
+    """Why a blocked attempt has no proof that it met the mechanism under test (`Oracle.met`), or None."""
+    if not oracle.met:
+        return None
+    if oracle.met == "reached":  # the request arrived, so what it carried (a placeholder) is what was judged
+        return None if targets.listeners[oracle.listener].hits() else f"the {oracle.listener} listener was never reached"
+    if any(d.get("reason") == oracle.met for d in seen.egress or ()):
+        return None
+    return f"no {oracle.met} in the egress decisions"
 
 
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
@@ -129,7 +144,7 @@ class VectorRunner:
         sandbox layer's plan (the mutation check, `agentbox.testing.weakened.SINGLE`)."""
         nonce = secrets.token_hex(6)
         root = self._root(vector, nonce)
-        targets = prepare(root, vector.setup, nonce, MODEL_KEY)
+        targets = prepare(root, vector.setup, nonce, f"{MODEL_KEY}-{nonce}")
         try:
             values = targets.values()
             spec = vector.control if control else None
@@ -150,6 +165,7 @@ class VectorRunner:
                 run_layer = "harness"
             if spec is not None and spec.layer == "harness" and layer == "sandbox":
                 run_layer = "host"
+            bound = fill(vector.secrets, values)
             if run_layer == "acp":
                 error, seen = self._run_endpoint(vector, steps, intent, targets, weaken, control)
             elif run_layer in ("sandbox", "host"):
@@ -160,16 +176,20 @@ class VectorRunner:
                 if command is None:
                     return Attempt(None, f"the steps have no plain-command form to run in the {run_layer} layer")
                 error, seen = self._run_command(command, intent, targets, sandboxed=run_layer == "sandbox",
-                                                weaken=weaken, mutation=mutation)
+                                                weaken=weaken, mutation=mutation, secrets=bound)
             else:
                 error, seen = self._run_harness(harness, probe, model, intent, steps, vector, targets, run_layer,
-                                                weaken=weaken if run_layer == "composed" else ())
+                                                weaken=weaken if run_layer == "composed" else (), secrets=bound)
             if error:
                 return Attempt(None, _with_egress(error, seen.egress))
             if spec is None and vector.proof is not None and not os.path.lexists(fill(vector.proof, values)):
                 return Attempt(None, _with_egress(f"the attempt never ran: its first act ({fill(vector.proof, values)}) "
                                                   "is missing", seen.egress))
             attempt = self._observe(oracle, targets, seen)
+            unmet = _unmet(oracle, targets, seen) if spec is None and attempt.effect is False else None
+            if unmet:
+                return Attempt(None, _with_egress(f"{attempt.observation}, but the attempt never met the mechanism: "
+                                                  f"{unmet}", seen.egress))
             observation = attempt.observation
             if spec is not None and attempt.effect is False and seen.tail():
                 # a control that saw nothing says what its attempt printed: the reason is usually there
@@ -182,14 +202,17 @@ class VectorRunner:
     def _env(self, targets: Targets) -> dict[str, str]:
         return {**os.environ, **targets.env, "HOME": str(targets.home)}
 
-    def _run_command(self, command, intent, targets: Targets, sandboxed: bool,
-                     weaken: tuple[str, ...] = (), mutation: str | None = None) -> tuple[str | None, Seen]:
+    def _run_command(self, command, intent, targets: Targets, sandboxed: bool, weaken: tuple[str, ...] = (),
+                     mutation: str | None = None, secrets: dict | None = None) -> tuple[str | None, Seen]:
         env = self._env(targets)
+        if targets.suite_ca:  # the egress proxy of `sandbox run` verifies upstream TLS against the suite's CA
+            env["SSL_CERT_FILE"] = targets.suite_ca
         log = targets.root / "egress.jsonl"
         command = _announced(command, targets.nonce)
         if sandboxed:
             profile = targets.root / "profile.yaml"
-            profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent}))
+            profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent,
+                                               "secrets": secrets or {}}))
             env["AGENTBOX_HOME"] = str(targets.root / "agentbox-home")
             resolve = [a for name, address in targets.resolve.items() for a in ("--egress-resolve", f"{name}={address}")]
             changes = [*(a for w in weaken for a in ("--weaken", w)), *(["--mutate", mutation] if mutation else [])]
@@ -250,7 +273,7 @@ class VectorRunner:
         return None, seen
 
     def _run_harness(self, harness, probe, model, intent, steps, vector: Vector, targets: Targets, layer: str,
-                     weaken: tuple[str, ...] = ()):
+                     weaken: tuple[str, ...] = (), secrets: dict | None = None):
         from ..harness_run import RunRequest, run_harness
         from ..profile import LoadedProfile, Profile
         from .fixtures import CanaryMcp, scripted_key_env, scripted_profile
@@ -260,12 +283,13 @@ class VectorRunner:
         for c in canaries.values():
             c.log.parent.mkdir()
         model.clear()
+        model.key = targets.model_key  # the real key: the model answers nothing else
         # in the TUI the run ends when the driver sees the model's closing words on screen
         done_text = f"agentbox-attempt-over-{targets.nonce}"
         vocabulary = harness.vocabulary()
         model.load({"steps": steps, "final_text": done_text}, vocabulary)
         profile = scripted_profile(harness, model, intent, name="vector",
-                                   mcp_servers={n: c.server_spec() for n, c in canaries.items()})
+                                   mcp_servers={n: c.server_spec() for n, c in canaries.items()}, secrets=secrets)
         if vector.setup.uncatalogued_model:
             profile["model"]["name"] = "scripted"
         loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<vector>", digest=vector.id)
@@ -273,9 +297,9 @@ class VectorRunner:
         req = RunRequest(
             loaded=loaded, probe=probe, workspace=str(targets.ws), home=str(targets.home),
             prompt="Follow the tool calls you are given.", layer=layer, timeout=self.timeout,
-            extra_env=scripted_key_env(), host_env={**os.environ, **targets.env},
+            extra_env=scripted_key_env(harness, targets.model_key), host_env={**os.environ, **targets.env},
             ro_binds=(package_root,), rw_binds=tuple(str(c.log.parent) for c in canaries.values()),
-            resolve=dict(targets.resolve), entry_hook=entry_hook(weaken))
+            resolve=dict(targets.resolve), entry_hook=entry_hook(weaken), upstream_ca=targets.suite_ca)
         if self.mode == "tui":
             from .tui import drive
 
@@ -349,9 +373,20 @@ class VectorRunner:
         if kind == "mcp_not_called":
             calls = [c for c in seen.canaries[oracle.server].invocations() if c.get("tool") == oracle.tool]
             return Attempt(bool(calls), f"the {oracle.server} MCP log shows {len(calls)} call(s) of {oracle.tool}")
+        if kind == "listener_never_saw":
+            saw = targets.listeners[oracle.listener].saw(oracle.secret)
+            hits = targets.listeners[oracle.listener].hits()
+            return Attempt(saw, f"the {oracle.listener} listener on the host {'received' if saw else 'never received'} "
+                                f"the secret ({hits} connection(s))")
         if kind == "secret_not_seen":
-            found = any(oracle.secret in t or oracle.secret[::-1] in t for t in seen.texts if t)
-            return Attempt(found, "the secret " + ("reached the model or the output" if found else "was never seen"))
+            wanted = (oracle.secret, *oracle.more_secrets)
+            found = [s for s in wanted if any(s in t or s[::-1] in t for t in seen.texts if t)]
+            if len(wanted) == 1:
+                what = "the secret reached the model or the output" if found else "the secret was never seen"
+            else:
+                what = (f"{len(found)} of {len(wanted)} secrets reached the model or the output" if found
+                        else f"none of {len(wanted)} secrets was ever seen")
+            return Attempt(bool(found), what)
         if kind == "process_gone":
             # the harness runner kills what outlived the harness before we look, and reports it
             reported = {pid: cmd for pid, cmd in seen.leftovers if oracle.token in cmd}

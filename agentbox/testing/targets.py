@@ -33,10 +33,11 @@ class Listener:
     drains what is still queued, so an attempt that raced the thread is never missed.
     """
 
-    def __init__(self, kind: str, unix_path: str | None = None):
-        self.kind = kind
-        family = {"tcp": socket.AF_INET, "tcp2": socket.AF_INET, "udp": socket.AF_INET, "tcp6": socket.AF_INET6,
-                  "unix": socket.AF_UNIX, "abstract": socket.AF_UNIX}[kind]
+    def __init__(self, kind: str, unix_path: str | None = None, tls=None):
+        """`tls`: a server SSLContext (kind "tls"): the listener speaks TLS with the suite's own CA first."""
+        self.kind, self.tls = kind, tls
+        family = {"tcp": socket.AF_INET, "tcp2": socket.AF_INET, "tls": socket.AF_INET, "udp": socket.AF_INET,
+                  "tcp6": socket.AF_INET6, "unix": socket.AF_UNIX, "abstract": socket.AF_UNIX}[kind]
         stype = socket.SOCK_DGRAM if kind == "udp" else socket.SOCK_STREAM
         self.sock = socket.socket(family, stype)
         self.host = None
@@ -52,6 +53,7 @@ class Listener:
             self.sock.listen(64)
         self.sock.setblocking(False)
         self._count = 0
+        self.received = b""  # what TCP clients sent (each request head, read briefly before the answer)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -64,6 +66,12 @@ class Listener:
             else:
                 conn, _ = self.sock.accept()
                 try:
+                    if self.tls is not None:
+                        conn.settimeout(2.0)
+                        conn = self.tls.wrap_socket(conn, server_side=True)
+                    data = _head(conn)
+                    with self._lock:
+                        self.received += data
                     conn.sendall(b"HTTP/1.0 204 No Content\r\n\r\n")
                 except OSError:
                     pass
@@ -82,6 +90,11 @@ class Listener:
             if ready:
                 self._take()
 
+    def saw(self, secret: str) -> bool:
+        """Whether any client sent `secret` (after the run: what is still queued is read first)."""
+        self.hits()
+        return secret.encode() in self.received
+
     def hits(self) -> int:
         self._stop.set()
         self._thread.join()
@@ -92,6 +105,22 @@ class Listener:
     def close(self) -> None:
         self._stop.set()
         self.sock.close()
+
+
+def _head(conn: socket.socket, limit: int = 65536, wait: float = 0.5) -> bytes:
+    """What a client sends before its request head ends (or it stops for `wait` seconds, or closes): enough to
+    tell whether a credential was in it, never enough to hang a client that sends nothing."""
+    conn.settimeout(wait)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data and len(data) < limit:
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    return data
 
 
 @dataclass
@@ -111,6 +140,7 @@ class Targets:
     resolve: dict[str, str] = field(default_factory=dict)  # name -> listener address, for the egress proxy
     made_dirs: list[str] = field(default_factory=list)  # folders made outside the root (a listener's under /run)
     segment: Any = None  # a host SysV shared-memory segment holding the secret ({shm_key})
+    suite_ca: str | None = None  # the suite's own CA certificate ({suite_ca}), which the "tls" listener's chains to
 
     def values(self) -> dict[str, str]:
         v = {"loopback": LOOPBACK, "ws": str(self.ws), "home": str(self.home), "parent": str(self.ws.parent),
@@ -118,8 +148,9 @@ class Targets:
              "model_key": self.model_key, "tmp_probe": self.tmp_probe,
              "sleeper_pid": str(self.sleeper.pid) if self.sleeper else "0",
              "shm_key": str(self.segment.key) if self.segment else "0"}
+        v["suite_ca"] = self.suite_ca or ""
         for kind, name in (("tcp", "port"), ("tcp2", "port2"), ("tcp6", "port6"), ("udp", "udp_port"),
-                           ("unix", "unix_path"), ("abstract", "abstract_name")):
+                           ("tls", "port_tls"), ("unix", "unix_path"), ("abstract", "abstract_name")):
             if kind in self.listeners:
                 v[name] = str(self.listeners[kind].address)
         return v
@@ -158,7 +189,10 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
         targets.made_dirs.append(os.path.dirname(unix_path))
     for kind in setup.listeners:
         address = {"unix": unix_path, "abstract": f"agentbox-vectors-{nonce}"}.get(kind)
-        targets.listeners[kind] = Listener(kind, address)
+        tls = None
+        if kind == "tls":
+            tls, targets.suite_ca = suite_tls(root, [n for n, k in setup.names.items() if k == "tls"])
+        targets.listeners[kind] = Listener(kind, address, tls)
     if setup.sleeper:
         targets.sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True,
                                            env={"PATH": os.environ.get("PATH", ""),
@@ -184,6 +218,18 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
     targets.env = {k: fill(v, values) for k, v in setup.env.items()}
     targets.resolve = {name: targets.listeners[kind].host for name, kind in setup.names.items()}
     return targets
+
+
+def suite_tls(root: Path, names: list[str]):
+    """The suite's own CA (made here, its certificate written to `root`) and a server context for `names`: a TLS
+    listener that stands for a real host, which the egress proxy trusts only when told (`upstream_ca`)."""
+    from ..egress.policy import parse_entry
+    from ..egress.run_ca import Authority
+
+    authority = Authority(tuple(parse_entry(n) for n in names or ["tls.test"]), name="Agent-Box suite CA")
+    path = root / "suite-ca.pem"
+    path.write_bytes(authority.cert_pem())
+    return authority.server_context((names or ["tls.test"])[0]), str(path)
 
 
 def _wait_for_environ(pid: int, secret: str, limit: float = 5.0) -> None:

@@ -14,7 +14,9 @@ taken out, and must then see the side effect. A vector's control names what it r
 - `policy_files`: the harness's compiled policy files are bound writable;
 - `root_writable`: the host's root is bound writable instead of read-only (writes outside the workspace);
 - `host_tmp`, `host_home`: the host's /tmp, the host home, are not replaced by private ones;
-- `abstract_sockets`: no Landlock scope, so the host's abstract unix sockets are reachable on a shared network.
+- `abstract_sockets`: no Landlock scope, so the host's abstract unix sockets are reachable on a shared network;
+- `credentials`: no placeholders and no swap: the real values of the run's credentials (the model key, the
+  profile's secrets) enter the sandbox as themselves.
 
 Test code only: nothing outside the conformance suite imports it, and `agent-box` has no spelling for it.
 
@@ -92,12 +94,17 @@ def _with_host_home(entry: dict) -> dict:
     return {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--tmpfs" and g[1] in homes)}
 
 
+def _with_real_credentials(entry: dict) -> dict:
+    names = {c["variable"] for c in entry.get("credentials", ())}
+    return {**entry, "credentials": [], "env_allow": sorted(set(entry["env_allow"]) | names)}
+
+
 MUTATIONS: dict[str, Callable[[dict], dict]] = {
     "privilege": _without_privilege, "host_sockets": _single("no-private-run"), "process": _sharing_processes,
     "project_config": _without_config_masks, "backings": _with_backings_in_view,
     "policy_files": _single("writable-policy-files"), "root_writable": _single("writable-root"),
     "host_tmp": _single("no-private-tmp"), "host_home": _with_host_home,
-    "abstract_sockets": _single("no-abstract-scope")}
+    "abstract_sockets": _single("no-abstract-scope"), "credentials": _with_real_credentials}
 
 
 # -- single protections, for the mutation check -----------------------------------------------------------

@@ -61,6 +61,7 @@ def test_tools_list_offers_exactly_the_canary_tools_with_string_arguments(log, m
     assert sorted(schemas["denied_write"]["required"]) == ["content", "path"]
     assert schemas["secret_read"]["properties"] == {}
     assert set(schemas["read_path"]["properties"]) == {"path"} and set(schemas["fetch_url"]["properties"]) == {"url"}
+    assert set(schemas["call_api"]["properties"]) == {"url", "token_env"}
     assert CanaryLog(log).invocations() == [], "listing tools is not an invocation"
 
 

@@ -68,8 +68,8 @@ def test_an_error_on_a_pipe_is_plain_text(abhome, tmp_path, capsys):
 def warns(profile, tmp_path):
     """A compile that succeeds with warnings (an advisory item a layer enforces only partially)."""
     (tmp_path / "ws").mkdir()
-    restricted = profile("{command_network: {access: restricted, allow_domains: [a.org], requirement: required}}")
-    return ["permission", "compile", restricted, "--cwd", str(tmp_path / "ws"), "--harness-version", "0.171.0"]
+    asks = profile("{shell: {access: ask, requirement: advisory}}")  # shell.ask is partial on Codex 0.171.0
+    return ["permission", "compile", asks, "--cwd", str(tmp_path / "ws"), "--harness-version", "0.171.0"]
 
 
 def test_quiet_silences_warnings_before_or_after_the_subcommand(abhome, warns, capsys):

@@ -7,10 +7,11 @@ import os
 
 import pytest
 
-from agentbox.egress.inside import MODEL_SOCKET, SOCKET_NAME, proxy_env
+from agentbox.egress.inside import MODEL_ROUTE_PORT, MODEL_SOCKET, SOCKET_NAME, proxy_env
 from agentbox.plan import RuntimeRequirements
 from agentbox.sandbox import relay, unix_filter
-from agentbox.sandbox.bwrap import SandboxRequest, compile_bwrap, coverage, enforced_items, sandbox_env_names
+from agentbox.sandbox.bwrap import (SandboxRequest, compile_bwrap, coverage, enforced_items, model_route_url,
+                                   sandbox_env_names)
 from agentbox.sandbox.session import entry_from_plan
 from agentbox.sandbox.syscall_filter import host_program
 
@@ -42,10 +43,11 @@ def test_a_model_on_the_proxy_port_moves_the_proxy():
     assert plan_for(model_endpoint="127.0.0.1:3128").relay == ((3128, MODEL_SOCKET), (3129, SOCKET_NAME))
 
 
-def test_a_remote_model_is_reached_through_the_proxy_not_a_route():
-    plan = plan_for(network="none", allow_domains=(), model_endpoint="api.example.com:443")
+def test_a_remote_model_is_reached_through_the_model_route_on_a_port_of_its_own():
+    plan = plan_for(network="none", allow_domains=(), model_endpoint="api.example.com:443", model_tls=True)
     assert "--unshare-net" in plan.argv
-    assert plan.relay == ((3128, SOCKET_NAME),)
+    assert plan.relay == ((MODEL_ROUTE_PORT, MODEL_SOCKET), (3128, SOCKET_NAME)) and plan.model_route == "relay"
+    assert plan.egress.model_tls, "the route forwards over TLS to an https endpoint"
     assert plan.egress.decide("api.example.com", 443).reason == "model_endpoint"
     assert not plan.egress.decide("api.example.com", 80).allowed
     assert coverage(SandboxRequest(requirements=RuntimeRequirements(
@@ -67,9 +69,29 @@ def test_network_none_with_a_loopback_model_allows_only_the_model():
 
 
 def test_unrestricted_shares_the_network_with_no_proxy_and_no_filter():
-    plan = plan_for(network="unrestricted", allow_domains=())
+    plan = plan_for(network="unrestricted", allow_domains=(), model_endpoint=None)
     assert "--unshare-net" not in plan.argv and plan.egress is None and plan.relay == ()
-    assert not plan.unix_filter and "HTTP_PROXY" not in plan.env
+    assert not plan.unix_filter and "HTTP_PROXY" not in plan.env and plan.model_route is None
+
+
+def test_unrestricted_still_sends_the_model_through_the_model_route_on_a_loopback_port_of_the_host():
+    plan = plan_for(network="unrestricted", allow_domains=())
+    assert "--unshare-net" not in plan.argv and plan.relay == () and "HTTP_PROXY" not in plan.env
+    assert plan.model_route == "tcp" and str(plan.egress.model_endpoint) == "127.0.0.1:40123"
+    assert not plan.egress.decide("pypi.org", 443).allowed, "the route's policy allows the model alone"
+
+
+@pytest.mark.parametrize("network, url", [
+    ("none", "http://127.0.0.1:40123/v1"), ("restricted", "http://127.0.0.1:40123/v1"),
+    ("unrestricted", "http://127.0.0.1:{agentbox_model_port}/v1")])
+def test_the_harness_is_given_the_model_route_as_its_base_url(network, url):
+    req = RuntimeRequirements(workspace="read_only", network=network, host_home="hidden",
+                              allow_domains=("pypi.org",) if network == "restricted" else (),
+                              model_endpoint="127.0.0.1:40123")
+    assert model_route_url(req, "http://127.0.0.1:40123/v1") == url
+    remote = req.model_copy(update={"model_endpoint": "api.example.com:443"})
+    assert model_route_url(remote, "https://api.example.com/v1").endswith("/v1")
+    assert model_route_url(req, None) is None
 
 
 def test_the_entry_carries_the_policy_the_ports_and_the_filter():

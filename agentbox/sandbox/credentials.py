@@ -1,0 +1,67 @@
+"""A run's credentials at its start: a fresh placeholder for each, the real value read from the host.
+
+The placeholders go into the sandbox's environment; the real values go only to the egress proxy, which
+lives in this (the launcher's) process and swaps them in on the way out (`egress/swap.py`). Nothing here
+writes a value anywhere. Standard library only: the hot paths (`launch`, `sandbox run`) call it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from typing import Mapping
+
+__all__ = ["Issued", "issue", "placeholder"]
+
+_ALPHABETS = {"alphanumeric": string.ascii_letters + string.digits, "hex": "0123456789abcdef"}
+
+
+def placeholder(spec: Mapping) -> str:
+    """A new random placeholder shaped as the credential's `Placeholder` says."""
+    alphabet = _ALPHABETS[spec.get("alphabet", "alphanumeric")]
+    return spec.get("prefix", "") + "".join(secrets.choice(alphabet) for _ in range(int(spec.get("length", 48))))
+
+
+def _apart(cred: Mapping, value: str) -> str:
+    """A placeholder that neither holds nor is held by the value (the swap must tell them apart)."""
+    for _ in range(64):
+        fake = placeholder(cred.get("placeholder") or {})
+        if fake not in value and value not in fake:
+            return fake
+    from ..errors import SandboxError
+
+    raise SandboxError(f"{cred['source']}: the value of {cred['variable']} is too short to be told apart from its "
+                       "placeholder (sandbox layer); refusing to start the run")
+
+
+class Issued:
+    """What a run's start made of its credentials: the sandbox's variables, the proxy's swaps, and the optional
+    credentials the host did not have (the harness starts without them)."""
+
+    def __init__(self):
+        self.env: dict[str, str] = {}
+        self.swaps: list[dict] = []
+        self.missing: list[str] = []
+
+
+def issue(credentials: list[dict], source: Mapping[str, str]) -> Issued:
+    """Placeholders and swaps for `credentials` (an entry's plain-data Credential list), the real values from
+    `source`. A required credential the host does not have refuses the run (SandboxError, exit 4)."""
+    out = Issued()
+    for cred in credentials:
+        name = cred["variable"]
+        value = source.get(name)
+        if not value:
+            if cred.get("required", True):
+                from ..errors import SandboxError
+
+                raise SandboxError(
+                    f"{cred['source']}: {name} is not set in the host environment, so the egress proxy has no value to "
+                    f"swap in for its placeholder (sandbox layer); set {name} or remove the binding")
+            out.missing.append(name)
+            continue
+        fake = _apart(cred, value)
+        out.env[name] = fake
+        out.swaps.append({"variable": name, "placeholder": fake, "value": value, "headers": list(cred["headers"]),
+                          "hosts": list(cred.get("hosts", ())), "model": bool(cred.get("model"))})
+    return out
