@@ -7,7 +7,9 @@ starts. Ratio = wall / floor: what the suite adds on top of starting harnesses (
 probes and compiles, an idle worker). Target: the run within 20 min on a 2-core machine.
 
 Usage: python benchmarks/conformance.py [--matrix matrices/default.yaml] [--workers 2] [--evidence DIR]
-           [-- PYTEST-ARGS...]      (--evidence keeps the run's records there: its claims table)
+           [--log FILE] [-- PYTEST-ARGS...]
+           (--evidence keeps the run's records there: its claims table; --log keeps pytest's output, to follow
+           the run's progress with `tail -f` and read its failures)
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def main() -> int:
     ap.add_argument("--matrix", default="matrices/default.yaml")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--evidence", metavar="DIR", help="keep the run's evidence here (default: a temporary folder)")
+    ap.add_argument("--log", metavar="FILE", help="write pytest's output here (default: discarded)")
     ap.add_argument("extra", nargs="*")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
@@ -37,7 +40,8 @@ def main() -> int:
                 "--agentbox-matrix", args.matrix, "--agentbox-require-harnesses",
                 "--agentbox-evidence-dir", evidence, *args.extra]
         start = time.perf_counter()
-        done = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(args.log or "/dev/null", "w") as log:
+            done = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         wall = time.perf_counter() - start
         records = [json.loads(line) for path in Path(evidence).glob("*.jsonl") for line in path.open()]
     cheapest: dict[tuple, float] = {}
