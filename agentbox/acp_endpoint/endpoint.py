@@ -84,14 +84,13 @@ def main(profile: str, cwd: str, *, evidence: str | None = None, accept_unverifi
                                              start["check"]["evidence"], binary, accept_unverified), start)
     if start.get("notice"):
         note(start["notice"])
+    from ..profile_state import state_dir
     from .policy import SurfacePolicy
 
     store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
     try:
         store.reap()
         policy = SurfacePolicy.from_data(start["policy"], start["sandbox"]["argv"])
-        from ..profile_state import state_dir
-
         kept = state_dir(agentbox_home(), start["run"]["profile"], start["run"]["harness"])
         return asyncio.run(serve(start["sandbox"], start["cwd"], policy, start["argv"], start["env"], start["run"],
                                  store, label=start["label"], state_dir=kept))

@@ -13,9 +13,9 @@ import signal
 from dataclasses import dataclass, field
 
 from ..profile_state import keep, restore
-from .notes import note
 from ..sandbox.session import cleanup, environment, kill_marked, materialize, settle_key_approvals
 from ..sandbox.startup import Started, filter_fd
+from .notes import note
 
 __all__ = ["SandboxedRun", "STDIO_LIMIT"]
 
