@@ -116,9 +116,11 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
     roots = adapter.install_roots(probe.binary) if probe is not None else ()
     hidden = bwrap.hidden_roots(native.requirements, home)
     roots += tuple(b for name in intent.mcp.servers for b in server_binds(name, profile.mcp_servers[name], hidden))
+    writable = {s.path for s in native.state_files}  # the harness saves its answers there (`profile_state`)
     request = bwrap.SandboxRequest(requirements=native.requirements, workspace=cwd, home=home, masks=masks,
                                    ro_binds=(*roots, *ro_binds), rw_binds=rw_binds,
-                                   config_files=tuple(a.path for a in native.artifacts), credentials=credentials)
+                                   config_files=tuple(a.path for a in native.artifacts if a.path not in writable),
+                                   credentials=credentials)
     sandbox = bwrap.compile_bwrap(request)
     sandbox_cov = bwrap.coverage(request, bwrap.backend_version())
     key = native.model_credential

@@ -24,6 +24,7 @@ from .compiler import compile_plan
 from .mcp_inventory import for_profile
 from .plan import CompileResult, EffectiveRunPlan
 from .profile import LoadedProfile
+from .profile_state import keep, restore
 from .sandbox import bwrap
 from .sandbox.session import (MARKER, cleanup, entry_from_plan, environment, kill_marked, materialize,
                               settle_key_approvals, write_config)
@@ -57,6 +58,9 @@ class RunRequest:
     # A testing seam: the conformance suite's controls take one protection out of the composed run's entry
     # (agentbox.testing.weakened) to prove that a vector's oracle sees the side effect. Launch never sets it.
     entry_hook: Callable[[dict], dict] | None = None
+    # The profile's kept answers (`profile_state`): the run starts from them and keeps its own at the end, as a
+    # launch does. None (the suite's runs): the run starts from the compiled files alone and keeps nothing.
+    state_dir: str | None = None
 
 
 @dataclass
@@ -95,6 +99,8 @@ class Prepared:
     run_id: str
     artifacts: list[str]
     started: Started | None = None  # composed runs: the egress proxy and the filter's descriptor
+    # with a state_dir: what `profile_state` said at the start (a kept state it could not read) and at the end
+    state_notes: list[str] = field(default_factory=list)
 
     @property
     def pass_fds(self) -> tuple[int, ...]:
@@ -180,8 +186,15 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
         # as a launch does: the profile named the model key, so the harness's first-run question about it is answered
         settle_key_approvals({"key_approvals": [a.model_dump(mode="json") for a in plan.native.key_approvals]},
                              run_dir, env)
-        yield Prepared(argv=full, env=env, cwd=plan.cwd, plan=plan, run_dir=run_dir, run_id=run_id,
+        states = {"state_files": [s.model_dump(mode="json") for s in plan.native.state_files]}
+        run = Prepared(argv=full, env=env, cwd=plan.cwd, plan=plan, run_dir=run_dir, run_id=run_id,
                        artifacts=artifacts, started=started)
+        if req.state_dir is not None:
+            run.state_notes.extend(restore(states, run_dir, req.state_dir))
+        yield run
+        if req.state_dir is not None:
+            kill_marked(run_id, NAMESPACE_GRACE)  # nothing of the run writes its state any more
+            run.state_notes.extend(keep(states, run_dir, req.state_dir))
     finally:
         cleanup(run_id, run_dir, started, keep_run_dir=req.keep_run_dir)
 

@@ -156,6 +156,7 @@ def make_run_dir() -> str:
 def execute(entry: dict, extra: list[str]) -> int:
     """Record the Run, materialize, start the harness with the terminal attached, clean up, record the end."""
     from .errors import AgentBoxError
+    from .profile_state import keep, restore, state_dir
     from .runs import RunStore, egress_log
     from .sandbox.session import cleanup, environment, materialize, run_attached, settle_key_approvals
     from .sandbox.startup import Started
@@ -170,15 +171,19 @@ def execute(entry: dict, extra: list[str]) -> int:
     store.reap()
     sandbox = entry["sandbox"]
     run_dir = make_run_dir()
+    kept = state_dir(agentbox_home(), entry["run"]["profile"], entry["run"]["harness"])
     run_id = store.start({**entry["run"], "harness_args": extra, "run_dir": run_dir})
-    started, status, state = None, None, "failed"
+    started, status, state, ran = None, None, "failed", False
     try:
         materialize(sandbox, run_dir)
         env = environment(sandbox, run_id)
         started = Started(sandbox, run_dir, run_id, env=env)  # the egress proxy, before the harness exists
         settle_key_approvals(sandbox, run_dir, env)  # of the key the harness is given: its placeholder
+        for problem in restore(sandbox, run_dir, kept):  # the profile's answers from earlier launches
+            warn(problem)
         detail_argv(f"run {run_id}", [*started.argv, *entry["harness"], *extra])
         status = run_attached([*started.argv, *entry["harness"], *extra], env, run_id, started.pass_fds)
+        ran = True
         if started.notes:  # the proxy died and took the run down: not the harness's own ending
             print(f"agent-box: {'; '.join(started.notes)}", file=sys.stderr)
             status = 4
@@ -191,6 +196,9 @@ def execute(entry: dict, extra: list[str]) -> int:
         print(f"agent-box: cannot start the sandbox: {exc}", file=sys.stderr)
         status = 4
     finally:
+        if ran:  # the harness ran: what it answered that widens nothing is kept for the next launch
+            for line in keep(sandbox, run_dir, kept):
+                print(f"agent-box: {line}", file=sys.stderr)
         note = cleanup(run_id, run_dir, started, egress_copy=egress_log(agentbox_home(), run_id))
         store.finish(run_id, status, note, state)
         store.close()

@@ -23,6 +23,8 @@ __all__ = [
     "RuntimeRequirements",
     "LayerCoverage",
     "CompileResult",
+    "KeyApproval",
+    "StateFile",
     "ItemPlan",
     "OverrideRecord",
     "Placeholder",
@@ -169,6 +171,34 @@ class KeyApproval(_Frozen):
     last: int = Field(gt=0, le=64)
 
 
+class StateFile(_Frozen):
+    """A file the harness keeps its own answers in (first-run dialogs, tips seen, start counters), compiled like an
+    artifact (`path` names one) but left writable in the run so the harness can save. At the end of a launch the
+    keys that match `keep` are copied into the profile's private state, and the next launch starts from that state
+    merged under the compiled file (the plan's keys win). Every other key is dropped and named on stderr, with its
+    reason from `widens` when the adapter knows how it could widen the plan.
+
+    Keys are dotted paths into the JSON object, each segment a glob (`projects.*.last*`: those keys of every
+    project). Each reason says why the key widens nothing (`keep`) or how it could widen (`widens`)."""
+
+    path: str
+    keep: dict[str, str]
+    widens: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        return check_relative(value)
+
+    @field_validator("keep", "widens")
+    @classmethod
+    def _reasons(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, reason in value.items():
+            if not key or "" in key.split(".") or not reason.strip():
+                raise ValueError(f"{key!r}: every key needs a dotted path and a reason")
+        return value
+
+
 class CompileResult(_Frozen):
     """A harness adapter's pure output for one intent."""
 
@@ -183,6 +213,8 @@ class CompileResult(_Frozen):
     warnings: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     key_approvals: tuple[KeyApproval, ...] = ()
+    # artifacts the harness writes its answers into: writable in the run, their allowlisted keys kept per profile
+    state_files: tuple[StateFile, ...] = ()
     # the harness's own model key, as the adapter knows its harness reads and sends it; inside the OS sandbox
     # it is a placeholder that the model route swaps for the real key
     model_credential: Credential | None = None

@@ -5,15 +5,13 @@ terminal, which these TUIs do not need (see the note at the end of this module).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from agentbox.testing import terminal
-from agentbox.testing.tui import SCRIPTS, Tail, plain, submit
 from agentbox.testing.fixtures import scripted_key_env, scripted_profile
 from agentbox.testing.session import session_key
+from agentbox.testing.tui import TuiFailed, exchange, plain
 
 ANSWER = "tui-answer-7c41"
 READ_WRITE = {"workspace": {"access": "read_write", "requirement": "required"},
@@ -27,12 +25,9 @@ pytestmark = [pytest.mark.smoke, pytest.mark.harness("claude-code", "opencode", 
 
 def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, request, scripted_model,
                                                                  agentbox_workspace):
-    import pexpect
-
     from agentbox.harness_run import RunRequest, kill_marked, prepared
     from agentbox.profile import LoadedProfile, Profile
 
-    script = SCRIPTS[harness.name]
     timeout = request.config.stash[session_key].timeout
     adapter = harness.adapter()
     scripted_model.load({"steps": [], "final_text": ANSWER}, adapter.tool_vocabulary)
@@ -43,32 +38,15 @@ def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, reques
                      home=str(ws.home), prompt="", timeout=timeout, extra_env=scripted_key_env(harness),
                      ro_binds=(str(_REPO),))
     with prepared(req, command=lambda r: [harness.binary, *adapter.interactive_argv(r, [])]) as run:
-        env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}
-        start = time.monotonic()
-        child = terminal.spawn(run.argv, env=env, cwd=run.cwd, pass_fds=run.pass_fds, dimensions=(40, 120),
-                               encoding="utf-8", codec_errors="replace", timeout=timeout)
-        screen: list[str] = []
-        child.logfile_read = Tail(screen, keep=400)
         try:
-            for pattern, keys in script.dialogs:
-                child.expect(pattern)
-                child.send(keys)
-            child.expect(script.ready)
-            submit(child, script, "say the magic words")
-            child.expect(ANSWER)
-            answered = time.monotonic() - start
-            submit(child, script, script.quit)
-            child.expect(pexpect.EOF)
-        except (pexpect.TIMEOUT, pexpect.EOF) as exc:
-            child.close(force=True)
-            pytest.fail(f"{type(exc).__name__} after {time.monotonic() - start:.1f}s; screen tail:\n{plain(screen)}")
-        child.close()
-        elapsed = time.monotonic() - start
+            seen = exchange(run, harness.name, "say the magic words", ANSWER, timeout)
+        except TuiFailed as exc:
+            pytest.fail(str(exc))
         leftovers = kill_marked(run.run_id)
-    assert child.exitstatus == 0, f"exit {child.exitstatus} signal {child.signalstatus}\n{plain(screen)}"
+    assert seen.exitstatus == 0, f"exit {seen.exitstatus} signal {seen.signalstatus}\n{plain(seen.screen)}"
     assert leftovers == [], "no process of the TUI survived it"
     assert [r for r in scripted_model.transcript if not r.side], "the TUI asked the scripted model through the relay"
-    print(f"{harness.id}: answered after {answered:.2f}s, exited after {elapsed:.2f}s")
+    print(f"{harness.id}: answered after {seen.answered:.2f}s, exited after {seen.elapsed:.2f}s")
 
 
 # Note on terminals. bwrap --new-session (setsid) leaves the TUI without a controlling terminal: its

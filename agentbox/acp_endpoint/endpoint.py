@@ -84,14 +84,16 @@ def main(profile: str, cwd: str, *, evidence: str | None = None, accept_unverifi
                                              start["check"]["evidence"], binary, accept_unverified), start)
     if start.get("notice"):
         note(start["notice"])
+    from ..profile_state import state_dir
     from .policy import SurfacePolicy
 
     store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
     try:
         store.reap()
         policy = SurfacePolicy.from_data(start["policy"], start["sandbox"]["argv"])
+        kept = state_dir(agentbox_home(), start["run"]["profile"], start["run"]["harness"])
         return asyncio.run(serve(start["sandbox"], start["cwd"], policy, start["argv"], start["env"], start["run"],
-                                 store, label=start["label"]))
+                                 store, label=start["label"], state_dir=kept))
     finally:
         store.close()
 
@@ -168,10 +170,11 @@ def surface_policy(plan, entry: dict, profile, facts=None):
 
 
 async def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], fields: dict, store, *,
-                label: str, policy_hook=None) -> int:
+                label: str, policy_hook=None, state_dir: str | None = None) -> int:
     """Serve the client on stdio with `argv` as the ACP agent inside the sandbox `entry` describes, recorded as one
     Run (`fields`: its columns), its client surfaces held by `policy`. `policy_hook`: a testing seam (the `acp`
-    layer's controls take one protection out); the command never sets it."""
+    layer's controls take one protection out); the command never sets it. `state_dir`: the profile's kept answers
+    (`profile_state`), which the command passes as `launch` does; the suite's runs keep none."""
     from ..hot import agentbox_home
     from ..launch import make_run_dir
     from ..runs import egress_log
@@ -183,7 +186,7 @@ async def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, s
     sbx: SandboxedRun | None = None
     state, status = "failed", 1
     try:
-        sbx = SandboxedRun.open(entry, run_dir, run_id, cwd, env)
+        sbx = SandboxedRun.open(entry, run_dir, run_id, cwd, env, state_dir)
         proc = await sbx.spawn(argv)
         # the agent starts meanwhile: the SDK's connection loads now (its schema once `initialize` is answered)
         from .sdk import framing

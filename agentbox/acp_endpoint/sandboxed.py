@@ -12,8 +12,10 @@ import os
 import signal
 from dataclasses import dataclass, field
 
-from ..sandbox.session import cleanup, environment, materialize, settle_key_approvals
+from ..profile_state import keep, restore
+from ..sandbox.session import cleanup, environment, kill_marked, materialize, settle_key_approvals
 from ..sandbox.startup import Started, filter_fd
+from .notes import note
 
 __all__ = ["SandboxedRun", "STDIO_LIMIT"]
 
@@ -29,15 +31,21 @@ class SandboxedRun:
     cwd: str
     env: dict[str, str] = field(default_factory=dict)
     started: Started | None = None
+    state_dir: str | None = None  # the profile's kept answers (`profile_state`), as for `launch`
 
     @classmethod
-    def open(cls, entry: dict, run_dir: str, run_id: str, cwd: str, extra_env: dict[str, str]) -> "SandboxedRun":
-        """Materialize the run folder and start the egress proxy; nothing runs in the sandbox yet."""
-        run = cls(entry, run_dir, run_id, cwd)
+    def open(cls, entry: dict, run_dir: str, run_id: str, cwd: str, extra_env: dict[str, str],
+             state_dir: str | None = None) -> "SandboxedRun":
+        """Materialize the run folder and start the egress proxy; nothing runs in the sandbox yet. Problems with
+        the profile's kept answers go to `note` (stderr)."""
+        run = cls(entry, run_dir, run_id, cwd, state_dir=state_dir)
         materialize(entry, run_dir)
         run.env = environment(entry, run_id, extra=extra_env)
         run.started = Started(entry, run_dir, run_id, env=run.env)  # gives run.env the credentials' placeholders
         settle_key_approvals(entry, run_dir, run.env)  # of the key the agent is given: its placeholder
+        if state_dir is not None:
+            for problem in restore(entry, run_dir, state_dir):
+                note(problem)
         return run
 
     async def spawn(self, command: list[str], *, pipes: bool = True) -> asyncio.subprocess.Process:
@@ -80,4 +88,8 @@ class SandboxedRun:
 
     def close(self, egress_copy: str | None) -> str:
         """End every process of the run, stop the proxy, keep its log, remove the run folder; what was done."""
+        if self.state_dir is not None:  # the agent has stopped: keep what it answered that widens nothing
+            kill_marked(self.run_id)
+            for line in keep(self.entry, self.run_dir, self.state_dir):
+                note(line)
         return cleanup(self.run_id, self.run_dir, self.started, egress_copy=egress_copy)

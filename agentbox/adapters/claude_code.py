@@ -11,6 +11,8 @@ What this adapter compiles, all of it in the private config home (CLAUDE_CONFIG_
     rules), with `failIfUnavailable` when a required item relies on it and
     `allowUnsandboxedCommands: false` always (else the model escapes with dangerouslyDisableSandbox).
 - `mcp.json` with only the allowlisted servers, passed with `--mcp-config ... --strict-mcp-config`.
+- `.claude.json` (onboarding done, the workspace trusted), writable in the run: Claude Code saves its answers
+  there, and a launch keeps the ones on KEPT_STATE for the profile's next launch.
 - The model through ANTHROPIC_BASE_URL and the key variable (apiKeyHelper for another name).
 Claude Code silently ignores a settings file that fails validation in `-p` mode, so every shape
 compiled here was loaded by the real binaries (docs/harnesses/claude-code.md).
@@ -25,12 +27,13 @@ from urllib.parse import urlsplit
 from ..capability import weakest
 from ..egress.policy import DEFAULT_PORTS, parse_entry
 from ..intent import PermissionIntent
-from ..plan import CompileContext, CompileResult, KeyApproval, LayerCoverage, Placeholder, RuntimeRequirements
+from ..plan import (CompileContext, CompileResult, KeyApproval, LayerCoverage, Placeholder, RuntimeRequirements,
+                    StateFile)
 from ..profile import Profile
 from .base import HarnessAdapter
 from .native import artifact, endpoint
 
-__all__ = ["ClaudeCodeAdapter", "ADAPTER", "SANDBOX_V1", "SANDBOX_V2", "mcp_tool_name"]
+__all__ = ["ClaudeCodeAdapter", "ADAPTER", "KEPT_STATE", "SANDBOX_V1", "SANDBOX_V2", "mcp_tool_name"]
 
 SETTINGS = "settings.json"
 MCP_CONFIG = "mcp.json"
@@ -41,6 +44,63 @@ STATE = ".claude.json"
 # sandbox needs enableWeakerNestedSandbox inside another bubblewrap, strictAllowlist exists.
 SANDBOX_V1 = "sandbox-v1"
 SANDBOX_V2 = "sandbox-v2"
+
+# `.claude.json` is where Claude Code keeps its answers and counters (first-run dialogs, tips, release notes) next
+# to per-project grants. It is writable in the run, and what a launch keeps of it for the next launch of the
+# profile is this list; every other key is dropped and named (seen in the file after TUI runs of 2.1.332;
+# docs/harnesses/claude-code.md). The plan's own keys (onboarding done, the workspace trusted) are compiled
+# every time and win over the kept ones.
+KEPT_STATE = StateFile(
+    path=STATE,
+    keep={
+        "hasCompletedOnboarding": "the first-run onboarding was finished (the plan sets it too)",
+        "numStartups": "a start counter: tips and announcements are paced by it",
+        "firstStartTime": "when this profile first started Claude Code",
+        "firstStartVersion": "the version this profile first started",
+        "tipsHistory": "which tips were shown, so they are not repeated",
+        "tipLifetimeShownCounts": "how often each tip was shown",
+        "tipsHistoryByCommand": "which command tips were shown",
+        "lastReleaseNotesSeen": "the release notes already shown",
+        "lastClawdEntranceVersion": "the welcome animation already shown for this version",
+        "seenNotifications": "announcements already dismissed",
+        "theme": "the colour theme (older versions keep it here; 2.1.332 keeps it in settings.json, the plan's)",
+        "editorMode": "normal or vim key bindings in the prompt (older versions)",
+        "autoCompactEnabled": "whether long conversations are compacted (older versions)",
+        "userID": "an anonymous identifier of this config (telemetry, which the plan turns off, would send it)",
+        "machineID": "an anonymous identifier of this config (telemetry, which the plan turns off, would send it)",
+        "migrationVersion": "how far Claude Code migrated its own config (the plan's settings stay read-only to it)",
+        "*MigrationComplete": "a migration of Claude Code's own config done (the plan's settings stay read-only to it)",
+        "pluginUsage": "how often each built-in plugin was used (counters; plugins themselves are not kept)",
+        "projects.*.projectOnboardingSeenCount": "how often a project's first-run tips were shown",
+        "projects.*.hasCompletedProjectOnboarding": "a project's first-run tips were finished",
+        "projects.*.last*": "statistics of the last session in a project (cost, durations, tokens, its id)",
+    },
+    widens={
+        "projects.*.allowedTools": "could widen the permission rules: tools allowed without asking",
+        "projects.*.mcpServers": "could widen mcp: servers the plan does not name",
+        "projects.*.enabledMcpjsonServers": "could widen mcp: a project's .mcp.json servers approved",
+        "projects.*.disabledMcpjsonServers": "could widen mcp: answers about a project's .mcp.json servers",
+        "projects.*.mcpContextUris": "could widen mcp: resources attached to every prompt",
+        "projects.*.hasTrustDialogAccepted": "could widen the workspace: trusts a project's own config; the plan "
+                                             "trusts the launch's project alone, at every start",
+        "projects.*.hasClaudeMdExternalIncludesApproved": "could widen the workspace: lets CLAUDE.md pull in files "
+                                                          "outside the project",
+        "projects.*.pickedPermissionMode": "could widen the permission mode: a mode picked for a project",
+        "projects.*.orgMemory*": "could widen what the model reads and writes: an organisation's shared memory",
+        "mcpServers": "could widen mcp: user servers the plan does not name",
+        "bypassPermissionsModeAccepted": "could widen every item: accepts the mode that skips permission checks",
+        "customApiKeyResponses": "could widen the model key: approves keys; the launch answers for the profile's "
+                                 "own key at every start",
+        "primaryApiKey": "a credential: keys stay on the host",
+        "oauthAccount": "a credential: the account signed in",
+        "env": "could widen the environment: variables for every command",
+        "apiKeyHelper": "could widen the environment: a command that prints the model key",
+        "hasResetAutoModeOptIn*": "could widen the permission mode: a marker about auto mode's opt-in; the plan "
+                                  "disables auto mode",
+        "officialMarketplace*": "could widen what runs: the plugin marketplace's install state; plugins add "
+                                "commands, agents and MCP servers",
+    },
+)
 
 SHELL_TOOLS = ("Bash", "Monitor")  # Monitor runs a shell command too (2.1.332)
 FILE_WRITE_TOOLS = ("Edit", "NotebookEdit", "Write")
@@ -414,11 +474,13 @@ class ClaudeCodeAdapter(HarnessAdapter):
             warnings=tuple(warnings),
             errors=tuple(errors),
             # the TUI asks "Detected a custom API key in your environment. Do you want to use this API key?"
-            # and keeps the answer in .claude.json; that file is read-only in the run, so a "yes" given there
-            # cannot be saved ("ANTHROPIC_API_KEY not used here"). The profile named the key: answer it.
+            # and keeps the answer in .claude.json (a "yes" it could not save went on "ANTHROPIC_API_KEY not used
+            # here"). The profile named the key: answer it at every start, for the run's own placeholder (an answer
+            # kept from an earlier run would name another placeholder, so it is not kept: KEPT_STATE).
             key_approvals=(KeyApproval(file=STATE, key="customApiKeyResponses", variable=key_var, last=20,
                                        template={"approved": ["{key_suffix}"], "rejected": []}),)
             if key_var == DEFAULT_KEY_VAR else (),
+            state_files=(KEPT_STATE,),
             model_credential=self.model_credential(key_var),
         )
 

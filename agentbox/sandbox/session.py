@@ -47,6 +47,7 @@ def entry_from_plan(plan, masks) -> dict:
         "seccomp": sandbox.syscall_filter,
         "landlock_scope": sandbox.abstract_unix_scope,
         "key_approvals": [a.model_dump(mode="json") for a in plan.native.key_approvals],
+        "state_files": [s.model_dump(mode="json") for s in plan.native.state_files],
         "model_route": sandbox.model_route,
         "proxy_tcp": sandbox.proxy_tcp,
         "run_ca": sandbox.run_ca,

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 DECLINED_NOTE = "[tui: {n} permission dialog(s) declined]"
 DECLINED = r"\[tui: \d+ permission dialog\(s\) declined\]"
 
-__all__ = ["DECLINED", "DECLINED_NOTE", "submit", "TuiScript", "SCRIPTS", "Tail", "words", "plain", "drive", "unsupported"]
+__all__ = ["DECLINED", "DECLINED_NOTE", "submit", "TuiScript", "SCRIPTS", "Tail", "words", "plain", "drive", "unsupported",
+           "Exchange", "TuiFailed", "exchange"]
 
 
 def words(text: str) -> str:
@@ -116,6 +117,53 @@ class Tail:
 
     def flush(self) -> None:
         pass
+
+
+class TuiFailed(AssertionError):
+    """A smoke's exchange with a TUI did not get through: which step, and the screen's tail."""
+
+
+@dataclass
+class Exchange:
+    """How one prompt-and-answer with a TUI went: its exit, when the answer showed, the screen's recent output."""
+
+    exitstatus: int | None
+    signalstatus: int | None
+    answered: float
+    elapsed: float
+    screen: list[str]
+
+
+def exchange(run, harness_name: str, prompt: str, answer: str, timeout: float) -> Exchange:
+    """A prepared run's TUI on a pseudo-terminal: pass its first-run dialogs, send `prompt`, wait for the scripted
+    model's `answer`, quit with the TUI's own command and wait for it to end (the smokes' whole conversation)."""
+    import pexpect
+
+    from . import terminal
+
+    script = SCRIPTS[harness_name]
+    env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}
+    start = time.monotonic()
+    child = terminal.spawn(run.argv, env=env, cwd=run.cwd, pass_fds=run.pass_fds, dimensions=(40, 120),
+                           encoding="utf-8", codec_errors="replace", timeout=timeout)
+    screen: list[str] = []
+    child.logfile_read = Tail(screen, keep=400)
+    try:
+        for pattern, keys in script.dialogs:
+            child.expect(pattern)
+            child.send(keys)
+        child.expect(script.ready)
+        submit(child, script, prompt)
+        child.expect(re.escape(answer))
+        answered = time.monotonic() - start
+        submit(child, script, script.quit)
+        child.expect(pexpect.EOF)
+    except (pexpect.TIMEOUT, pexpect.EOF) as exc:
+        child.close(force=True)
+        raise TuiFailed(f"{type(exc).__name__} after {time.monotonic() - start:.1f}s; screen tail:\n"
+                        f"{plain(screen)}") from None
+    child.close()
+    return Exchange(child.exitstatus, child.signalstatus, answered, time.monotonic() - start, screen)
 
 
 def drive(req, harness_name: str, binary: str, done_text: str):

@@ -100,7 +100,8 @@ def test_the_entry_carries_the_policy_the_ports_and_the_filter():
     sandbox = plan_for()
     req = RuntimeRequirements(workspace="read_write", network="restricted", allow_domains=("pypi.org",),
                               host_home="hidden", model_endpoint="127.0.0.1:40123")
-    plan = SimpleNamespace(sandbox=sandbox, native=SimpleNamespace(requirements=req, artifacts=(), key_approvals=()))
+    plan = SimpleNamespace(sandbox=sandbox, native=SimpleNamespace(requirements=req, artifacts=(), key_approvals=(),
+                                                                          state_files=()))
     entry = entry_from_plan(plan, [])
     assert entry["relay"] == [[40123, MODEL_SOCKET], [3128, SOCKET_NAME]]
     assert entry["egress"]["allow_domains"] == ["pypi.org", "*.corp.test:8443"]
