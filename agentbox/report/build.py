@@ -29,33 +29,42 @@ Latest = dict[tuple[str, str], EvidenceRecord]
 
 
 def _column_key(c: Claim) -> str:
-    return f"{c.harness} {c.version} {c.backend}"
+    return f"{c.harness} {c.version} {c.backend} {c.privilege} {c.mode}"
+
+
+def _decisive(c: Claim) -> str:
+    """The layer a column's verdicts come from: the composed run for a harness, else the row's own layer alone."""
+    if c.harness != NO_HARNESS:
+        return "composed"
+    return "acp" if c.mode == "acp" else "sandbox"
 
 
 def _evidence_by_column(records: list[EvidenceRecord], claims: list[Claim]) -> dict[str, Latest]:
     """Per column, the newest record of each (vector, layer) that reconcile set against its claims."""
     indexed = list(enumerate(records))
-    sandbox: dict[str, list] = defaultdict(list)  # backend -> sandbox-alone records, any version
-    harnessed: dict[tuple[str, str], list] = defaultdict(list)
+    # as reconcile groups them: by who ran the suite, and a harness's records by the mode it was driven in
+    sandbox: dict[tuple[str, str], list] = defaultdict(list)  # (backend, privilege) -> sandbox-alone, any version
+    harnessed: dict[tuple[str, str, str, str], list] = defaultdict(list)
     for i, r in indexed:
         ri = r.run_info
         if ri.harness is None:
-            sandbox[backend_of(r)].append((i, r))
+            sandbox[(backend_of(r), ri.level)].append((i, r))
         else:
-            harnessed[(ri.harness, ri.version or UNKNOWN)].append((i, r))
+            harnessed[(ri.harness, ri.version or UNKNOWN, ri.level, ri.mode)].append((i, r))
     out: dict[str, Latest] = {}
     for c in claims:
         key = _column_key(c)
         if key in out:
             continue
         if c.harness == NO_HARNESS:
-            mine = [(i, r) for i, r in sandbox[c.backend] if (r.run_info.sandbox_version or UNKNOWN) == c.version]
+            mine = [(i, r) for i, r in sandbox[(c.backend, c.privilege)]
+                    if (r.run_info.sandbox_version or UNKNOWN) == c.version]
         else:
             # The claim's build only, its harness-alone records, and the sandbox alone for its backend.
-            mine = [(i, r) for i, r in harnessed[(c.harness, c.version)]
+            mine = [(i, r) for i, r in harnessed[(c.harness, c.version, c.privilege, c.mode)]
                     if r.run_info.binary_sha256 == c.binary_sha256
                     and (r.layer == "harness" or backend_of(r) == c.backend)]
-            mine += sandbox[c.backend]
+            mine += sandbox[(c.backend, c.privilege)]
         out[key] = latest_by_run(mine)
     return out
 
@@ -88,14 +97,15 @@ def _declared_layers(claim: Claim, declarations: DeclarationSource) -> dict[str,
 def _cell(claim: Claim, catalogue: Catalogue, latest: Latest, declarations: DeclarationSource,
           observations: dict[str, EvidenceRecord]) -> Cell:
     backend_column = claim.harness == NO_HARNESS
-    decisive = "sandbox" if backend_column else "composed"
-    vectors = ([v for v in catalogue.for_capability(claim.capability) if "sandbox" in v.run_layers()]
-               if backend_column else catalogue.for_capability(claim.capability, claim.harness))
+    decisive = _decisive(claim)
+    vectors = ([v for v in catalogue.for_capability(claim.capability, None, claim.privilege)
+                if decisive in v.run_layers()]
+               if backend_column else catalogue.for_capability(claim.capability, claim.harness, claim.privilege))
     rows = []
     for v in vectors:
         used = {layer: latest[(v.id, layer)] for layer in v.run_layers() if (v.id, layer) in latest}
         if backend_column:
-            used = {k: r for k, r in used.items() if k == "sandbox"}
+            used = {k: r for k, r in used.items() if k == decisive}
         observations.update({r.id: r for r in used.values()})
         rows.append(VectorRow(vector_id=v.id, verdict=_verdict(claim, v, decisive, latest),
                               records={layer: r.id for layer, r in used.items()},
@@ -148,7 +158,8 @@ def build_report(records: Iterable[EvidenceRecord], catalogue: Catalogue,
     used: dict[str, EvidenceRecord] = {}
     cells = [_cell(c, catalogue, latest[_column_key(c)], declarations, used) for c in table.claims]
     columns = {_column_key(c): Column(key=_column_key(c), harness=c.harness, version=c.version, backend=c.backend,
-                                      binary_sha256=c.binary_sha256) for c in table.claims}
+                                      binary_sha256=c.binary_sha256, privilege=c.privilege, mode=c.mode)
+               for c in table.claims}
     shown = {row.vector_id for cell in cells for row in cell.vectors}
     stamps = sorted(records, key=lambda r: r.when)
     return Report(

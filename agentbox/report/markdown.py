@@ -24,9 +24,11 @@ def _row(values: list[str]) -> str:
 
 
 def _head(col: Column) -> str:
+    if col.harness == "-" and col.mode == "acp":  # the ACP endpoint alone, over the backend
+        return f"acp endpoint on {col.backend} {col.version} ({col.privilege})"
     if col.harness == "-":  # the sandbox-alone column: its version is the backend's
-        return f"{col.backend} {col.version} (alone)"
-    return f"{col.harness} {col.version} ({col.backend})"
+        return f"{col.backend} {col.version} alone ({col.privilege})"
+    return f"{col.harness} {col.version} ({col.backend}, {col.privilege}, {col.mode})"
 
 
 def _cell(cell: Cell, symbols: dict[str, str]) -> str:

@@ -45,11 +45,15 @@ class StateInfo(_Strict):
 
 
 class Column(_Strict):
-    key: str  # "harness version backend", what cells refer to
-    harness: str  # "-" for the sandbox backend alone
+    key: str  # "harness version backend privilege mode", what cells refer to
+    harness: str  # "-" for the sandbox backend alone (and for the ACP endpoint alone, mode `acp`)
     version: str  # the harness version, or the backend version in a sandbox-alone column
     backend: str
     binary_sha256: str | None = None
+    # who ran the suite and how the harness was driven: each pair is a claim of its own (root's evidence proves
+    # nothing for a user's launch, a TUI's permission handling is not its headless run's)
+    privilege: str = "?"
+    mode: str = "headless"
 
 
 class VectorInfo(_Strict):

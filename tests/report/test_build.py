@@ -15,7 +15,7 @@ def cells_of(report, column):
 
 def test_honest_evidence_shows_each_declaration_shape_with_its_enforcing_layer(matrix):
     report = build_report(matrix.records(), matrix.catalogue, matrix.declarations)
-    cells = cells_of(report, f"alpha 1.0.0 {BACKEND}")
+    cells = cells_of(report, f"alpha 1.0.0 {BACKEND} root headless")
     seen = {cap: (c.state, c.drift, c.enforced_by, f"{c.blocked}/{c.total}") for cap, c in cells.items()}
     assert seen == {"cap00.synthetic": ("exact", False, ("sandbox",), "2/2"),
                     "cap01.synthetic": ("exact", False, ("harness",), "2/2"),
@@ -26,10 +26,10 @@ def test_honest_evidence_shows_each_declaration_shape_with_its_enforcing_layer(m
 
 def test_the_matrix_has_a_column_per_harness_version_and_one_for_the_sandbox_alone(matrix):
     report = build_report(matrix.records(), matrix.catalogue, matrix.declarations)
-    assert [c.key for c in report.columns] == [f"- {SANDBOX_VERSION} {BACKEND}"] + [
-        f"{h} {v} {BACKEND}" for h in HARNESSES for v in VERSIONS]
+    assert [c.key for c in report.columns] == [f"- {SANDBOX_VERSION} {BACKEND} root -"] + [
+        f"{h} {v} {BACKEND} root headless" for h in HARNESSES for v in VERSIONS]
     assert report.capabilities == ("cap00.synthetic", "cap01.synthetic", "cap02.synthetic", "cap03.synthetic")
-    sandbox = cells_of(report, f"- {SANDBOX_VERSION} {BACKEND}")
+    sandbox = cells_of(report, f"- {SANDBOX_VERSION} {BACKEND} root -")
     assert {cap: c.state for cap, c in sandbox.items()} == {
         "cap00.synthetic": "exact", "cap01.synthetic": "unsupported", "cap02.synthetic": "unsupported",
         "cap03.synthetic": "unsupported"}
@@ -82,7 +82,7 @@ def test_a_composed_escape_refutes_the_cell_and_its_row_points_at_the_escaping_r
         return predicted
 
     report = build_report(matrix.records(twist), matrix.catalogue, matrix.declarations)
-    cell = cells_of(report, f"alpha 1.1.0 {BACKEND}")["cap00.synthetic"]
+    cell = cells_of(report, f"alpha 1.1.0 {BACKEND} root headless")["cap00.synthetic"]
     assert (cell.state, cell.label) == ("refuted", "refuted")
     row = next(r for r in cell.vectors if r.vector_id == "vec-004")
     assert row.verdict == "escaped"
@@ -101,7 +101,7 @@ def test_missing_or_uncontrolled_vectors_leave_the_cell_unverified_and_say_why(m
         return predicted
 
     report = build_report(matrix.records(twist), matrix.catalogue, matrix.declarations)
-    cell = cells_of(report, f"bravo 1.2.0 {BACKEND}")["cap01.synthetic"]
+    cell = cells_of(report, f"bravo 1.2.0 {BACKEND} root headless")["cap01.synthetic"]
     assert cell.state == "unverified"
     rows = {r.vector_id: r for r in cell.vectors}
     assert rows["vec-001"].verdict == "missing" and "composed" not in rows["vec-001"].records
@@ -117,7 +117,7 @@ def test_a_layer_that_behaves_otherwise_than_declared_marks_the_cell_and_the_row
         return predicted
 
     report = build_report(matrix.records(twist), matrix.catalogue, matrix.declarations)
-    cell = cells_of(report, f"alpha 1.0.0 {BACKEND}")["cap00.synthetic"]
+    cell = cells_of(report, f"alpha 1.0.0 {BACKEND} root headless")["cap00.synthetic"]
     assert (cell.state, cell.drift, cell.label) == ("exact", True, "exact+drift")
     row = next(r for r in cell.vectors if r.vector_id == "vec-000")
     assert [(d.layer, d.expected, d.observed) for d in row.drift] == [("harness", "escaped", "blocked")]
@@ -186,6 +186,30 @@ def test_a_backend_declared_for_a_tested_range_is_read_at_the_version_the_claim_
         return decl.model_copy(update={"tested_range": {"min": SANDBOX_VERSION, "max": SANDBOX_VERSION}})
 
     report = build_report(matrix.records(), matrix.catalogue, ranged)
-    for column in (f"alpha 1.0.0 {BACKEND}", f"- {SANDBOX_VERSION} {BACKEND}"):
+    for column in (f"alpha 1.0.0 {BACKEND} root headless", f"- {SANDBOX_VERSION} {BACKEND} root -"):
         cell = cells_of(report, column)["cap00.synthetic"]
         assert (cell.state, cell.enforced_by, cell.layers["sandbox"]) == ("exact", ("sandbox",), "exact"), column
+
+
+def _as(records, **run_info):
+    return [r.model_copy(update={"id": f"{r.id}-{'-'.join(map(str, run_info.values()))}",
+                                 "run_info": r.run_info.model_copy(update=run_info)}) for r in records]
+
+
+def test_each_mode_and_privilege_is_a_column_of_its_own_with_its_own_records(matrix):
+    from agentbox.evidence import Privilege
+
+    records = matrix.records(harnesses=("alpha",), versions=("1.0.0",))
+    harnessed = [r for r in records if r.run_info.harness is not None]
+    alone = [r for r in records if r.run_info.harness is None]
+    twice = [*records, *_as(harnessed, mode="tui"), *_as(alone, privilege=Privilege(uid=1000))]
+    report = build_report(twice, matrix.catalogue, matrix.declarations)
+    assert {c.key for c in report.columns} == {
+        f"- {SANDBOX_VERSION} {BACKEND} root -", f"- {SANDBOX_VERSION} {BACKEND} user -",
+        f"alpha 1.0.0 {BACKEND} root headless", f"alpha 1.0.0 {BACKEND} root tui"}
+    tui, headless = (cells_of(report, f"alpha 1.0.0 {BACKEND} root {m}") for m in ("tui", "headless"))
+    assert {k: c.state for k, c in tui.items()} == {k: c.state for k, c in headless.items()}
+    by_id = {r.id: r for r in twice}
+    for cell in tui.values():  # a TUI cell's drill-down shows the TUI's records, never the headless run's
+        assert all(by_id[rid].run_info.mode == "tui" for row in cell.vectors for layer, rid in row.records.items()
+                   if layer != "sandbox")

@@ -67,8 +67,8 @@ def test_the_markdown_has_a_row_per_capability_and_lists_what_changed(matrix):
     rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines if line.startswith("| cap0")}
     assert set(rows) == {"cap00.synthetic", "cap01.synthetic", "cap02.synthetic", "cap03.synthetic"}
     columns = [c.key for c in report.columns]
-    assert rows["cap01.synthetic"][columns.index("alpha 1.1.0 box")].startswith("! refuted ")
-    assert rows["cap00.synthetic"][columns.index("bravo 1.0.0 box")].startswith("✓ exact ~drift ")
+    assert rows["cap01.synthetic"][columns.index("alpha 1.1.0 box root headless")].startswith("! refuted ")
+    assert rows["cap00.synthetic"][columns.index("bravo 1.0.0 box root headless")].startswith("✓ exact ~drift ")
     assert "| alpha | 1.0.0: exact | 1.1.0: refuted | cap01.synthetic | box | regressed |" in lines
     assert "| alpha | 1.1.0: refuted | 1.2.0: exact | cap01.synthetic | box | improved |" in lines
 
@@ -78,8 +78,8 @@ def test_a_markdown_cell_shows_what_the_page_shows_in_words(matrix):
     lines = render_markdown(report).splitlines()
     rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines if line.startswith("| cap0")}
     columns = [c.key for c in report.columns]
-    cell = next(c for c in report.cells if c.column == "alpha 1.1.0 box" and c.capability == "cap01.synthetic")
-    shown = rows["cap01.synthetic"][columns.index("alpha 1.1.0 box")].removesuffix(" |")
+    cell = next(c for c in report.cells if c.column == "alpha 1.1.0 box root headless" and c.capability == "cap01.synthetic")
+    shown = rows["cap01.synthetic"][columns.index("alpha 1.1.0 box root headless")].removesuffix(" |")
     assert shown == f"! refuted {cell.as_declared}/{cell.total} · {layer_word(cell.enforced_by)}"
     assert cell.as_declared == cell.total - 1  # the refuting escape is the one vector not as declared
 
@@ -88,7 +88,7 @@ def test_the_sandbox_alone_column_is_named_by_its_backend_and_version(matrix):
     report = build_report(matrix.records(), matrix.catalogue, matrix.declarations)
     header = next(line for line in render_markdown(report).splitlines() if line.startswith("| capability"))
     alone = [c for c in report.columns if c.harness == "-"]
-    assert alone and all(f"| {c.backend} {c.version} (alone) |" in header for c in alone)
+    assert alone and all(f"| {c.backend} {c.version} alone ({c.privilege}) |" in header for c in alone)
     assert "sandbox" not in header
 
 
@@ -108,4 +108,4 @@ def test_markdown_cells_cannot_break_the_table(matrix):
     odd = report.model_copy(update={"columns": tuple(c.model_copy(update={"version": "1|2\n3"}) if c.harness == "alpha"
                                                      else c for c in report.columns)})
     header = next(line for line in render_markdown(odd).splitlines() if line.startswith("| capability"))
-    assert "alpha 1\\|2 3 (box)" in header and header.count(" | ") == len(report.columns)
+    assert "alpha 1\\|2 3 (box, root, headless)" in header and header.count(" | ") == len(report.columns)

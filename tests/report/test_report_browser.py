@@ -91,14 +91,14 @@ def column_index(page, key):
 def test_a_user_reads_the_matrix_opens_a_cell_filters_and_diffs_two_versions(page, records, matrix, tmp_path,
                                                                              record_property):
     # The matrix: the expected state in each interesting cell, in words (data-state) and symbols.
-    refuted = cell(page, "cap01.synthetic", column_index(page, "alpha 1.1.0 box"))
+    refuted = cell(page, "cap01.synthetic", column_index(page, "alpha 1.1.0 box root headless"))
     assert refuted.get_attribute("data-state") == "refuted" and refuted.locator(".sym").inner_text() == "!"
-    unverified = cell(page, "cap02.synthetic", column_index(page, "alpha 1.2.0 box"))
+    unverified = cell(page, "cap02.synthetic", column_index(page, "alpha 1.2.0 box root headless"))
     assert unverified.get_attribute("data-state") == "unverified"
-    drifting = cell(page, "cap00.synthetic", column_index(page, "bravo 1.0.0 box"))
+    drifting = cell(page, "cap00.synthetic", column_index(page, "bravo 1.0.0 box root headless"))
     assert (drifting.get_attribute("data-state"), drifting.get_attribute("data-drift")) == ("exact", "1")
     assert drifting.locator(".sym").inner_text() == "✓~"
-    unsupported = cell(page, "cap03.synthetic", column_index(page, "alpha 1.0.0 box"))
+    unsupported = cell(page, "cap03.synthetic", column_index(page, "alpha 1.0.0 box root headless"))
     assert unsupported.get_attribute("data-state") == "unsupported" and "none" in unsupported.inner_text()
 
     # Drill-down: the refuted cell lists its vectors in every layer, the escape named and decisive.

@@ -36,7 +36,7 @@ def test_the_report_writes_html_json_and_markdown(tmp_path, matrix, store, capsy
     md = (out / "r.md").read_text().splitlines()
     assert md[0] == "## Agent-Box compatibility report"
     header = next(line for line in md if line.startswith("| capability |"))
-    assert "| alpha 1.0.0 (box) |" in header and "| box 1.0 (alone) |" in header
+    assert "| alpha 1.0.0 (box, root, headless) |" in header and "| box 1.0 alone (root) |" in header
     assert sum(line.startswith("| cap0") for line in md) == 4
 
 
@@ -47,7 +47,7 @@ def test_several_stores_make_one_report_and_shared_records_count_once(tmp_path, 
     assert run(matrix, "--evidence", store, tmp_path / "ev2", tmp_path / "copy", "-o", tmp_path / "r.html",
                "--json-out", tmp_path / "r.json") == 0
     report = Report.model_validate_json((tmp_path / "r.json").read_text())
-    assert "alpha 2.0.0 box" in {c.key for c in report.columns}
+    assert "alpha 2.0.0 box root headless" in {c.key for c in report.columns}
     assert "3 duplicate record(s) across the stores counted once" in report.notes
 
 
