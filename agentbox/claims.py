@@ -256,9 +256,11 @@ def _judge(vectors: list[Vector], layer: str, latest: dict[tuple[str, str], Evid
             unverified[v.id] = why
         elif r.outcome in ("error", "skipped"):
             unverified[v.id] = r.outcome
+        elif r.outcome == "inapplicable" and not set(r.run_info.kernel_lacks) & set(v.kernel_needs):
+            unverified[v.id] = "inapplicable, but the vector needs no kernel feature the record names"
         elif r.outcome == "inapplicable":
             run += 1  # it ran, and its own call showed the kernel lacks what it needs: neither blocked nor a gap
-            inapplicable[v.id] = tuple(r.run_info.kernel_lacks)
+            inapplicable[v.id] = tuple(f for f in r.run_info.kernel_lacks if f in v.kernel_needs)
         elif r.outcome == "escaped":
             run += 1
             if predict(v) == "blocked":
