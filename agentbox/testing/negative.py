@@ -122,8 +122,9 @@ def _inapplicable(lacks, attack: Attempt, control: Attempt) -> str:
     if attack.enosys:
         proof = "the attack's own system call was answered ENOSYS"
     else:
-        proof = ("the attack was refused before the kernel was asked (no ENOSYS: a filter's EPERM), and its "
-                 "control, the same command with the protection removed, was answered ENOSYS")
+        proof = ("the attack itself met no ENOSYS: a seccomp filter answers before the kernel is asked, EPERM, as "
+                 "its printed answer below shows; its control, the same command with the protection removed, was "
+                 "answered ENOSYS")
     return (f"inapplicable: this kernel has {fact} (/proc/modules absent; {proof}), so the attack cannot exist "
             f"here; attempt: {attack.observation}; control: {control.observation}")
 
