@@ -225,8 +225,9 @@ class Vector(_Strict):
     # the run's profile `secrets` (variable -> {hosts, header}), with the intent's placeholders filled: inside the
     # sandbox each is a per-run placeholder the egress proxy swaps in only towards its hosts
     secrets: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    # A path the attack's own command creates before it tries anything: absent after the attack, the attempt
-    # never ran (a tool refused for another reason, a broken sandbox), and the outcome is an error, not blocked.
+    # A path the attack's own command creates before it tries anything (or, for a single call, once the call came
+    # back: priv-load-module): absent after the attack, the attempt never ran (a tool refused for another reason, a
+    # broken sandbox), and the outcome is an error, not blocked.
     proof: str | None = None
     acp: AcpAttempt | None = None  # how an `acp`-layer attempt meets the endpoint
 

@@ -45,11 +45,13 @@ def test_a_vector_that_needs_a_kernel_feature_names_where_its_attack_marks_enosy
         Vector.model_validate({k: v for k, v in data.items() if k != "kernel_needs"})
 
 
-def test_the_module_vectors_attack_marks_enosys_itself_and_escapes_only_on_another_answer():
+def test_the_module_vectors_attack_proves_it_was_answered_marks_enosys_and_escapes_only_on_another_answer():
     vector = load_catalogue(default_catalogue_dir()).by_id("priv-load-module")
     command = vector.steps[0]["shell"]["command"]
     assert vector.kernel_needs == ("modules",) and vector.enosys == "{ws}/enosys.txt"
     assert "e == 38 and open('{ws}/enosys.txt'" in command and "e not in (1, 38) and open('{ws}/escape.txt'" in command
+    # the proof that the call was made and answered comes after it, so an attack that never ran is an error
+    assert vector.proof == "{ws}/answer.txt" and command.index("answer.txt") > command.index("libc.syscall")
 
 
 def test_the_kernel_is_asked_for_a_module_loader_only_once_its_trace_file_is_gone(monkeypatch, tmp_path):

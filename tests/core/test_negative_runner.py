@@ -75,3 +75,16 @@ def test_an_escape_on_a_kernel_said_to_lack_the_feature_is_still_an_escape(tmp_p
     monkeypatch.setattr(VectorRunner, "attempt", lambda self, *a, **k: next(answers))
     record = VectorRunner(CATALOGUE, 60, "t").run(CATALOGUE.by_id("priv-load-module"), "sandbox")
     assert record.outcome == "escaped"
+
+
+def test_an_attack_that_never_made_its_call_on_such_a_kernel_is_an_error_not_inapplicable(monkeypatch):
+    """Inapplicable needs the attempt's own answer (its proof file, written once the call came back)."""
+    import agentbox.testing.negative as negative
+    from agentbox.testing.negative import Attempt
+
+    answers = iter([Attempt(False, "control saw nothing", enosys=True),
+                    Attempt(None, "the attempt never ran: its first act ({ws}/answer.txt) is missing")])
+    monkeypatch.setattr(negative, "kernel_lacks", lambda vector: ("modules",))
+    monkeypatch.setattr(VectorRunner, "attempt", lambda self, *a, **k: next(answers))
+    record = VectorRunner(CATALOGUE, 60, "t").run(CATALOGUE.by_id("priv-load-module"), "sandbox")
+    assert record.outcome == "error" and "never ran" in record.observation
