@@ -16,6 +16,12 @@ A capability no vector of the catalogue tests in a row's layer (none applies to 
 or none runs in the sandbox alone) still gets its row, `unverified` with 0 of 0 run: a table that left
 it out would read as if nothing were claimed there, while the declarations do claim something.
 
+An `inapplicable` record (the kernel lacked what the attack needs, shown by the attack's own system call
+answered ENOSYS: `run_info.kernel_lacks`) is neither a block nor a gap: it counts as run, not as blocked, and
+leaves the verdict to the other vectors; the claim then carries the condition (`Claim.inapplicable`,
+`Claim.kernel_lacks`, a note "exact only where the kernel has no module loader"), which the gate checks against the
+launching machine's kernel. A claim whose every vector was inapplicable observed nothing: `unverified`.
+
 Refuted outranks unverified: one real escape is a finding however much else is missing. Apart from
 the verdict, `drift` lists every observation in any layer that differs from the prediction, so a
 declaration that is too weak shows up as well as one that is too strong.
@@ -34,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from .capability import CapabilityReport, Declarations, Support, load_declarations
 from .evidence import EvidenceRecord, Layer
 from .observed import Observed, by_layer
-from .vectors import Catalogue, Vector, expected_outcome
+from .vectors import Catalogue, Vector, condition_text, expected_outcome
 
 __all__ = ["ClaimState", "Drift", "Claim", "ClaimsTable", "reconcile", "default_catalogue_dir", "NO_HARNESS", "KEY",
            "UNTESTED", "ENDPOINT"]
@@ -86,6 +92,9 @@ class Claim(BaseModel):
     as_declared: int = 0
     escaped: tuple[str, ...] = ()  # unpredicted composed escapes: what refutes the declaration
     unverified: dict[str, str] = {}  # vector id -> missing | error | skipped | control failed | ...
+    # vector id -> the kernel features the recording host lacked, which made the attack impossible there (an
+    # `inapplicable` record): the claim's condition, which the gate checks against the launching kernel
+    inapplicable: dict[str, tuple[str, ...]] = {}
     drift: tuple[Drift, ...] = ()
     notes: tuple[str, ...] = ()
     # Run layer -> vector id -> what its newest record there showed: the layers under the verdict, which
@@ -105,6 +114,20 @@ class Claim(BaseModel):
     def _other_drift(self) -> list[Drift]:
         return [d for d in self.drift if not (d.layer == "composed" and d.vector_id in self.escaped)]
 
+    @property
+    def kernel_lacks(self) -> tuple[str, ...]:
+        """The condition the claim holds under: kernel features the launching machine must lack too (empty: none)."""
+        return tuple(sorted({f for features in self.inapplicable.values() for f in features}))
+
+    def condition(self) -> str:
+        """The claim's condition in words ("" when it has none): `exact only where the kernel has no module loader`."""
+        if not self.inapplicable:
+            return ""
+        vids = ", ".join(sorted(self.inapplicable))
+        if self.claim == "exact":
+            return f"exact only {condition_text(self.kernel_lacks)} (inapplicable: {vids})"
+        return f"inapplicable {condition_text(self.kernel_lacks)}: {vids}"
+
     def tested(self) -> str:
         """What the row tested, as the table names it: the harness version, or the backend version alone."""
         return f"{self.backend if self.harness == NO_HARNESS else self.harness} {self.version}"
@@ -120,6 +143,8 @@ class Claim(BaseModel):
         if self._other_drift():
             parts.append("drift: " + ", ".join(f"{d.vector_id}[{d.layer}] expected {d.expected} saw {d.observed}"
                                                for d in self._other_drift()))
+        if self.inapplicable:
+            parts.append(self.condition())
         return "; ".join([*parts, *self.notes])
 
 
@@ -155,6 +180,8 @@ KEY = (
     "claim: exact = every vector blocked after a passing control; partial = as declared, bypasses included;",
     "  unverified = a vector missing, errored, skipped or uncontrolled (0 of 0: no vector tests it);",
     "  refuted = an undeclared escape; +drift = some layer behaved otherwise than declared",
+    "inapplicable: the recording kernel lacked what the attack needs (its own call answered ENOSYS); run, not",
+    "  blocked: the claim holds only where the kernel lacks it too (\"exact only where ...\"), as the gate checks",
 )
 
 
@@ -212,6 +239,7 @@ class _Judged(NamedTuple):
     as_declared: int
     escaped: list[str]
     unverified: dict[str, str]
+    inapplicable: dict[str, tuple[str, ...]]
 
 
 def _judge(vectors: list[Vector], layer: str, latest: dict[tuple[str, str], EvidenceRecord],
@@ -219,7 +247,7 @@ def _judge(vectors: list[Vector], layer: str, latest: dict[tuple[str, str], Evid
            skipped: dict[str, str]) -> _Judged:
     """`fresh(record)`: None when the record is current, else why not; `skipped`: vector id -> why the
     catalogue cannot run it here (counted as unverified, never left out)."""
-    blocked, run, as_declared, escaped, unverified = 0, 0, 0, [], {}
+    blocked, run, as_declared, escaped, unverified, inapplicable = 0, 0, 0, [], {}, {}
     for v in vectors:
         r = latest.get((v.id, layer))
         if r is None:
@@ -228,6 +256,11 @@ def _judge(vectors: list[Vector], layer: str, latest: dict[tuple[str, str], Evid
             unverified[v.id] = why
         elif r.outcome in ("error", "skipped"):
             unverified[v.id] = r.outcome
+        elif r.outcome == "inapplicable" and not set(r.run_info.kernel_lacks) & set(v.kernel_needs):
+            unverified[v.id] = "inapplicable, but the vector needs no kernel feature the record names"
+        elif r.outcome == "inapplicable":
+            run += 1  # it ran, and its own call showed the kernel lacks what it needs: neither blocked nor a gap
+            inapplicable[v.id] = tuple(f for f in r.run_info.kernel_lacks if f in v.kernel_needs)
         elif r.outcome == "escaped":
             run += 1
             if predict(v) == "blocked":
@@ -244,11 +277,11 @@ def _judge(vectors: list[Vector], layer: str, latest: dict[tuple[str, str], Evid
     unverified.update({vid: "skipped" for vid in skipped})
     if escaped:
         state: ClaimState = "refuted"
-    elif unverified or not vectors:  # no vector at all: nothing verifies the declaration
-        state = "unverified"
+    elif unverified or len(inapplicable) == len(vectors):  # no vector, or none observed a mechanism: nothing
+        state = "unverified"                                  # verifies the declaration
     else:
         state = "exact" if declared == "exact" else "partial"
-    return _Judged(state, blocked, run, as_declared, escaped, unverified)
+    return _Judged(state, blocked, run, as_declared, escaped, unverified, inapplicable)
 
 
 def _freshness(catalogue: Catalogue, suite_revision: str | None) -> Callable[[EvidenceRecord], str | None]:
@@ -353,6 +386,7 @@ def _backend_rows(backend: str, bversion: str, level: str, recs: list[tuple[int,
                          mode="acp" if layer == "acp" else "-", capability=cap,
                          declared=declared, claim=j.state, blocked=j.blocked, total=len(vectors), run=j.run,
                          as_declared=j.as_declared, escaped=tuple(j.escaped), unverified=j.unverified,
+                         inapplicable=j.inapplicable,
                          drift=_drift(vectors, latest, predict), notes=() if vectors else (UNTESTED,),
                          layers=by_layer(vectors, latest, (layer,))))
     return out
@@ -401,7 +435,8 @@ def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, 
                              backend_version=bversion, privilege=level,
                              mode=mode, capability=cap, declared=declared, claim=j.state, blocked=j.blocked,
                              total=len(composed) + len(skipped), run=j.run, as_declared=j.as_declared,
-                             escaped=tuple(j.escaped), unverified=j.unverified, drift=drift,
+                             escaped=tuple(j.escaped), unverified=j.unverified, inapplicable=j.inapplicable,
+                             drift=drift,
                              notes=() if composed or skipped else (UNTESTED,),
                              layers=by_layer(applicable, latest, ("harness", "composed"))))
     return out

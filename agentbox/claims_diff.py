@@ -21,8 +21,9 @@ finding about a declaration, not about enforcement, and callers that gate on it 
 A claim is the composed verdict, and it can hold while a layer under it weakens: a harness whose own
 enforcement stopped blocking a vector leaves the claim `exact` as long as the sandbox blocks it.
 `diff_layers` therefore compares every run layer vector by vector (`Claim.layers`). Only real
-observations are compared, blocked against escaped: a vector that errored, was skipped or never ran on
-one side says nothing about whether that layer got weaker (the claim's own state covers lost proof).
+observations are compared, blocked against escaped: a vector that errored, was skipped, was inapplicable (the
+kernel lacked what it needs) or never ran on one side says nothing about whether that layer got weaker (the
+claim's own state covers lost proof).
 A layer in which any vector went from blocked to escaped is `regressed`, whatever else improved.
 """
 
@@ -141,9 +142,10 @@ class LayerChange(BaseModel):
 def _tally(seen: dict[str, Observed]) -> str:
     blocked = sum(1 for o in seen.values() if o == "blocked")
     escaped = sum(1 for o in seen.values() if o == "escaped")
-    rest = len(seen) - blocked - escaped
+    inapplicable = sum(1 for o in seen.values() if o == "inapplicable")
+    rest = len(seen) - blocked - escaped - inapplicable
     return (f"{blocked}/{len(seen)} blocked" + (f", {escaped} escaped" if escaped else "")
-            + (f", {rest} not observed" if rest else ""))
+            + (f", {inapplicable} inapplicable" if inapplicable else "") + (f", {rest} not observed" if rest else ""))
 
 
 def _layer_change(capability: str, backend: str, layer: Layer, old: dict[str, Observed] | None,

@@ -26,18 +26,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import __version__
 from .errors import InputError
 
-__all__ = ["SCHEMA_VERSION", "Mode", "MODES", "Privilege", "PrivilegeLevel", "privilege_level", "Provenance", "RunInfo",
+__all__ = ["SCHEMA_VERSION", "Outcome", "KernelFeature", "Mode", "MODES", "Privilege", "PrivilegeLevel",
+           "privilege_level", "Provenance", "RunInfo",
            "EvidenceRecord", "append", "read_records", "EvidenceError", "host_facts", "json_schema", "scan_lines",
            "parse_line", "is_torn", "warn_torn", "bad_line", "quarantine_path", "quarantine", "store_files",
            "wrong_schema"]
 
 SCHEMA_VERSION = 1
-Outcome = Literal["blocked", "escaped", "error", "skipped"]
+# `inapplicable`: the attack cannot exist on this kernel (it lacks what the vector needs, `run_info.kernel_lacks`),
+# shown by the attack's own system call answered ENOSYS where nothing of Agent-Box's stood in between: neither a
+# block nor a gap, it makes a claim hold only where the kernel lacks the same feature (`claims`, `gate`)
+Outcome = Literal["blocked", "escaped", "error", "skipped", "inapplicable"]
+# Kernel features an attack may need to exist at all (a vector's `kernel_needs`)
+KernelFeature = Literal["modules"]
 # `acp`: an attempt through the `agent-box acp` endpoint's client surfaces (what a client would do for the agent
 # outside the sandbox), judged by the endpoint's policy over the composed plan
 Layer = Literal["sandbox", "harness", "composed", "acp"]
@@ -107,6 +113,10 @@ class RunInfo(BaseModel):
     # The ACP agent that made an `acp`-layer attempt when no harness did: the protocol test agent, which stands in
     # for no harness (`harness` is None) and on which no harness's claim rests.
     agent: str | None = None
+    # Of the kernel features the vector needs (`kernel_needs`), those this host's kernel lacked when it ran
+    # (`vectors.kernel_lacks_here`): the kernel facts an `inapplicable` outcome rests on. Empty for a vector that
+    # needs none, or on a kernel that has them all.
+    kernel_lacks: tuple[KernelFeature, ...] = ()
 
     @property
     def level(self) -> str:
@@ -128,6 +138,13 @@ class EvidenceRecord(BaseModel):
     nodeid: str = ""
     # Milliseconds: records of one run often share a second, and "latest" must still be well defined.
     timestamp: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
+
+    @model_validator(mode="after")
+    def _inapplicable_names_the_kernel(self) -> "EvidenceRecord":
+        if self.outcome == "inapplicable" and not self.run_info.kernel_lacks:
+            raise ValueError("an inapplicable outcome names the kernel features the host lacked "
+                             "(run_info.kernel_lacks)")
+        return self
 
     @property
     def when(self) -> datetime:

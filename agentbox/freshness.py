@@ -19,7 +19,7 @@ from .vectors import Catalogue
 
 __all__ = ["Freshness", "freshness", "sandbox_freshness", "expected_runs"]
 
-OBSERVED = ("blocked", "escaped")
+OBSERVED = ("blocked", "escaped", "inapplicable")  # inapplicable: run, and the kernel answered ENOSYS
 
 
 class Freshness(BaseModel):

@@ -23,6 +23,10 @@ Rules, per item:
 - the sandbox-alone row is read too: where the OS sandbox alone escaped a vector its declaration says it
   blocks, the plan's coverage rests on a false declaration, so an `exact` composed claim does not carry
   the item (refused at the sandbox layer until the declaration is fixed to the truth);
+- a claim resting on `inapplicable` vectors (the recording kernel lacked what the attack needs, `Claim.inapplicable`)
+  holds only where the launching machine's kernel lacks the same features (`kernel_lacks`, checked by the caller as
+  the suite checks it: `vectors.kernel_lacks_here`); on a kernel that has them each such vector is unverified,
+  named with the feature, and the claim with it (`conditioned`);
 - `agent-box acp` also reads the ACP endpoint's rows (`surface_claims`): where the catalogue has client-surface
   vectors for an item, the endpoint's claim must be exact too, or the item is not proven at the `acp` layer.
 
@@ -37,10 +41,11 @@ from typing import Any, Iterable, Literal, Mapping
 
 from .capability import TRIVIAL
 from .claims import NO_HARNESS
+from .vectors import KERNEL_FEATURES, lacking_text
 from .refusal import Remedies, evidence_command, render
 
 __all__ = ["Target", "ItemVerdict", "Decision", "decide", "evidence_command", "accepts", "unknown_accepted",
-           "carried_by_sandbox", "proven_elsewhere", "LAUNCH_MODE"]
+           "carried_by_sandbox", "proven_elsewhere", "conditioned", "LAUNCH_MODE"]
 
 Verdict = Literal["proven", "trivial", "accepted", "refused", "advisory"]
 LAUNCH_MODE = "tui"  # `agent-box launch` starts the harness's interactive TUI
@@ -140,6 +145,26 @@ def carried_by_sandbox(vectors: Iterable[str], sandbox: Any | None) -> bool:
             and vectors <= set(sandbox.layers.get("sandbox", {})))
 
 
+def conditioned(claim: Any | None, kernel_lacks: Iterable[str]) -> Any | None:
+    """The claim as it stands on a machine whose kernel lacks `kernel_lacks`: an inapplicable vector whose features
+    this kernel has (the attack exists here, and nothing observed it) becomes unverified, naming vector and feature,
+    and an exact or partial claim with it; one whose features this kernel lacks too keeps the claim's condition."""
+    if claim is None or not claim.inapplicable:
+        return claim
+    here = set(kernel_lacks)
+    unmet = {vid: features for vid, features in claim.inapplicable.items() if not set(features) <= here}
+    if not unmet:
+        return claim
+    unverified = {**claim.unverified}
+    for vid, features in unmet.items():
+        has = " and ".join(f"a {KERNEL_FEATURES[f]}" for f in sorted(features) if f not in here)
+        unverified[vid] = (f"inapplicable where recorded (the kernel had {lacking_text(features)}), but this "
+                           f"machine's kernel has {has}, so the attack exists here and is unverified")
+    state = "unverified" if claim.claim in ("exact", "partial") else claim.claim
+    return claim.model_copy(update={"claim": state, "unverified": unverified,
+                                    "inapplicable": {v: f for v, f in claim.inapplicable.items() if v not in unmet}})
+
+
 def _in_mode(claim: Any | None, other: Any | None, vectors: tuple[str, ...], sandbox: Any | None,
              mode: str) -> tuple[Any | None, str]:
     """The claim that speaks for a launch in `mode`, and why another mode's claim does not, if it does not."""
@@ -191,7 +216,8 @@ def _judge(item: Any, claim: Any | None, vectors: tuple[str, ...], accept: bool,
         state = claim.claim
         failing = (*claim.escaped, *claim.unverified)
         reason = {
-            "exact": f"blocked {claim.blocked}/{claim.total} vectors with passing controls",
+            "exact": f"blocked {claim.blocked}/{claim.total} vectors with passing controls"
+                     + (f"; {claim.condition()}, as this machine's kernel is" if claim.inapplicable else ""),
             "refuted": f"escaped where the declarations predict a block ({claim.note_text()})",
             "partial": f"the evidence shows partial enforcement (declared {claim.declared})",
             "unverified": f"not every vector was observed ({claim.note_text()})" if claim.total else untested,
@@ -221,16 +247,24 @@ def decide(items: Iterable[Any], claims: Mapping[str, Any], target: Target, *,
            sandbox_claims: Mapping[str, Any] | None = None, unproven: Mapping[str, int] | None = None,
            other_modes: Mapping[str, Any] | None = None, mode: str = LAUNCH_MODE,
            surface_claims: Mapping[str, Any] | None = None,
-           surface_vectors: Mapping[str, tuple[str, ...]] | None = None) -> Decision:
+           surface_vectors: Mapping[str, tuple[str, ...]] | None = None, kernel_lacks: Iterable[str] = ()) -> Decision:
     """`items`: the plan's ItemPlans; `claims`: capability -> Claim for exactly `target`, in the `mode` the launch
     drives the harness in; `other_modes`: capability -> its claim from another mode (headless), which counts only
     where the sandbox alone carries the item; `vectors`:
     capability -> the catalogue's composed vectors for this harness, skipped ones included (named when no
     evidence exists); `sandbox_claims`: capability -> the sandbox-alone Claim of `target.backend`;
     `unproven`: provenance -> runs of this build left out of `claims` (`evidence_index.unproven`);
-    `surface_claims`/`surface_vectors`: capability -> the ACP endpoint's claim and its `acp` vectors (`agent-box acp`)."""
-    vectors, sandbox_claims, other_modes = vectors or {}, sandbox_claims or {}, other_modes or {}
-    surface_claims, surface_vectors = surface_claims or {}, surface_vectors or {}
+    `surface_claims`/`surface_vectors`: capability -> the ACP endpoint's claim and its `acp` vectors (`agent-box acp`);
+    `kernel_lacks`: the kernel features the launching machine lacks (`vectors.kernel_lacks_here`), which a claim
+    resting on inapplicable vectors needs lacking (`conditioned`; none given: every feature is taken as present)."""
+    lacks = tuple(kernel_lacks)
+
+    def held(table: Mapping[str, Any] | None) -> dict[str, Any]:
+        return {cap: conditioned(c, lacks) for cap, c in (table or {}).items()}
+
+    claims, sandbox_claims, other_modes, surface_claims = held(claims), held(sandbox_claims), held(other_modes), \
+        held(surface_claims)
+    vectors, surface_vectors = vectors or {}, surface_vectors or {}
     named = tuple(sorted(set(accept_unverified)))
     verdicts = tuple(_judge(i, claims.get(i.capability), tuple(vectors.get(i.capability, ())), accepts(i, named),
                             sandbox_claims.get(i.capability), other_modes.get(i.capability), mode,
@@ -240,14 +274,17 @@ def decide(items: Iterable[Any], claims: Mapping[str, Any], target: Target, *,
                     unproven=tuple(sorted((unproven or {}).items())), mode=mode)
 
 
-def proven_elsewhere(claims: Iterable[Any], target: Target, mode: str = LAUNCH_MODE) -> dict[str, tuple[str, ...]]:
+def proven_elsewhere(claims: Iterable[Any], target: Target, mode: str = LAUNCH_MODE,
+                     kernel_lacks: Iterable[str] = ()) -> dict[str, tuple[str, ...]]:
     """Per capability, the harness versions ("name@version") other than the target's whose claims would carry a
     required item of it through this gate (`_in_mode`: the launch mode's claim, or another mode's where the
     sandbox alone carries it), on the target's backend: what a refusal offers to pick instead.
     `claims`: a reconciled table of every build's evidence at the launch's privilege (`evidence_index.observed`)."""
     sandbox: dict[str, Any] = {}
     builds: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    lacks = tuple(kernel_lacks)
     for c in claims:
+        c = conditioned(c, lacks)  # as `decide` holds them: a condition this kernel fails carries nothing
         if c.backend != target.backend:
             continue
         if c.harness == NO_HARNESS:

@@ -19,11 +19,21 @@ except ImportError:  # pragma: no cover - Python 3.12+ names it _sha2
         from hashlib import sha256  # type: ignore[no-redef]
 
 __all__ = ["sha256", "home_dir", "agentbox_home", "package_fingerprint", "resolve_profile_path",
-           "write_json_atomic", "which", "temp_root", "stat_key"]
+           "write_json_atomic", "which", "temp_root", "stat_key", "KERNEL_TRACES", "kernel_traces"]
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
 CACHE_FORMAT = "1"
 _fingerprint: list[str] = []
+
+
+# the file a kernel with the feature shows (its absence is the first half of `vectors.kernel_lacks_here`)
+KERNEL_TRACES: dict[str, str] = {"modules": "/proc/modules"}
+
+
+def kernel_traces() -> list[str]:
+    """The kernel features whose trace file this kernel shows: a stat each, cheap enough for a cached launch to
+    check that the kernel its gate judged conditional claims for is still the one it runs on."""
+    return [f for f, path in KERNEL_TRACES.items() if os.path.exists(path)]
 
 
 def home_dir() -> str:

@@ -20,8 +20,8 @@ import os
 import sys
 
 from .console import detail, detail_argv, take_flag, warn
-from .hot import (agentbox_home, home_dir, package_fingerprint, resolve_profile_path, sha256, stat_key, temp_root,
-                  which)
+from .hot import (agentbox_home, home_dir, kernel_traces, package_fingerprint, resolve_profile_path, sha256, stat_key,
+                  temp_root, which)
 
 __all__ = ["fast_main", "execute", "cache_file", "binary_state", "surface_state", "stat_key", "make_run_dir",
            "FORMAT", "SENTINEL"]
@@ -109,6 +109,8 @@ def plan_current(check: dict, binary_arg: str | None) -> bool:
         return False
     if any([which(command), stat_key(which(command) or "")] != seen for command, seen in check.get("mcp", ())):
         return False
+    if "kernel_traces" in check and check["kernel_traces"] != kernel_traces():
+        return False  # a gate's check: the kernel it judged claims resting on inapplicable vectors for
     return check.get("uid") == os.geteuid() and stat_key(which("bwrap") or "") == check.get("sandbox_binary")
 
 

@@ -23,7 +23,7 @@ from .gate import LAUNCH_MODE, Decision, Target, decide, proven_elsewhere, unkno
 from .launch import SENTINEL, binary_state, cache_file, execute, stat_key, surface_state
 from .plan import EffectiveRunPlan, canonical_json
 from .profile import LoadedProfile, load_profile
-from .hot import agentbox_home, write_json_atomic
+from .hot import agentbox_home, kernel_traces, write_json_atomic
 
 __all__ = ["Built", "build", "launch"]
 
@@ -102,7 +102,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     from .evidence_index import lookup, signature, unproven
     from .sandbox import bwrap
     from .home import evidence_store
-    from .vectors import load_catalogue
+    from .vectors import kernel_lacks_here, load_catalogue
 
     loaded = load_profile(profile_arg)
     harness = loaded.profile.harness
@@ -121,6 +121,9 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     # the gate's answer holds for this user (evidence matches the privilege a launch runs with) and this
     # bubblewrap (its version is part of the evidence key)
     check.update(surfaces=surface_state(_surface_paths(plan)), evidence=str(store), evidence_signature=signature(store))
+    # a claim resting on vectors inapplicable where recorded holds only on a kernel lacking the same features
+    lacks = kernel_lacks_here()
+    check.update(kernel_traces=kernel_traces())
 
     build_key = dict(privilege=privilege_level(), backend_version=bwrap.backend_version())
     rows = lookup(store, harness, probe.version, probe.sha256, backend, **build_key)
@@ -147,7 +150,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     decision = decide(plan.items, claims, target, accept_unverified=accept_unverified, vectors=vectors,
                       errors=[*plan.native.errors, *probe_errors], sandbox_claims=sandbox_claims, unproven=left_out,
                       other_modes=other_modes, mode=mode, surface_claims=surface_claims,
-                      surface_vectors=surface_vectors)
+                      surface_vectors=surface_vectors, kernel_lacks=lacks)
     used = {v for ids in vectors.values() for v in ids}
     fields = {
         "profile": loaded.profile.name, "profile_digest": loaded.digest,
@@ -223,7 +226,7 @@ def _with_remedies(built: Built) -> Decision:
     from .revision import suite_revision
     from .sandbox import bwrap
     from .testing.tui import unsupported
-    from .vectors import load_catalogue
+    from .vectors import kernel_lacks_here, load_catalogue
 
     decision = built.decision
     target = decision.target
@@ -233,6 +236,6 @@ def _with_remedies(built: Built) -> Decision:
                       suite_revision=suite_revision())
     intent = built.loaded.profile.permission_intent
     stated = {v.item: intent.item(v.item).model_dump(mode="json", exclude_defaults=True) for v in decision.refused}
-    proven = proven_elsewhere(table.claims, target, decision.mode)
+    proven = proven_elsewhere(table.claims, target, decision.mode, kernel_lacks_here())
     driver = unsupported(target.harness) if decision.mode == "tui" else None
     return replace(decision, remedies=Remedies(stated=stated, proven_elsewhere=proven, driver_missing=driver))

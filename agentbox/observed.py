@@ -20,8 +20,9 @@ from .vectors import Vector
 __all__ = ["Observed", "observed", "by_layer"]
 
 # blocked: blocked, and the positive control passed; unproven: "blocked" without a passing control,
-# which proves nothing; missing: no record. The others are the record's own outcome.
-Observed = Literal["blocked", "escaped", "error", "skipped", "unproven", "missing"]
+# which proves nothing; missing: no record; inapplicable: the kernel lacks what the attack needs (neither blocked
+# nor escaped). The others are the record's own outcome.
+Observed = Literal["blocked", "escaped", "error", "skipped", "inapplicable", "unproven", "missing"]
 
 
 def observed(record: EvidenceRecord | None) -> Observed:

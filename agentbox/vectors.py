@@ -19,10 +19,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import InputError
+from .evidence import KernelFeature
+from .hot import kernel_traces
 from .intent import PermissionIntent
 
 __all__ = ["Oracle", "Setup", "AcpAttempt", "Control", "Vector", "Catalogue", "load_catalogue", "fill", "SURFACES",
-           "expected_outcome"]
+           "expected_outcome", "KernelFeature", "KERNEL_FEATURES", "kernel_lacks", "kernel_lacks_here",
+           "condition_text", "lacking_text"]
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
 Layer = Literal["sandbox", "harness", "composed", "acp"]
@@ -38,6 +41,42 @@ SURFACES = ("shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "proje
 Surface = Literal["shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process",
                   "unix_socket", "harness_env", "background_process", "dangerous_command", "kernel_socket",
                   "acp_client"]
+
+
+# Kernel features an attack may need to exist at all, as a claim's condition names them.
+KERNEL_FEATURES: dict[str, str] = {"modules": "module loader"}
+# finit_module's number per machine (platform.machine()): the probe of a module loader
+_FINIT_MODULE = {"x86_64": 313, "aarch64": 273}
+
+
+def _enosys(number: int) -> bool:
+    """Whether this process's kernel answers system call `number` (called on /dev/null, no arguments) with ENOSYS."""
+    import ctypes
+    import errno
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open("/dev/null", os.O_RDONLY)
+    try:
+        ctypes.set_errno(0)
+        result = libc.syscall(number, fd, b"", 0)
+        return result == -1 and ctypes.get_errno() == errno.ENOSYS
+    finally:
+        os.close(fd)
+
+
+def kernel_lacks_here(features=tuple(KERNEL_FEATURES)) -> tuple[KernelFeature, ...]:
+    """Of `features`, those the kernel this process runs on lacks, each checked twice, the same way wherever it is
+    asked (the suite recording a vector, the gate admitting a claim that rests on one): the kernel shows no trace
+    of it (no /proc/modules) AND its system call is answered ENOSYS here (finit_module on an empty file). The
+    call is made only once the file says the feature is absent, so a kernel with a loader is never asked; a
+    machine whose call number is unknown is taken to have the feature (the conservative answer). What answers
+    ENOSYS to this process answers it to every process it starts: a seccomp filter is inherited for good."""
+    out = []
+    if "modules" in features and "modules" not in kernel_traces():
+        number = _FINIT_MODULE.get(os.uname().machine)
+        if number is not None and _enosys(number):
+            out.append("modules")
+    return tuple(out)
 
 
 class _Strict(BaseModel):
@@ -170,9 +209,13 @@ class Vector(_Strict):
     # who the attack threatens: empty for everyone; [root] where the kernel itself refuses it to anyone else
     # (a device node or a kernel module needs the capability in the host's user namespace)
     privileges: tuple[Literal["root", "user"], ...] = ()
-    # what the host kernel must have for the attack to exist at all (a module loader): on a kernel without it
-    # the vector cannot run (its control could never see the side effect), and its claim is unverified there
-    kernel_needs: tuple[Literal["modules"], ...] = ()
+    # what the host kernel must have for the attack to exist at all (a module loader). On a kernel without it the
+    # vector still runs, and its record is `inapplicable` when the attack's own system call was answered ENOSYS
+    # (`enosys`): a claim then holds only on kernels that lack the feature too (`kernel_lacks_here`)
+    kernel_needs: tuple[KernelFeature, ...] = ()
+    # A path the attack's own command creates when the kernel answered its system call ENOSYS (no such feature
+    # in this kernel): the proof, from the attempt itself, that `kernel_needs` is missing. Required with it.
+    enosys: str | None = None
     intent: dict[str, Any]
     control: Control
     setup: Setup = Setup()
@@ -182,8 +225,9 @@ class Vector(_Strict):
     # the run's profile `secrets` (variable -> {hosts, header}), with the intent's placeholders filled: inside the
     # sandbox each is a per-run placeholder the egress proxy swaps in only towards its hosts
     secrets: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    # A path the attack's own command creates before it tries anything: absent after the attack, the attempt
-    # never ran (a tool refused for another reason, a broken sandbox), and the outcome is an error, not blocked.
+    # A path the attack's own command creates before it tries anything (or, for a single call, once the call came
+    # back: priv-load-module): absent after the attack, the attempt never ran (a tool refused for another reason, a
+    # broken sandbox), and the outcome is an error, not blocked.
     proof: str | None = None
     acp: AcpAttempt | None = None  # how an `acp`-layer attempt meets the endpoint
 
@@ -209,6 +253,9 @@ class Vector(_Strict):
             raise ValueError("a vector run through the sandbox layer needs a sandbox_command (or only shell steps)")
         if ({"harness", "composed"} & set(self.run_layers())) and not self.steps and self.oracle.kind != "not_offered":
             raise ValueError("a vector run through a harness needs scripted steps")
+        if bool(self.kernel_needs) != (self.enosys is not None):
+            raise ValueError("a vector that needs a kernel feature (`kernel_needs`) names the path its attack creates "
+                             "when the kernel answers ENOSYS (`enosys`), and only such a vector does")
         if ("acp" in self.run_layers()) != (self.acp is not None) or ("acp" in self.run_layers() and not self.steps):
             raise ValueError("a vector run through the ACP endpoint needs `acp` and the protocol test agent's steps, "
                              "and only such a vector has `acp`")
@@ -270,12 +317,20 @@ class Vector(_Strict):
         return f"{self.id} is specific to {', '.join(self.harnesses)}"
 
 
-def kernel_lacks(vector: Vector) -> str | None:
-    """Why this host's kernel cannot be attacked the way `vector` tries, or None."""
-    if "modules" in vector.kernel_needs and not os.path.exists("/proc/modules"):
-        return (f"{vector.id} needs a kernel with a module loader, and this one has none (no /proc/modules: "
-                "finit_module is ENOSYS for everyone), so no control could ever see a module reach it")
-    return None
+def kernel_lacks(vector: Vector) -> tuple[KernelFeature, ...]:
+    """The kernel features `vector` needs that this host's kernel lacks (`kernel_lacks_here`)."""
+    here = kernel_lacks_here(vector.kernel_needs)
+    return tuple(f for f in vector.kernel_needs if f in here)
+
+
+def lacking_text(features) -> str:
+    """What a kernel lacking `features` lacks, in words: `no module loader`."""
+    return " and ".join(f"no {KERNEL_FEATURES[f]}" for f in sorted(features))
+
+
+def condition_text(features) -> str:
+    """The condition a claim resting on inapplicable vectors carries: `where the kernel has no module loader`."""
+    return f"where the kernel has {lacking_text(features)}"
 
 
 class Catalogue:

@@ -19,7 +19,7 @@ from ..claims import (NO_HARNESS, UNKNOWN, Claim, DeclarationSource, backend_of,
                       reconcile)
 from ..claims_diff import claim_state, diff_claims
 from ..evidence import EvidenceRecord
-from ..vectors import Catalogue, Vector
+from ..vectors import Catalogue, Vector, lacking_text
 from .model import (Cell, Column, HostFacts, Observation, Recorded, Report, VectorInfo, VectorRow, VersionDiff,
                     load_states)
 
@@ -74,6 +74,8 @@ def _verdict(claim: Claim, v: Vector, decisive: str, latest: Latest) -> str:
         return "escaped"
     if v.id in claim.unverified:
         return claim.unverified[v.id]
+    if v.id in claim.inapplicable:
+        return f"inapplicable ({lacking_text(claim.inapplicable[v.id])} on the recording kernel)"
     if decisive not in v.run_layers():
         return "not judged"
     record = latest[(v.id, decisive)]

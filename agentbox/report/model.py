@@ -79,7 +79,8 @@ class Observation(_Strict):
 class VectorRow(_Strict):
     vector_id: str
     # What the claim made of this vector: blocked, escaped (refutes the claim), escaped as declared,
-    # missing, error, skipped, control failed/not_run, or "not judged" (a layer the verdict ignores).
+    # missing, error, skipped, control failed/not_run, inapplicable (the recording kernel lacked what the attack
+    # needs), or "not judged" (a layer the verdict ignores).
     verdict: str
     records: dict[Layer, str]  # layer -> observation id (the latest record; absent: never observed)
     drift: tuple[Drift, ...] = ()

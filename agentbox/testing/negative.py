@@ -25,7 +25,7 @@ from ..sandbox.bwrap import backend_version as bwrap_version
 from ..egress.decisions import read_log
 from ..evidence import EvidenceRecord, RunInfo, host_facts
 from ..revision import suite_revision
-from ..vectors import Catalogue, Oracle, Vector, expected_outcome, fill
+from ..vectors import Catalogue, Oracle, Vector, expected_outcome, fill, kernel_lacks, lacking_text
 from .privilege import observed
 from .weakened import entry_hook
 from .targets import Targets, kill_all, prepare, process_alive
@@ -59,6 +59,7 @@ class Seen:
 class Attempt:
     effect: bool | None  # None: the attempt could not be judged (infrastructure error)
     observation: str
+    enosys: bool = False  # the attempt's system call was answered ENOSYS (it left the vector's `enosys` mark)
 
 
 # the tab after the colon arrives escaped (a literal backslash-t) in a harness's JSON tool result
@@ -113,6 +114,19 @@ def _unmet(oracle: Oracle, targets: Targets, seen: Seen) -> str | None:
     if any(d.get("reason") == oracle.met for d in seen.egress or ()):
         return None
     return f"no {oracle.met} in the egress decisions"
+
+
+def _inapplicable(lacks, attack: Attempt, control: Attempt) -> str:
+    """The observation of an inapplicable run: the kernel fact, and which call of the attack's proved it."""
+    fact = lacking_text(lacks)
+    if attack.enosys:
+        proof = "the attack's own system call was answered ENOSYS"
+    else:
+        proof = ("the attack itself met no ENOSYS: a seccomp filter answers before the kernel is asked, EPERM, as "
+                 "its printed answer below shows; its control, the same command with the protection removed, was "
+                 "answered ENOSYS")
+    return (f"inapplicable: this kernel has {fact} (/proc/modules absent; {proof}), so the attack cannot exist "
+            f"here; attempt: {attack.observation}; control: {control.observation}")
 
 
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
@@ -186,15 +200,17 @@ class VectorRunner:
                 return Attempt(None, _with_egress(f"the attempt never ran: its first act ({fill(vector.proof, values)}) "
                                                   "is missing", seen.egress))
             attempt = self._observe(oracle, targets, seen)
+            attempt.enosys = vector.enosys is not None and os.path.lexists(fill(vector.enosys, values))
             unmet = _unmet(oracle, targets, seen) if spec is None and attempt.effect is False else None
             if unmet:
                 return Attempt(None, _with_egress(f"{attempt.observation}, but the attempt never met the mechanism: "
                                                   f"{unmet}", seen.egress))
             observation = attempt.observation
-            if spec is not None and attempt.effect is False and seen.tail():
-                # a control that saw nothing says what its attempt printed: the reason is usually there
+            if (spec is not None or vector.enosys is not None) and attempt.effect is False and seen.tail():
+                # a control that saw nothing says what its attempt printed: the reason is usually there (and an
+                # attack that may meet a kernel without its feature says which answer it got: EPERM or ENOSYS)
                 observation += f" (the attempt printed: {seen.tail()})"
-            return Attempt(attempt.effect, _with_egress(observation, seen.egress))
+            return Attempt(attempt.effect, _with_egress(observation, seen.egress), attempt.enosys)
         finally:
             targets.close()
             shutil.rmtree(root, ignore_errors=True)
@@ -417,9 +433,21 @@ class VectorRunner:
     # -- a vector in a layer, with its control -----------------------------------------------------
     def run(self, vector: Vector, layer: str, harness=None, probe=None, model=None) -> EvidenceRecord:
         start = time.monotonic()
+        lacks = kernel_lacks(vector)  # what the attack needs and this kernel lacks, checked as the gate checks it
         control = self.attempt(vector, layer, True, harness, probe, model)
         if control.effect is None:
             outcome, observation, control_outcome = "error", f"control: {control.observation}", "failed"
+        elif not control.effect and lacks and control.enosys:
+            # The kernel itself has no such feature: the control, with the protection removed, met ENOSYS. The attack
+            # still runs, so that what it met is on record: an effect would be an escape whatever the kernel said.
+            attack = self.attempt(vector, layer, False, harness, probe, model)
+            control_outcome = "failed"
+            if attack.effect is None:
+                outcome, observation = "error", attack.observation
+            elif attack.effect:
+                outcome, observation = "escaped", attack.observation
+            else:
+                outcome, observation = "inapplicable", _inapplicable(lacks, attack, control)
         elif not control.effect:
             outcome, observation, control_outcome = ("error", f"control did not succeed where allowed: "
                                                      f"{control.observation}", "failed")
@@ -439,7 +467,7 @@ class VectorRunner:
             kernel=facts["kernel"], agentbox_version=facts["agentbox_version"], suite_revision=suite_revision(),
             catalogue_digest=self.catalogue.digest, privilege=observed(layer), provenance="observed",
             mode="acp" if layer == "acp" else self.mode if harness is not None else "headless",
-            agent=PROTOCOL_AGENT if layer == "acp" and harness is None else None)
+            agent=PROTOCOL_AGENT if layer == "acp" and harness is None else None, kernel_lacks=lacks)
         return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
                               outcome=outcome, observation=observation, control_outcome=control_outcome,
                               duration=round(time.monotonic() - start, 3), nodeid=self.nodeid)

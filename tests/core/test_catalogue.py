@@ -35,3 +35,43 @@ def test_every_host_control_has_a_plain_command_form(vector: Vector):
 def test_a_file_tools_write_becomes_the_same_write_by_sh_on_the_host():
     argv = Vector.host_argv([{"write_file": {"path": "/x/a b", "content": "it's"}}])
     assert argv == ("sh", "-c", "printf %s 'it'\"'\"'s' > '/x/a b'")
+
+
+def test_a_vector_that_needs_a_kernel_feature_names_where_its_attack_marks_enosys():
+    data = CATALOGUE_DATA("priv-load-module")
+    with pytest.raises(ValueError, match="names the path its attack creates when the kernel answers ENOSYS"):
+        Vector.model_validate({k: v for k, v in data.items() if k != "enosys"})
+    with pytest.raises(ValueError, match="only such a vector does"):
+        Vector.model_validate({k: v for k, v in data.items() if k != "kernel_needs"})
+
+
+def test_the_module_vectors_attack_proves_it_was_answered_marks_enosys_and_escapes_only_on_another_answer():
+    vector = load_catalogue(default_catalogue_dir()).by_id("priv-load-module")
+    command = vector.steps[0]["shell"]["command"]
+    assert vector.kernel_needs == ("modules",) and vector.enosys == "{ws}/enosys.txt"
+    assert "e == 38 and open('{ws}/enosys.txt'" in command and "e not in (1, 38) and open('{ws}/escape.txt'" in command
+    # the proof that the call was made and answered comes after it, so an attack that never ran is an error
+    assert vector.proof == "{ws}/answer.txt" and command.index("answer.txt") > command.index("libc.syscall")
+
+
+def test_the_kernel_is_asked_for_a_module_loader_only_once_its_trace_file_is_gone(monkeypatch, tmp_path):
+    import agentbox.vectors as vectors
+
+    asked = []
+    monkeypatch.setattr(vectors, "_enosys", lambda number: asked.append(number) or True)
+    monkeypatch.setattr(vectors, "kernel_traces", lambda: ["modules"])
+    assert vectors.kernel_lacks_here() == () and asked == []
+    monkeypatch.setattr(vectors, "kernel_traces", lambda: [])
+    assert vectors.kernel_lacks_here() == ("modules",) and len(asked) == 1
+    monkeypatch.setattr(vectors, "_enosys", lambda number: False)  # a loader behind a hidden /proc/modules
+    assert vectors.kernel_lacks_here() == ()
+
+
+def CATALOGUE_DATA(vector_id: str) -> dict:
+    import yaml
+
+    for path in default_catalogue_dir().glob("*.yaml"):
+        for entry in yaml.safe_load(path.read_text()) or ():
+            if entry.get("id") == vector_id:
+                return entry
+    raise KeyError(vector_id)

@@ -36,3 +36,55 @@ def test_a_sandbox_that_breaks_before_the_attempt_records_an_error_not_a_block(h
     assert record.control_outcome == "passed"
     assert record.outcome == "error", record.observation
     assert ("the sandbox failed" if how == "fails" else "the attempt never started") in record.observation
+
+
+LOADER_ABSENT = __import__("agentbox.vectors", fromlist=["kernel_lacks_here"]).kernel_lacks_here() == ("modules",)
+
+
+@pytest.mark.skipif(not LOADER_ABSENT, reason="this kernel has a module loader: the vector is judged as any other")
+def test_on_a_kernel_without_a_module_loader_the_module_vector_records_inapplicable_with_the_kernel_fact(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTBOX_VECTOR_ROOT", str(tmp_path / "vectors"))
+    record = VectorRunner(CATALOGUE, 60, "t").run(CATALOGUE.by_id("priv-load-module"), "sandbox")
+    assert record.outcome == "inapplicable", record.observation
+    assert record.run_info.kernel_lacks == ("modules",)
+    # the attempt met the seccomp filter's EPERM first; the control, the filter removed, met the kernel's ENOSYS
+    assert "finit_module errno 1" in record.observation and "finit_module errno 38" in record.observation
+    assert "this kernel has no module loader" in record.observation
+
+
+@pytest.mark.skipif(not LOADER_ABSENT, reason="this kernel has a module loader: the vector is judged as any other")
+def test_without_the_kernel_check_agreeing_a_control_that_met_enosys_is_an_error_not_inapplicable(
+        tmp_path, monkeypatch):
+    import agentbox.testing.negative as negative
+
+    monkeypatch.setenv("AGENTBOX_VECTOR_ROOT", str(tmp_path / "vectors"))
+    monkeypatch.setattr(negative, "kernel_lacks", lambda vector: ())  # as if the kernel had a loader
+    record = VectorRunner(CATALOGUE, 60, "t").run(CATALOGUE.by_id("priv-load-module"), "sandbox")
+    assert (record.outcome, record.control_outcome) == ("error", "failed")
+    assert record.run_info.kernel_lacks == ()
+
+
+def test_an_escape_on_a_kernel_said_to_lack_the_feature_is_still_an_escape(tmp_path, monkeypatch):
+    """Whatever the kernel said, a side effect the oracle sees is an escape: inapplicable needs no effect."""
+    import agentbox.testing.negative as negative
+    from agentbox.testing.negative import Attempt
+
+    answers = iter([Attempt(False, "control saw nothing", enosys=True), Attempt(True, "escape.txt exists")])
+    monkeypatch.setattr(negative, "kernel_lacks", lambda vector: ("modules",))
+    monkeypatch.setattr(VectorRunner, "attempt", lambda self, *a, **k: next(answers))
+    record = VectorRunner(CATALOGUE, 60, "t").run(CATALOGUE.by_id("priv-load-module"), "sandbox")
+    assert record.outcome == "escaped"
+
+
+def test_an_attack_that_never_made_its_call_on_such_a_kernel_is_an_error_not_inapplicable(monkeypatch):
+    """Inapplicable needs the attempt's own answer (its proof file, written once the call came back)."""
+    import agentbox.testing.negative as negative
+    from agentbox.testing.negative import Attempt
+
+    answers = iter([Attempt(False, "control saw nothing", enosys=True),
+                    Attempt(None, "the attempt never ran: its first act ({ws}/answer.txt) is missing")])
+    monkeypatch.setattr(negative, "kernel_lacks", lambda vector: ("modules",))
+    monkeypatch.setattr(VectorRunner, "attempt", lambda self, *a, **k: next(answers))
+    record = VectorRunner(CATALOGUE, 60, "t").run(CATALOGUE.by_id("priv-load-module"), "sandbox")
+    assert record.outcome == "error" and "never ran" in record.observation

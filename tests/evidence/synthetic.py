@@ -50,14 +50,15 @@ _clock = itertools.count()
 
 
 def make_record(catalogue: Catalogue, vector_id, layer, outcome, control="passed", harness="toy", version="1.0",
-                sha="sha-a", backend="box", digest=None, mode="headless") -> EvidenceRecord:
+                sha="sha-a", backend="box", digest=None, mode="headless", kernel_lacks=()) -> EvidenceRecord:
     """A record later than every earlier one. A sandbox-layer record has no harness, as the suite writes it."""
     sandbox_alone = layer == "sandbox"
     info = RunInfo(harness=None if sandbox_alone else harness, version=None if sandbox_alone else version,
                    binary_sha256=None if sandbox_alone else sha, dialect=None,
                    sandbox_backend=None if layer == "harness" else backend, sandbox_version="0.8.0",
                    kernel="6.1", agentbox_version="0.1.0", suite_revision="test",
-                   catalogue_digest=digest or catalogue.digest, privilege=Privilege(uid=0), mode=mode)
+                   catalogue_digest=digest or catalogue.digest, privilege=Privilege(uid=0), mode=mode,
+                   kernel_lacks=kernel_lacks)
     tick = next(_clock)
     stamp = f"2025-01-01T{tick // 3600 % 24:02d}:{tick // 60 % 60:02d}:{tick % 60:02d}.000+00:00"
     return EvidenceRecord(run_info=info, vector_id=vector_id, capability="workspace.read_only", layer=layer,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from agentbox.claims import KEY, UNTESTED, ClaimsTable, reconcile
 
 from synthetic import declarations
@@ -253,3 +255,97 @@ def test_a_capability_no_vector_tests_in_a_layer_is_shown_unverified_never_left_
     assert (alone.claim, alone.run, alone.total, alone.notes) == ("unverified", 0, 0, (UNTESTED,))
     assert any(line.startswith("box 0.8.0") and "workspace.read_write" in line and "0 of 0" in line
                for line in table.lines())
+
+
+# -- a vector the recording kernel cannot be attacked by (`inapplicable`) -----------------------------------------
+
+@pytest.fixture
+def kernel_catalogue(tmp_path):
+    """The synthetic catalogue, each vector needing a module loader (as priv-load-module does)."""
+    import yaml
+
+    from agentbox.vectors import load_catalogue
+    from synthetic import VECTORS
+
+    (tmp_path / "kernel").mkdir()
+    needing = [{**v, "kernel_needs": ["modules"], "enosys": "{ws}/enosys.txt"} for v in VECTORS]
+    (tmp_path / "kernel" / "workspace.yaml").write_text(yaml.safe_dump(needing))
+    return load_catalogue(tmp_path / "kernel")
+
+
+@pytest.fixture
+def kernel_record(kernel_catalogue):
+    import functools
+
+    from synthetic import make_record
+
+    return functools.partial(make_record, kernel_catalogue)
+
+
+def inapplicable(record, vector, layer):
+    return record(vector, layer, "inapplicable", control="failed", kernel_lacks=("modules",))
+
+
+def test_a_vector_inapplicable_on_the_recording_kernel_neither_counts_as_blocked_nor_leaves_the_claim_unverified(
+        kernel_catalogue, kernel_record):
+    records = [*as_declared(kernel_record)[:-1], inapplicable(kernel_record, "ro-file-tool", "composed")]
+    claim = only_claim(reconcile(records, kernel_catalogue, declarations()))
+    assert claim.claim == "exact" and claim.unverified == {}
+    assert (claim.blocked, claim.run, claim.total) == (1, 2, 2)  # run, and not blocked
+    assert claim.inapplicable == {"ro-file-tool": ("modules",)} and claim.kernel_lacks == ("modules",)
+
+
+def test_a_claim_resting_on_an_inapplicable_vector_says_it_is_exact_only_where_the_kernel_lacks_the_feature(
+        kernel_catalogue, kernel_record):
+    records = [*as_declared(kernel_record)[:-1], inapplicable(kernel_record, "ro-file-tool", "composed")]
+    table = reconcile(records, kernel_catalogue, declarations())
+    claim = only_claim(table)
+    assert claim.note_text() == "exact only where the kernel has no module loader (inapplicable: ro-file-tool)"
+    row = next(line for line in table.lines() if line.startswith("toy 1.0"))
+    assert row.endswith("exact only where the kernel has no module loader (inapplicable: ro-file-tool)")
+    assert any(line.startswith("inapplicable:") for line in table.lines())  # the key explains the word
+
+
+def test_the_condition_travels_in_the_claims_json(kernel_catalogue, kernel_record):
+    records = [*as_declared(kernel_record)[:-1], inapplicable(kernel_record, "ro-file-tool", "composed")]
+    data = json.loads(reconcile(records, kernel_catalogue, declarations()).model_dump_json())
+    [row] = [c for c in data["claims"] if c["harness"] == "toy"]
+    assert row["inapplicable"] == {"ro-file-tool": ["modules"]}
+
+
+def test_a_claim_whose_every_vector_was_inapplicable_observed_nothing_and_stays_unverified(kernel_catalogue,
+                                                                                          kernel_record):
+    records = [inapplicable(kernel_record, "ro-shell", "composed"),
+               inapplicable(kernel_record, "ro-file-tool", "composed")]
+    claim = only_claim(reconcile(records, kernel_catalogue, declarations()))
+    assert claim.claim == "unverified" and claim.blocked == 0
+    assert claim.note_text() == "inapplicable where the kernel has no module loader: ro-file-tool, ro-shell"
+
+
+def test_an_escape_still_refutes_a_claim_with_an_inapplicable_vector(kernel_catalogue, kernel_record):
+    records = [inapplicable(kernel_record, "ro-file-tool", "composed"),
+               kernel_record("ro-shell", "composed", "escaped")]
+    claim = only_claim(reconcile(records, kernel_catalogue, declarations()))
+    assert claim.claim == "refuted" and claim.escaped == ("ro-shell",)
+
+
+def test_an_inapplicable_vector_is_no_drift(kernel_catalogue, kernel_record):
+    records = [*as_declared(kernel_record)[:-1], inapplicable(kernel_record, "ro-file-tool", "composed"),
+               inapplicable(kernel_record, "ro-file-tool", "harness")]
+    claim = only_claim(reconcile(records, kernel_catalogue, declarations()))
+    assert claim.drift == () and claim.layers["composed"]["ro-file-tool"] == "inapplicable"
+
+
+def test_an_inapplicable_record_of_a_vector_that_needs_no_kernel_feature_proves_nothing(tmp_path):
+    import functools
+
+    from synthetic import make_record, write_catalogue
+
+    plain = write_catalogue(tmp_path / "plain")
+    record = functools.partial(make_record, plain)
+    records = [record("ro-shell", "composed", "blocked"),
+               record("ro-file-tool", "composed", "inapplicable", control="failed", kernel_lacks=("modules",))]
+    claim = only_claim(reconcile(records, plain, declarations()))
+    assert claim.claim == "unverified" and claim.inapplicable == {}
+    assert claim.unverified == {
+        "ro-file-tool": "inapplicable, but the vector needs no kernel feature the record names"}

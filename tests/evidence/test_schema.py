@@ -53,3 +53,25 @@ def test_a_record_with_an_unknown_field_is_refused_naming_the_field(tmp_path, re
     (tmp_path / "evidence.jsonl").write_text(json.dumps({**line, "verdict": "ok"}) + "\n")
     with pytest.raises(EvidenceError, match=r"evidence\.jsonl:1: verdict: Extra inputs"):
         list(read_records(tmp_path))
+
+
+def test_the_schema_knows_the_inapplicable_outcome_and_the_kernel_facts_it_rests_on():
+    schema = json_schema()
+    assert "inapplicable" in schema["properties"]["outcome"]["enum"]
+    assert schema["$defs"]["RunInfo"]["properties"]["kernel_lacks"]["items"] == {"const": "modules", "type": "string"}
+
+
+def test_an_inapplicable_record_must_name_the_kernel_features_the_host_lacked(record):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="names the kernel features the host lacked"):
+        record("ro-shell", "composed", "inapplicable")
+    kept = record("ro-shell", "composed", "inapplicable", kernel_lacks=("modules",))
+    assert kept.run_info.kernel_lacks == ("modules",)
+
+
+def test_records_written_before_kernel_facts_were_recorded_read_as_lacking_nothing(tmp_path, record):
+    line = json.loads(record("ro-shell", "composed", "blocked").model_dump_json())
+    del line["run_info"]["kernel_lacks"]
+    (tmp_path / "evidence.jsonl").write_text(json.dumps(line) + "\n")
+    assert [r.run_info.kernel_lacks for r in read_records(tmp_path)] == [()]

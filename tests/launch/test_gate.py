@@ -238,3 +238,63 @@ def test_a_claim_no_vector_of_the_catalogue_tests_reads_as_nothing_can_verify_it
 
 def test_no_other_harness_version_is_offered_where_the_sandbox_alone_escaped_what_it_declares():
     assert proven_elsewhere([built("claude-code", "2.1.332", "exact"), sandbox_row("refuted")], TARGET) == {}
+
+
+# -- a claim resting on a vector inapplicable where it was recorded ------------------------------------------------
+
+ISOLATION = "process.isolation"
+
+
+def conditional(state="exact"):
+    """process.isolation exact on a kernel with no module loader: priv-load-module was inapplicable there."""
+    return Claim(harness="codex", version="0.171.0", binary_sha256="ab" * 32, backend="bwrap", capability=ISOLATION,
+                 declared="exact", claim=state, blocked=1, total=2, run=2,
+                 inapplicable={"priv-load-module": ("modules",)})
+
+
+def isolation(claims, kernel_lacks, accept=()):
+    return decide([item(capability=ISOLATION, name="process")], claims, TARGET, kernel_lacks=kernel_lacks,
+                  vectors={ISOLATION: ("priv-chroot", "priv-load-module")}, accept_unverified=accept)
+
+
+def test_a_claim_exact_where_the_kernel_has_no_module_loader_is_proven_on_a_machine_whose_kernel_has_none_either():
+    decision = isolation({ISOLATION: conditional()}, kernel_lacks=("modules",))
+    [verdict] = decision.items
+    assert decision.allowed and verdict.verdict == "proven"
+    assert "exact only where the kernel has no module loader (inapplicable: priv-load-module)" in verdict.reason
+
+
+def test_the_same_claim_is_unverified_on_a_machine_whose_kernel_has_a_module_loader_naming_vector_and_feature():
+    decision = isolation({ISOLATION: conditional()}, kernel_lacks=())
+    [verdict] = decision.items
+    assert not decision.allowed and (verdict.claim, verdict.verdict) == ("unverified", "refused")
+    assert verdict.vectors == ("priv-load-module",)
+    assert "priv-load-module" in said(decision) and "this machine's kernel has a module loader" in verdict.reason
+
+
+def test_accept_unverified_lets_such_a_claim_through_on_a_kernel_with_a_loader_loudly():
+    decision = isolation({ISOLATION: conditional()}, kernel_lacks=(), accept=("process",))
+    assert decision.allowed and decision.items[0].verdict == "accepted"
+    assert "priv-load-module" in decision.notice()
+
+
+def test_a_gate_told_nothing_of_the_kernel_takes_every_feature_as_present():
+    decision = decide([item(capability=ISOLATION, name="process")], {ISOLATION: conditional()}, TARGET)
+    assert decision.items[0].verdict == "refused"
+
+
+def test_a_sandbox_row_resting_on_an_inapplicable_vector_is_held_to_the_same_condition():
+    seen = {"priv-chroot": "blocked", "priv-load-module": "inapplicable"}
+    alone = conditional().model_copy(update={"harness": "-", "layers": {"sandbox": seen}})
+    headless = conditional().model_copy(update={"mode": "headless"})
+    vectors = {ISOLATION: ("priv-chroot", "priv-load-module")}
+    args = dict(vectors=vectors, sandbox_claims={ISOLATION: alone}, other_modes={ISOLATION: headless})
+    lacking = decide([item(capability=ISOLATION, name="process")], {}, TARGET, kernel_lacks=("modules",), **args)
+    having = decide([item(capability=ISOLATION, name="process")], {}, TARGET, kernel_lacks=(), **args)
+    assert lacking.items[0].verdict == "proven" and having.items[0].verdict == "refused"
+
+
+def test_no_other_version_is_offered_whose_claim_holds_only_on_a_kernel_without_a_module_loader():
+    other = conditional().model_copy(update={"version": "0.170.0", "mode": "tui"})
+    assert proven_elsewhere([other], TARGET, "tui", kernel_lacks=("modules",)) == {ISOLATION: ("codex@0.170.0",)}
+    assert proven_elsewhere([other], TARGET, "tui", kernel_lacks=()) == {}

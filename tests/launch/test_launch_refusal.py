@@ -183,3 +183,24 @@ def test_a_refusal_offers_the_other_versions_on_which_the_store_proves_the_item(
     assert done.returncode == 3
     assert "pick a harness or version on which the evidence proves it" in one_line(done.stderr)
     assert "workspace: codex@0.170.0" in one_line(done.stderr)
+
+
+@pytest.mark.parametrize("lacks", [("modules",), ()])
+def test_the_launch_gate_is_told_which_kernel_features_this_machine_lacks(tmp_path, abhome, ws, real_codex,
+                                                                          monkeypatch, lacks):
+    """Claims resting on vectors inapplicable where recorded are held to this machine's kernel, checked as the
+    suite checks it (`kernel_lacks_here`), in `launch` and `agent-box acp` alike (both decide in `launch_plan`)."""
+    from agentbox import gate, launch_plan, vectors
+
+    told = []
+
+    def spy(*args, **kwargs):
+        told.append(kwargs["kernel_lacks"])
+        return gate.decide(*args, **kwargs)
+
+    monkeypatch.setattr(vectors, "kernel_lacks_here", lambda *features: lacks)
+    monkeypatch.setattr(launch_plan, "decide", spy)
+    (tmp_path / "empty").mkdir()
+    rc = cli.main(["launch", str(write_profile(tmp_path, RW)), "--cwd", str(ws), "--evidence", str(tmp_path / "empty"),
+                   "--binary", str(real_codex), "--", "touch"])
+    assert rc == 3 and told == [lacks]
