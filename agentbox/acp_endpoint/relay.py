@@ -99,6 +99,9 @@ class Relay:
     policy: SurfacePolicy
     terminals: Terminals
     on_session: Callable[[str], None] = lambda sid: None
+    # called (maybe more than once) when `initialize` is answered, or the client sends anything else first: the
+    # endpoint starts its egress proxy then
+    on_ready: Callable[[], None] = lambda: None
     client: Connection | None = None
     agent: Connection | None = None
     ending: Ending = field(default_factory=Ending)
@@ -180,6 +183,8 @@ class Relay:
                 note(f"dropped the client's notification {method}: agent-box acp does not relay it")
                 return None
             raise refused(f"{method} is not relayed: agent-box acp cannot judge what it would do", {"method": method})
+        if method != "initialize":
+            self.on_ready()
         params = await _checked(_FROM_CLIENT[method], params)
         try:
             params = self._judge_client(method, params)
@@ -224,6 +229,7 @@ class Relay:
     def _judge_agent_answer(self, method: str, params: dict, result: Any) -> Any:
         if method == "initialize":
             # the schema every later message is checked against loads now, not while the editor waits (sdk.py)
+            self.on_ready()
             load_schema()
             return self.policy.agent_answer(result)
         if method in SESSION_METHODS:

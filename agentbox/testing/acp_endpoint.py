@@ -16,7 +16,6 @@ untouched, so the control sees what the options do when nothing refuses them.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -85,9 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             entry = sandbox_entry(plan)
             policy = surface_policy(plan, entry, loaded.profile, acp_entry(args.facts) if args.facts else None)
-            return asyncio.run(serve(entry, plan.cwd, policy, agent, {}, fields, store,
-                                     label="the protocol test agent",
-                                     policy_hook=_meta_untouched if "acp_meta" in args.weaken else None))
+            return serve(entry, plan.cwd, policy, agent, {}, fields, store, label="the protocol test agent",
+                         policy_hook=_meta_untouched if "acp_meta" in args.weaken else None)
         finally:
             store.close()
     except AgentBoxError as exc:
