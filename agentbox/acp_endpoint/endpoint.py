@@ -189,11 +189,11 @@ def surface_policy(plan, entry: dict, profile, facts=None):
 
 
 def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], fields: dict, store, *,
-          label: str, policy_hook=None) -> int:
+          label: str, policy_hook=None, hold: bool = True) -> int:
     """Serve the client on stdio with `argv` as the ACP agent inside the sandbox `entry` describes, recorded as one
     Run (`fields`: its columns), its client surfaces held by `policy` (a SurfacePolicy, or a function that makes
-    one: the command's is read from its cache once the agent is starting). `policy_hook`: a testing seam (the
-    `acp` layer's controls take one protection out); the command never sets it.
+    one: the command's is read from its cache once the agent is starting). `policy_hook` and `hold=False`:
+    testing seams (the `acp` layer's controls take one protection out); the command never sets them.
 
     The Run is recorded, the sandbox made and the agent started before asyncio is even imported: the editor waits
     for the agent's `initialize` answer, and the event loop, the SDK's connection and the policy load while the
@@ -214,7 +214,7 @@ def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], f
         agent = sbx.start(argv)
         import asyncio
 
-        ending, agent_status = asyncio.run(_relay(sbx, agent, entry, policy, store, run_id, policy_hook, proxy))
+        ending, agent_status = asyncio.run(_relay(sbx, agent, entry, policy, store, run_id, policy_hook, hold, proxy))
         note(f"run {run_id} ended: {ending.detail}")
         if sbx.proxy_notes():
             state, status = "failed", 4
@@ -245,7 +245,7 @@ def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], f
     return status
 
 
-async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hook, proxy: list):
+async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hook, hold: bool, proxy: list):
     """The relay between this process's stdio and the started agent, until either ends: (its Ending, the agent's
     exit status). The egress proxy starts serving once the agent has answered `initialize`, or the client sent
     anything else (`proxy` gets its start)."""
@@ -256,6 +256,7 @@ async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hoo
     from .sdk import framing, load_after
 
     framing()
+    from .hold import CannotHold, Hold, NoHold
     from .policy import SurfacePolicy
     from .relay import Relay
     from .sandboxed import STDIO_LIMIT, SandboxedRun
@@ -265,6 +266,8 @@ async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hoo
     if not isinstance(policy, SurfacePolicy):
         policy = policy()
     proc = await SandboxedRun.adopt(agent)
+    # the run's processes are the endpoint's descendants only where each sandbox has a PID namespace of its own
+    still = (Hold() if "--unshare-pid" in entry["argv"] else CannotHold()) if hold else NoHold()
     relay: Relay | None = None
 
     def serve_proxy() -> None:
@@ -282,7 +285,7 @@ async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hoo
 
     relay = Relay(policy_hook(policy) if policy_hook is not None else policy,
                   Terminals(lambda command: sbx.spawn(command, pipes=False)),
-                  on_session=lambda sid: store.add_session(run_id, sid), on_ready=serve_proxy)
+                  on_session=lambda sid: store.add_session(run_id, sid), hold=still, on_ready=serve_proxy)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, relay._end, "stopped", f"agent-box acp got {signal.Signals(sig).name}",

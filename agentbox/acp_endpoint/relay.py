@@ -106,8 +106,12 @@ class Relay:
     agent: Connection | None = None
     ending: Ending = field(default_factory=Ending)
     _done: asyncio.Event = field(default_factory=asyncio.Event)
+    # holds every process of the run still while the client acts on a path (`hold.Hold`; the command always
+    # gives one, a control of the `acp` layer a stand-in that holds nothing)
+    hold: Any = None
     _offered: dict = field(default_factory=dict)  # what the agent was told the client can do
     _prompts: int = 0  # session/prompt requests the agent has not answered yet
+    _still: asyncio.Lock = field(default_factory=asyncio.Lock)  # one file request (or terminal start) at a time
 
     # -- running ----------------------------------------------------------------------------------------------
     async def run(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter,
@@ -127,6 +131,8 @@ class Relay:
                 self.agent._reject_all_outgoing(ConnectionError(self.ending.detail))
                 await asyncio.sleep(0)  # let the failed handlers answer the client
                 await _drain(self.client)
+            if self.hold is not None:
+                self.hold.close()  # a file request cut short by the end leaves nothing stopped
             await self.terminals.close()
             await self.agent.close()
             await self.client.close()
@@ -256,25 +262,50 @@ class Relay:
         try:
             if method == "session/request_permission":
                 return await self._permission(params)
-            # the intent first (its refusal names the item), then what the client offered
-            if method == "fs/read_text_file":
-                path = self.policy.check_read(params["path"])
-                self._need("fs", "readTextFile", method)
-                return await self._ask(self.client, method, {**params, "path": path}, "the client")
-            if method == "fs/write_text_file":
-                path = self.policy.check_write(params["path"])
-                self._need("fs", "writeTextFile", method)
-                return await self._ask(self.client, method, {**params, "path": path}, "the client")
+            if method in ("fs/read_text_file", "fs/write_text_file"):
+                return await self._file_request(method, params)
             if method == "terminal/create":
                 how = self.policy.terminal()
                 self._need("terminal", None, method)
                 if how == "ask" and not await self._approve_terminal(params):
                     raise Refusal(f"terminal/create {params['command']}: the client did not approve it (shell: ask)")
-                return await self.terminals.create(params)
+                async with self._still:  # never a new process of the run while it is held still
+                    return await self.terminals.create(params)
             return await getattr(self.terminals, _TERMINAL[method])(params)
         except Refusal as exc:
             note(str(exc))
             raise refused(str(exc)) from None
+
+    async def _file_request(self, method: str, params: dict) -> Any:
+        """A client file request, judged and handed to the client with every process of the run stopped (`hold`):
+        nothing in the sandbox can swap a folder of the path for a symlink between the judgement and the client's
+        act. The client is sent the resolved path. (A client that answers before it has written reopens that
+        window: README.md, "An ACP agent for editors".)"""
+        from .hold import HoldFailed
+
+        assert self.client is not None
+        async with self._still:
+            if self.hold is not None:
+                try:
+                    self.hold.stop()
+                except HoldFailed as exc:
+                    raise Refusal(f"{method} {params.get('path')}: the run could not be held still while the client "
+                                  f"acts ({exc}), so the client is not asked") from None
+            try:
+                # the intent first (its refusal names the item), then what the client offered
+                if method == "fs/read_text_file":
+                    path = self.policy.check_read(params["path"])
+                    self._need("fs", "readTextFile", method)
+                else:
+                    path = self.policy.check_write(params["path"])
+                    self._need("fs", "writeTextFile", method)
+                if self.hold is not None and self.hold.held:
+                    note(f"{method} {path}: handed to the client with the run held still "
+                         f"({self.hold.held} process(es) stopped)")
+                return await self._ask(self.client, method, {**params, "path": path}, "the client")
+            finally:
+                if self.hold is not None:
+                    self.hold.resume()
 
     def _need(self, group: str, key: str | None, method: str) -> None:
         offered = self._offered.get(group)
