@@ -34,6 +34,7 @@ __all__ = ["Relay", "Ending", "REFUSED", "refused", "connect"]
 
 # JSON-RPC's implementation-defined range: the code of every refusal by Agent-Box (its gate, its policy)
 REFUSED = -32003
+_AFTER_ANSWER = 0.005  # seconds after the agent's `initialize` answer is handed to the SDK: it has been written
 
 # What each relayed method's params must be (a model of the protocol's schema, `acp.schema`), per direction. Not
 # listed: refused. None: checked by the policy alone (`initialize`, whose capabilities the policy rebuilds from the
@@ -234,9 +235,11 @@ class Relay:
 
     def _judge_agent_answer(self, method: str, params: dict, result: Any) -> Any:
         if method == "initialize":
-            # the schema every later message is checked against loads now, not while the editor waits (sdk.py)
-            self.on_ready()
-            load_schema()
+            # the schema every later message is checked against (sdk.py) loads once this answer is on its way, and the
+            # endpoint's proxy starts: threads that import at once would take the interpreter from the relay just as
+            # the answer leaves (measured: +45 ms). The SDK writes it from its sender task within an iteration or
+            # two of the loop; a timer a few ms out fires after that.
+            asyncio.get_running_loop().call_later(_AFTER_ANSWER, self._answered)
             return self.policy.agent_answer(result)
         if method in SESSION_METHODS:
             sid = result.get("sessionId") if isinstance(result, dict) else None
@@ -244,6 +247,10 @@ class Relay:
             if isinstance(sid, str):
                 self.on_session(sid)
         return result
+
+    def _answered(self) -> None:
+        self.on_ready()
+        load_schema()
 
     # -- agent -> client --------------------------------------------------------------------------------------
     async def from_agent(self, method: str, params: Any, is_notification: bool) -> Any:
