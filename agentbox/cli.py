@@ -295,6 +295,20 @@ def cmd_launch(args) -> int:
                   accept_unverified=tuple(args.accept_unverified), binary=args.binary)
 
 
+def _acp_fast(argv: list[str]) -> int | None:
+    """`agent-box acp` in its common spelling, parsed without argparse (whose import and parser cost an editor
+    waits for at every start); None for anything else (help, a typo), which argparse then handles."""
+    from .launch import _parse
+
+    parsed = _parse(argv)
+    if parsed is None or parsed["extra"]:
+        return None
+    from .acp_endpoint import main as acp_main
+
+    return acp_main(parsed["profile"], parsed["cwd"], evidence=parsed["evidence"],
+                    accept_unverified=tuple(parsed["accept_unverified"]), binary=parsed["binary"])
+
+
 def cmd_acp(args) -> int:
     from .acp_endpoint import main as acp_main
 
@@ -656,6 +670,10 @@ def main(argv: list[str] | None = None) -> int:
             from .launch import fast_main as launch_fast
 
             rc = launch_fast(words[1:])
+            if rc is not None:
+                return rc
+        if words[:1] == ["acp"]:
+            rc = _acp_fast(words[1:])  # an editor waits for this command's `initialize` answer: no argparse
             if rc is not None:
                 return rc
         trailing: list[str] = []

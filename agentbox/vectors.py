@@ -156,6 +156,9 @@ class AcpAttempt(_Strict):
     client: Literal["approve", "approve_all", "deny"] = "approve"
     session_meta: dict[str, Any] = Field(default_factory=dict)  # the `_meta` of the client's session/new
     facts: str | None = None  # hold the agent to this harness's ACP facts (agentbox/data/acp.yaml)
+    # seconds the client takes before it serves a file request (an editor opening the buffer): the window a swap
+    # made by a process of the run would fall into, were the run not held still
+    client_delay: float = 0.0
     # What the endpoint's answer (the client's error, the agent's step lines, the endpoint's log) must say for a
     # block to count: the attempt met the endpoint's mechanism. Absent after an attack: an error, not a block.
     met: str
@@ -184,9 +187,11 @@ class Control(_Strict):
     # `root_writable`, `host_tmp`, `host_home` the host's root, /tmp and home as they are; `abstract_sockets` no
     # Landlock scope over the host's abstract unix sockets (agentbox.testing.weakened); `credentials` the real
     # credential values in the sandbox instead of placeholders.
-    # `acp_meta`: the ACP endpoint passes a client's session `_meta` on untouched.
+    # `acp_meta`: the ACP endpoint passes a client's session `_meta` on untouched; `acp_hold`: it hands a file request
+    # to the client without holding the run's processes still.
     weaken: tuple[Literal["privilege", "host_sockets", "process", "project_config", "backings", "policy_files",
-                          "root_writable", "host_tmp", "host_home", "abstract_sockets", "acp_meta", "credentials"],
+                          "root_writable", "host_tmp", "host_home", "abstract_sockets", "acp_meta", "acp_hold",
+                          "credentials"],
                   ...] = ()
     harness_intent: dict[str, Any] | None = None  # the harness layer's control intent, when it differs
     # `host`: the harness layer's control runs on the host, for a protection of the harness's own that no

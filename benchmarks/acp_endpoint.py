@@ -7,7 +7,10 @@ gate (from its cache after the first start, which is reported apart), the privat
 bubblewrap and the adapter itself. Both answer the SDK client's `initialize`; the clock stops at the answer.
 
 Target: the endpoint at most +150 ms over the bare adapter.
-Usage: python benchmarks/acp_endpoint.py [--runs N] [--harness codex]
+Usage: python benchmarks/acp_endpoint.py [--runs N] [--harness codex] [--baseline DIR]
+
+`--baseline DIR` times the endpoint of the package in DIR too (a checkout from before a change: its `agentbox`
+first on PYTHONPATH), interleaved with the others, so a before/after comparison shares one machine load.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--runs", type=int, default=7)
     p.add_argument("--harness", default="codex")
+    p.add_argument("--baseline", metavar="DIR", help="also time the endpoint of the agentbox package in DIR")
     args = p.parse_args()
 
     import yaml
@@ -86,15 +90,26 @@ def main() -> int:
                                                   "shell": {"access": "ask", "requirement": "advisory"}}}, f)
         env = {**os.environ, "AGENTBOX_HOME": abhome, "OPENAI_API_KEY": "bench"}
         endpoint = [*_agent_box(), "acp", profile, "--cwd", ws]
+        base_env = None
+        if args.baseline:
+            base_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, (os.path.abspath(args.baseline),
+                                                                            env.get("PYTHONPATH"))))}
+            timed(endpoint, base_env, ws)  # its own cold start (another package: another cache entry)
         first = timed(endpoint, env, ws)  # cold: probe, build digest, compile, the gate's cache
-        times: dict[str, list[float]] = {"bare": [], "endpoint": []}
+        times: dict[str, list[float]] = {"bare": [], "endpoint": [], "baseline": []}
         for _ in range(args.runs):
             times["bare"].append(timed(bare, env, ws))
             times["endpoint"].append(timed(endpoint, env, ws))
+            if base_env is not None:
+                times["baseline"].append(timed(endpoint, base_env, ws))
     b, e = statistics.median(times["bare"]), statistics.median(times["endpoint"])
     name = entry.adapter or f"{args.harness} acp"
     print(f"initialize answer, median of {args.runs} interleaved runs ({name} {found.version}):")
     print(f"  bare adapter            {b * 1000:8.1f} ms")
+    if times["baseline"]:
+        o = statistics.median(times["baseline"])
+        print(f"  agent-box acp, baseline {o * 1000:8.1f} ms   ({args.baseline}: {(o - b) * 1000:+.1f} ms over the bare "
+              "adapter)")
     print(f"  agent-box acp           {e * 1000:8.1f} ms   (first, cold: {first * 1000:.1f} ms)")
     print(f"  difference              {(e - b) * 1000:+8.1f} ms   ratio {e / b:.2f}x   target: at most +150 ms "
           f"({'met' if e - b <= 0.150 else 'NOT met'})")

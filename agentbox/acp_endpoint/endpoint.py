@@ -1,15 +1,18 @@
 """`agent-box acp <profile>`: one endpoint process, one gate decision, one sandbox, one Run.
 
 Order: gate (nothing read, nothing started) -> refused: answer `initialize` with the refusal, record the
-refused Run, exit 3 -> allowed: record the Run, materialize the private config, start the egress proxy and
-the harness's ACP agent inside the sandbox, relay until either side ends, end the whole process tree,
-keep the egress log, record how the Run ended.
+refused Run, exit 3 -> allowed: record the Run, materialize the private config, bind the egress proxy's
+sockets, start the harness's ACP agent inside the sandbox, relay until either side ends (the proxy serves
+from the agent's `initialize` answer on), end the whole process tree, keep the egress log, record how the
+Run ended.
 
 An allowed decision is cached as `launch` caches one (`launch.py`: keyed by the profile's bytes, the project,
 the evidence store, the flags and the package; re-checked against the binaries, the project's config surfaces
-and the store in a few syscalls), so a later start goes from its cache straight to the sandbox, and the agent
-starts while the endpoint still loads the SDK's connection (sdk.py; its schema loads once `initialize` is
-answered): the editor waits for little more than the agent's own start. A refusal is never cached.
+and the store in a few syscalls), so a later start goes from its cache straight to the sandbox (no argparse,
+no asyncio, no pydantic before the agent starts), and the agent starts while the endpoint still loads its event
+loop, the SDK's connection (sdk.py; its schema loads once `initialize` is answered) and its policy; the egress
+proxy (pydantic again) starts serving once `initialize` is answered, on sockets bound before the agent started:
+the editor waits for little more than the agent's own start. A refusal is never cached.
 
 How a Run ends: the client closing its stream is the normal end (`finished`, exit 0), unless a prompt was
 still running (`interrupted`); a signal to the endpoint is `interrupted` (128+N); the agent exiting or
@@ -20,10 +23,8 @@ the next command marks `interrupted`, killing what is left (`RunStore.reap`).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import signal
 
 from ..errors import AgentBoxError
 from .notes import note
@@ -84,16 +85,20 @@ def main(profile: str, cwd: str, *, evidence: str | None = None, accept_unverifi
                                              start["check"]["evidence"], binary, accept_unverified), start)
     if start.get("notice"):
         note(start["notice"])
-    from ..profile_state import state_dir
-    from .policy import SurfacePolicy
+
+    def policy():  # made once the agent is starting (the policy's modules are on the editor's wait otherwise)
+        from .policy import SurfacePolicy
+
+        return SurfacePolicy.from_data(start["policy"], start["sandbox"]["argv"])
 
     store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
     try:
         store.reap()
-        policy = SurfacePolicy.from_data(start["policy"], start["sandbox"]["argv"])
+        from ..profile_state import state_dir
+
         kept = state_dir(agentbox_home(), start["run"]["profile"], start["run"]["harness"])
-        return asyncio.run(serve(start["sandbox"], start["cwd"], policy, start["argv"], start["env"], start["run"],
-                                 store, label=start["label"], state_dir=kept))
+        return serve(start["sandbox"], start["cwd"], policy, start["argv"], start["env"], start["run"], store,
+                     label=start["label"], state_dir=kept)
     finally:
         store.close()
 
@@ -139,6 +144,23 @@ def _decide(profile: str, cwd: str, evidence: str | None, accept_unverified: tup
             "cacheable": not built.loaded.profile.permission_intent.mcp.tools}
 
 
+def _in_thread(fn, name: str):
+    """`fn()` in a daemon thread; its concurrent.futures.Future."""
+    import threading
+    from concurrent.futures import Future
+
+    future: Future = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn())
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
+
+
 def sandbox_entry(plan) -> dict:
     """The plan's sandbox as plain data (launch's entry), with the project's config surfaces masked."""
     from ..sandbox import bwrap
@@ -169,43 +191,35 @@ def surface_policy(plan, entry: dict, profile, facts=None):
         refuse_modes=dict(facts.refuse_modes) if facts else {}, session_mcp=session_mcp)
 
 
-async def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], fields: dict, store, *,
-                label: str, policy_hook=None, state_dir: str | None = None) -> int:
+def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], fields: dict, store, *,
+          label: str, policy_hook=None, hold: bool = True, state_dir: str | None = None) -> int:
     """Serve the client on stdio with `argv` as the ACP agent inside the sandbox `entry` describes, recorded as one
-    Run (`fields`: its columns), its client surfaces held by `policy`. `policy_hook`: a testing seam (the `acp`
-    layer's controls take one protection out); the command never sets it. `state_dir`: the profile's kept answers
-    (`profile_state`), which the command passes as `launch` does; the suite's runs keep none."""
+    Run (`fields`: its columns), its client surfaces held by `policy` (a SurfacePolicy, or a function that makes
+    one: the command's is read from its cache once the agent is starting). `policy_hook` and `hold=False`:
+    testing seams (the `acp` layer's controls take one protection out); the command never sets them. `state_dir`:
+    the profile's kept answers (`profile_state`), which the command passes as `launch` does; the suite's runs keep
+    none.
+
+    The Run is recorded, the sandbox made and the agent started before asyncio is even imported: the editor waits
+    for the agent's `initialize` answer, and the event loop, the SDK's connection and the policy load while the
+    agent starts (measured: benchmarks/acp_endpoint.py)."""
     from ..hot import agentbox_home
     from ..launch import make_run_dir
     from ..runs import egress_log
-    from .sandboxed import STDIO_LIMIT, SandboxedRun
+    from .sandboxed import SandboxedRun
 
     run_dir = make_run_dir()
     run_id = store.start({**fields, "mode": "acp", "harness_args": argv, "run_dir": run_dir})
     note(f"run {run_id}: {label} as an ACP agent in the sandbox (agent-box runs show {run_id})")
     sbx: SandboxedRun | None = None
+    proxy: list = []  # the egress proxy's start (a Future), once begun
     state, status = "failed", 1
     try:
         sbx = SandboxedRun.open(entry, run_dir, run_id, cwd, env, state_dir)
-        proc = await sbx.spawn(argv)
-        # the agent starts meanwhile: the SDK's connection loads now (its schema once `initialize` is answered)
-        from .sdk import framing
+        agent = sbx.start(argv)
+        import asyncio
 
-        framing()
-        from .relay import Relay
-        from .stdio import stdio_streams
-        from .terminals import Terminals
-
-        relay = Relay(policy_hook(policy) if policy_hook is not None else policy,
-                      Terminals(lambda command: sbx.spawn(command, pipes=False)),
-                      on_session=lambda sid: store.add_session(run_id, sid))
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            loop.add_signal_handler(sig, relay._end, "stopped", f"agent-box acp got {signal.Signals(sig).name}",
-                                    128 + sig)
-        reader, writer = await stdio_streams(limit=STDIO_LIMIT)
-        ending = await relay.run(reader, writer, proc)
-        agent_status = await SandboxedRun.stop(proc)
+        ending, agent_status = asyncio.run(_relay(sbx, agent, entry, policy, store, run_id, policy_hook, hold, proxy))
         note(f"run {run_id} ended: {ending.detail}")
         if sbx.proxy_notes():
             state, status = "failed", 4
@@ -222,6 +236,10 @@ async def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, s
         note(f"cannot start the sandbox: {exc}")
         status = 4
     finally:
+        if proxy:
+            from concurrent.futures import wait
+
+            wait(proxy)  # started or failed: then it can be stopped
         if sbx is not None:
             done = sbx.close(egress_log(str(agentbox_home()), run_id))
         else:
@@ -230,3 +248,53 @@ async def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, s
             done = cleanup(run_id, run_dir)
         store.finish(run_id, status, done, state)
     return status
+
+
+async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hook, hold: bool, proxy: list):
+    """The relay between this process's stdio and the started agent, until either ends: (its Ending, the agent's
+    exit status). The egress proxy starts serving once the agent has answered `initialize`, or the client sent
+    anything else (`proxy` gets its start)."""
+    import asyncio
+    import signal
+
+    # the agent starts meanwhile: the SDK's connection loads now (its schema once `initialize` is answered)
+    from .sdk import framing, load_after
+
+    framing()
+    from .hold import CannotHold, Hold, NoHold
+    from .policy import SurfacePolicy
+    from .relay import Relay
+    from .sandboxed import STDIO_LIMIT, SandboxedRun
+    from .stdio import stdio_streams
+    from .terminals import Terminals
+
+    if not isinstance(policy, SurfacePolicy):
+        policy = policy()
+    proc = await SandboxedRun.adopt(agent)
+    # the run's processes are the endpoint's descendants only where each sandbox has a PID namespace of its own
+    still = (Hold() if "--unshare-pid" in entry["argv"] else CannotHold()) if hold else NoHold()
+    relay: Relay | None = None
+
+    def serve_proxy() -> None:
+        """The egress proxy starts serving the sockets the agent was given (bound before it started: a connection
+        made before waits for the policy), in a thread, once the agent has answered `initialize`: the proxy's
+        start (its policy model, pydantic) would otherwise compete with the agent's own for the CPU while the
+        editor waits. Before the schema's load (never two threads importing one package), once."""
+        if proxy:
+            return
+        proxy.append(_in_thread(sbx.serve_proxy, "agentbox-acp-egress"))
+        load_after(proxy[0])
+        asyncio.wrap_future(proxy[0]).add_done_callback(
+            lambda done: done.cancelled() or done.exception() is None
+            or relay._end("proxy", f"the egress proxy did not start: {done.exception()}", 4))
+
+    relay = Relay(policy_hook(policy) if policy_hook is not None else policy,
+                  Terminals(lambda command: sbx.spawn(command, pipes=False)),
+                  on_session=lambda sid: store.add_session(run_id, sid), hold=still, on_ready=serve_proxy)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, relay._end, "stopped", f"agent-box acp got {signal.Signals(sig).name}",
+                                128 + sig)
+    reader, writer = await stdio_streams(limit=STDIO_LIMIT)
+    ending = await relay.run(reader, writer, proc)  # a run that ends before `initialize` never starts the proxy:
+    return ending, await SandboxedRun.stop(proc)  # its bound sockets are closed at the end, refusing their waiters

@@ -1,4 +1,5 @@
-"""The intent, held on the ACP surfaces the client performs outside the sandbox. Pure: decisions, no I/O.
+"""The intent, held on the ACP surfaces the client performs outside the sandbox. Decisions only: no I/O but the
+file system's answers about a path (where its symlinks lead).
 
 An ACP client reads and writes files (`fs/*`), runs terminals (`terminal/*`) and answers permission
 requests on the host, where neither the harness's own rules nor the OS sandbox can see. Each method
@@ -10,7 +11,10 @@ what the agent itself may do (session `_meta` options, modes, MCP servers, worki
   endpoint runs it in the sandbox itself, never the client); nothing else the client offers (auth
   terminals, `_meta` extensions, MCP over ACP, elicitation) is passed on;
 - a file request goes through only where the host path is what the sandbox shows at it (`view`), and a
-  write only inside the workspace and where the sandbox lets the agent write;
+  write only inside the workspace and where the sandbox lets the agent write: judged on the resolved path, and on
+  every symlink on the way that the agent could have planted (one out of the area refuses the request even when
+  another leads back);
+  the client is sent the resolved path, and the relay judges and forwards it with the run held still (`hold`);
 - a permission request for a shell action under `shell: deny` is answered "reject" without asking; under
   `ask` it goes to the client without its "always" options (a standing grant would turn ask into allow),
   and an option naming a mode that widens the plan is never offered;
@@ -20,10 +24,11 @@ what the agent itself may do (session `_meta` options, modes, MCP servers, worki
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .view import SandboxView, resolve
+from .view import SandboxView, resolve, symlinks_on
 
 __all__ = ["Refusal", "SurfacePolicy", "PermissionDecision", "SESSION_METHODS"]
 
@@ -114,6 +119,10 @@ class SurfacePolicy:
         if not self.view.shows_host(real):
             raise Refusal(f"fs/read_text_file {path}: the sandbox hides it from the agent "
                           f"({_what(self.view, real)}), so the client may not read it either")
+        for link, target in self._planted(path):
+            if not self.view.shows_host(target) or (self.workspace_access == "none" and _within(target, self.workspace)):
+                raise Refusal(f"fs/read_text_file {path}: {link} is a symlink to {target}, which the agent may not "
+                              "read, on the way")
         return real
 
     def check_write(self, path: Any) -> str:
@@ -129,7 +138,17 @@ class SurfacePolicy:
         if not self.view.writable_host(real):
             raise Refusal(f"fs/write_text_file {path}: the sandbox does not let the agent write there "
                           f"({_what(self.view, real)})")
+        for link, target in self._planted(path):
+            if not (_within(target, self.workspace) and self.view.writable_host(target)):
+                raise Refusal(f"fs/write_text_file {path}: {link} is a symlink to {target}, outside what the agent "
+                              "may write, on the way")
         return real
+
+    def _planted(self, path: str) -> list[tuple[str, str]]:
+        """The symlinks on the way to `path` that the agent could have made: those in a folder the sandbox lets it
+        write (the host's own links elsewhere, a symlinked home or /var for one, it sees and follows the same)."""
+        return [(link, target) for link, target in symlinks_on(path)
+                if self.view.writable_host(os.path.dirname(link))]
 
     def terminal(self) -> Literal["run", "ask"]:
         """How a terminal/create is served: in the sandbox at once, or after the client approves; Refusal under deny."""

@@ -34,6 +34,7 @@ __all__ = ["Relay", "Ending", "REFUSED", "refused", "connect"]
 
 # JSON-RPC's implementation-defined range: the code of every refusal by Agent-Box (its gate, its policy)
 REFUSED = -32003
+_AFTER_ANSWER = 0.005  # seconds after the agent's `initialize` answer is handed to the SDK: it has been written
 
 # What each relayed method's params must be (a model of the protocol's schema, `acp.schema`), per direction. Not
 # listed: refused. None: checked by the policy alone (`initialize`, whose capabilities the policy rebuilds from the
@@ -99,12 +100,19 @@ class Relay:
     policy: SurfacePolicy
     terminals: Terminals
     on_session: Callable[[str], None] = lambda sid: None
+    # called (maybe more than once) when `initialize` is answered, or the client sends anything else first: the
+    # endpoint starts its egress proxy then
+    on_ready: Callable[[], None] = lambda: None
     client: Connection | None = None
     agent: Connection | None = None
     ending: Ending = field(default_factory=Ending)
     _done: asyncio.Event = field(default_factory=asyncio.Event)
+    # holds every process of the run still while the client acts on a path (`hold.Hold`; the command always
+    # gives one, a control of the `acp` layer a stand-in that holds nothing)
+    hold: Any = None
     _offered: dict = field(default_factory=dict)  # what the agent was told the client can do
     _prompts: int = 0  # session/prompt requests the agent has not answered yet
+    _still: asyncio.Lock = field(default_factory=asyncio.Lock)  # one file request (or terminal start) at a time
 
     # -- running ----------------------------------------------------------------------------------------------
     async def run(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter,
@@ -124,6 +132,8 @@ class Relay:
                 self.agent._reject_all_outgoing(ConnectionError(self.ending.detail))
                 await asyncio.sleep(0)  # let the failed handlers answer the client
                 await _drain(self.client)
+            if self.hold is not None:
+                self.hold.close()  # a file request cut short by the end leaves nothing stopped
             await self.terminals.close()
             await self.agent.close()
             await self.client.close()
@@ -180,6 +190,8 @@ class Relay:
                 note(f"dropped the client's notification {method}: agent-box acp does not relay it")
                 return None
             raise refused(f"{method} is not relayed: agent-box acp cannot judge what it would do", {"method": method})
+        if method != "initialize":
+            self.on_ready()
         params = await _checked(_FROM_CLIENT[method], params)
         try:
             params = self._judge_client(method, params)
@@ -223,8 +235,11 @@ class Relay:
 
     def _judge_agent_answer(self, method: str, params: dict, result: Any) -> Any:
         if method == "initialize":
-            # the schema every later message is checked against loads now, not while the editor waits (sdk.py)
-            load_schema()
+            # the schema every later message is checked against (sdk.py) loads once this answer is on its way, and the
+            # endpoint's proxy starts: threads that import at once would take the interpreter from the relay just as
+            # the answer leaves (measured: +45 ms). The SDK writes it from its sender task within an iteration or
+            # two of the loop; a timer a few ms out fires after that.
+            asyncio.get_running_loop().call_later(_AFTER_ANSWER, self._answered)
             return self.policy.agent_answer(result)
         if method in SESSION_METHODS:
             sid = result.get("sessionId") if isinstance(result, dict) else None
@@ -232,6 +247,10 @@ class Relay:
             if isinstance(sid, str):
                 self.on_session(sid)
         return result
+
+    def _answered(self) -> None:
+        self.on_ready()
+        load_schema()
 
     # -- agent -> client --------------------------------------------------------------------------------------
     async def from_agent(self, method: str, params: Any, is_notification: bool) -> Any:
@@ -250,25 +269,50 @@ class Relay:
         try:
             if method == "session/request_permission":
                 return await self._permission(params)
-            # the intent first (its refusal names the item), then what the client offered
-            if method == "fs/read_text_file":
-                path = self.policy.check_read(params["path"])
-                self._need("fs", "readTextFile", method)
-                return await self._ask(self.client, method, {**params, "path": path}, "the client")
-            if method == "fs/write_text_file":
-                path = self.policy.check_write(params["path"])
-                self._need("fs", "writeTextFile", method)
-                return await self._ask(self.client, method, {**params, "path": path}, "the client")
+            if method in ("fs/read_text_file", "fs/write_text_file"):
+                return await self._file_request(method, params)
             if method == "terminal/create":
                 how = self.policy.terminal()
                 self._need("terminal", None, method)
                 if how == "ask" and not await self._approve_terminal(params):
                     raise Refusal(f"terminal/create {params['command']}: the client did not approve it (shell: ask)")
-                return await self.terminals.create(params)
+                async with self._still:  # never a new process of the run while it is held still
+                    return await self.terminals.create(params)
             return await getattr(self.terminals, _TERMINAL[method])(params)
         except Refusal as exc:
             note(str(exc))
             raise refused(str(exc)) from None
+
+    async def _file_request(self, method: str, params: dict) -> Any:
+        """A client file request, judged and handed to the client with every process of the run stopped (`hold`):
+        nothing in the sandbox can swap a folder of the path for a symlink between the judgement and the client's
+        act. The client is sent the resolved path. (A client that answers before it has written reopens that
+        window: README.md, "An ACP agent for editors".)"""
+        from .hold import HoldFailed
+
+        assert self.client is not None
+        async with self._still:
+            if self.hold is not None:
+                try:
+                    self.hold.stop()
+                except HoldFailed as exc:
+                    raise Refusal(f"{method} {params.get('path')}: the run could not be held still while the client "
+                                  f"acts ({exc}), so the client is not asked") from None
+            try:
+                # the intent first (its refusal names the item), then what the client offered
+                if method == "fs/read_text_file":
+                    path = self.policy.check_read(params["path"])
+                    self._need("fs", "readTextFile", method)
+                else:
+                    path = self.policy.check_write(params["path"])
+                    self._need("fs", "writeTextFile", method)
+                if self.hold is not None and self.hold.held:
+                    note(f"{method} {path}: handed to the client with the run held still "
+                         f"({self.hold.held} process(es) stopped)")
+                return await self._ask(self.client, method, {**params, "path": path}, "the client")
+            finally:
+                if self.hold is not None:
+                    self.hold.resume()
 
     def _need(self, group: str, key: str | None, method: str) -> None:
         offered = self._offered.get(group)

@@ -7,7 +7,6 @@ could not end (it was killed) is recovered by the next command that opens the Ru
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 from dataclasses import dataclass, field
@@ -36,26 +35,69 @@ class SandboxedRun:
     @classmethod
     def open(cls, entry: dict, run_dir: str, run_id: str, cwd: str, extra_env: dict[str, str],
              state_dir: str | None = None) -> "SandboxedRun":
-        """Materialize the run folder and start the egress proxy; nothing runs in the sandbox yet. Problems with
-        the profile's kept answers go to `note` (stderr)."""
+        """Materialize the run folder and bind the egress proxy's sockets; nothing runs in the sandbox yet, and the
+        proxy serves from `serve_proxy` (which may run while the agent starts: startup.Started, `serve_later`).
+        Problems with the profile's kept answers go to `note` (stderr)."""
         run = cls(entry, run_dir, run_id, cwd, state_dir=state_dir)
         materialize(entry, run_dir)
         run.env = environment(entry, run_id, extra=extra_env)
-        run.started = Started(entry, run_dir, run_id, env=run.env)  # gives run.env the credentials' placeholders
+        # gives run.env the credentials' placeholders (and the ports the proxy's sockets were bound on)
+        run.started = Started(entry, run_dir, run_id, env=run.env, serve_later=True)
         settle_key_approvals(entry, run_dir, run.env)  # of the key the agent is given: its placeholder
         if state_dir is not None:
             for problem in restore(entry, run_dir, state_dir):
                 note(problem)
         return run
 
-    async def spawn(self, command: list[str], *, pipes: bool = True) -> asyncio.subprocess.Process:
-        """`command` inside the sandbox, in its own session; stdin/stdout piped (the agent) or merged (a terminal)."""
+    def serve_proxy(self) -> None:
+        """Start the egress proxy on its bound sockets (blocking: run it in a thread); a failure is a note on the
+        run (it then ends `failed`, exit 4) and raises ProxyStartError."""
+        assert self.started is not None
+        try:
+            self.started.serve()
+        except Exception as exc:
+            self.started.notes.append(f"the egress proxy did not start: {exc}")
+            raise
+
+    def _argv(self) -> tuple[list[str], int | None]:
+        """The sandbox's argv up to the command, with a seccomp descriptor of its own (the caller closes it):
+        bubblewrap reads its filter program from a descriptor at start, so each sandbox needs one."""
         assert self.started is not None
         argv, fd = list(self.started.argv), None
         if "--seccomp" in argv:
-            # bubblewrap reads its filter program from a descriptor at start: each sandbox needs one of its own
             fd = filter_fd(self.entry)
             argv[argv.index("--seccomp") + 1] = str(fd)
+        return argv, fd
+
+    def start(self, command: list[str]) -> "subprocess.Popen":
+        """The agent inside the sandbox, in its own session, stdin/stdout piped: without asyncio, which loads while
+        the agent starts (`adopt` hands its pipes to the event loop)."""
+        import subprocess
+
+        argv, fd = self._argv()
+        try:
+            return subprocess.Popen([*argv, *command], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env,
+                                    cwd=self.cwd, start_new_session=True, pass_fds=(fd,) if fd is not None else ())
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    @staticmethod
+    async def adopt(popen: "subprocess.Popen") -> "Agent":
+        """The started agent's pipes as asyncio streams, its exit as an awaitable."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=STDIO_LIMIT)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), popen.stdout)
+        transport, protocol = await loop.connect_write_pipe(lambda: asyncio.streams.FlowControlMixin(), popen.stdin)
+        return Agent(popen, reader, asyncio.StreamWriter(transport, protocol, None, loop))
+
+    async def spawn(self, command: list[str], *, pipes: bool = True) -> "asyncio.subprocess.Process":
+        """`command` inside the sandbox, in its own session; stdin/stdout piped (the agent) or merged (a terminal)."""
+        import asyncio
+
+        argv, fd = self._argv()
         try:
             out = asyncio.subprocess.PIPE
             return await asyncio.create_subprocess_exec(
@@ -67,8 +109,10 @@ class SandboxedRun:
                 os.close(fd)
 
     @staticmethod
-    async def stop(proc: asyncio.subprocess.Process) -> int | None:
+    async def stop(proc) -> int | None:
         """Close the agent's stdin, give it a moment, then TERM and KILL its process group; its exit status."""
+        import asyncio
+
         if proc.stdin is not None and not proc.stdin.is_closing():
             proc.stdin.close()
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
@@ -93,3 +137,25 @@ class SandboxedRun:
             for line in keep(self.entry, self.run_dir, self.state_dir):
                 note(line)
         return cleanup(self.run_id, self.run_dir, self.started, egress_copy=egress_copy)
+
+
+class Agent:
+    """A started agent as the relay uses an asyncio subprocess: `pid`, `returncode`, `stdin` and `stdout` streams,
+    `await wait()` (its exit status, -N for signal N)."""
+
+    def __init__(self, popen, stdout, stdin):
+        self._popen = popen
+        self.pid = popen.pid
+        self.stdout, self.stdin = stdout, stdin
+        self._exit = None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
+    async def wait(self) -> int:
+        import asyncio
+
+        if self._exit is None:  # one waiter thread, however many wait
+            self._exit = asyncio.get_running_loop().run_in_executor(None, self._popen.wait)
+        return await asyncio.shield(self._exit)

@@ -18,13 +18,14 @@ import asyncio
 import importlib.util
 import sys
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from typing import Any
 
-__all__ = ["framing", "load_schema", "schema"]
+__all__ = ["framing", "load_schema", "load_after", "schema"]
 
 _loaded: Future | None = None
 _lock = threading.Lock()
+_after: list[Future] = []  # work in other threads the schema's load waits for (see load_after)
 
 
 def framing():
@@ -50,6 +51,14 @@ def _finish() -> Any:
     return loaded
 
 
+def load_after(work: Future) -> None:
+    """Make the schema's load (when it starts) wait until `work`, running in another thread, is done (whatever its
+    outcome): two threads importing the same package (pydantic) at once can meet the import system's deadlock
+    detection, and the schema's load is the longest import of all."""
+    with _lock:
+        _after.append(work)
+
+
 def load_schema() -> Future:
     """Start finishing the package in a thread (once); its Future gives `acp.schema`."""
     global _loaded
@@ -57,8 +66,11 @@ def load_schema() -> Future:
         if _loaded is None:
             future: Future = Future()
 
+            after = list(_after)
+
             def run() -> None:
                 try:
+                    wait(after)
                     future.set_result(_finish())
                 except BaseException as exc:  # surfaced to whoever waits for the schema
                     future.set_exception(exc)

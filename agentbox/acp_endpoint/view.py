@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable
 
-__all__ = ["Mount", "SandboxView", "mounts_of"]
+__all__ = ["Mount", "SandboxView", "mounts_of", "resolve", "symlinks_on"]
 
 # bwrap options and how many arguments each takes (the rest take none)
 _ARITY = {"--ro-bind": 2, "--bind": 2, "--ro-bind-try": 2, "--bind-try": 2, "--dev-bind": 2, "--dev-bind-try": 2,
@@ -86,3 +86,24 @@ def resolve(path: str) -> str | None:
     if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
         return None
     return os.path.realpath(path)
+
+
+def symlinks_on(path: str) -> list[tuple[str, str]]:
+    """Every symlink met while resolving `path` (absolute) component by component, as (the link, reached through
+    the real folders before it; where it leads, resolved): what a judge of the resolved path alone would not see
+    (a link that leads out of an area and another that leads back in)."""
+    hops: list[tuple[str, str]] = []
+    real = "/"
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            real = os.path.dirname(real)
+            continue
+        here = os.path.join(real, part)
+        if os.path.islink(here):
+            real = os.path.realpath(here)
+            hops.append((here, real))
+        else:
+            real = here
+    return hops

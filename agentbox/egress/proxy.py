@@ -8,7 +8,8 @@ where the run's model credential is swapped in (`swap.py`). Every byte that leav
 the policy and the decision log; the real credentials live only in this process's memory.
 
 Sockets and the log are opened in the caller's thread before anything runs, so a proxy that cannot
-start raises ProxyStartError from `start()` itself and the run it guards never begins (fail closed).
+start raises ProxyStartError from `start()` itself and the run it guards never begins (fail closed). A run
+may bind the sockets earlier still (`listen.Bound`) and hand them to `start()`: see listen.py.
 """
 
 from __future__ import annotations
@@ -18,48 +19,14 @@ import os
 import socket
 import threading
 
-from ..errors import SandboxError
 from .decisions import DecisionLog
 from .handler import Handler, Limits
+from .listen import Bound, ProxyStartError, bind_tcp, bind_unix
 from .policy import EgressPolicy, Endpoint
 from .streams import READ_LIMIT
 from .swap import SwapTable
 
 __all__ = ["EgressProxy", "ProxyServer", "ProxyStartError", "bind_unix", "bind_tcp", "open_log"]
-
-_BACKLOG = 512
-
-
-class ProxyStartError(SandboxError):
-    """The egress proxy cannot listen or cannot log: the run must not start."""
-
-
-def bind_unix(path: str) -> socket.socket:
-    if os.path.lexists(path):  # a live proxy, or anything else: never take over a path that is in use
-        raise ProxyStartError(f"egress proxy socket {path} already exists; refusing to replace it")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(path)
-        os.chmod(path, 0o600)
-        sock.listen(_BACKLOG)
-    except OSError as exc:
-        sock.close()
-        hint = ("; a unix socket path has at most 107 bytes: point TMPDIR at a shorter folder (the run folder "
-                "lives there)" if len(os.fsencode(path)) > 107 else "")
-        raise ProxyStartError(f"egress proxy cannot listen on {path}: {exc.strerror or exc}{hint}") from None
-    return sock
-
-
-def bind_tcp(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
-        sock.listen(_BACKLOG)
-    except OSError as exc:
-        sock.close()
-        raise ProxyStartError(f"egress proxy cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
-    return sock
 
 
 def open_log(path: str) -> DecisionLog:
@@ -144,22 +111,32 @@ class EgressProxy:
             raise RuntimeError("this proxy has no TCP port")
         return f"http://{self.tcp_address[0]}:{self.tcp_address[1]}"
 
-    def start(self) -> "EgressProxy":
+    def start(self, bound: Bound | None = None) -> "EgressProxy":
+        """Listen (on the sockets `bound` holds where it has them, binding the rest), open the log, serve. Sockets
+        of `bound` this proxy does not serve are closed: whatever dialled them is refused."""
         listeners: list[socket.socket] = []
         routes: dict[socket.socket, Endpoint] = {}
         model: list[socket.socket] = []
+        ahead = bound or Bound()
+
+        def unix(path: str) -> socket.socket:
+            return ahead.take_unix(path) or bind_unix(path)
+
+        def tcp(which: str, port: int) -> socket.socket:
+            return ahead.take_tcp(which, port) or bind_tcp(port)
+
         try:
             if self.socket_path is not None:
-                listeners.append(bind_unix(self.socket_path))
+                listeners.append(unix(self.socket_path))
             for path, endpoint in self.routes.items():
-                routes[bind_unix(path)] = endpoint
+                routes[unix(path)] = endpoint
             if self.model_socket is not None:
-                model.append(bind_unix(self.model_socket))
+                model.append(unix(self.model_socket))
             if self.model_tcp:
-                model.append(bind_tcp(0))
+                model.append(tcp("model", 0))
                 self.model_address = model[-1].getsockname()
             if self._tcp_port is not None:
-                listeners.append(bind_tcp(self._tcp_port))
+                listeners.append(tcp("proxy", self._tcp_port))
                 self.tcp_address = listeners[-1].getsockname()
             log = open_log(self.log_path)
         except ProxyStartError:
@@ -168,6 +145,8 @@ class EgressProxy:
                     os.unlink(sock.getsockname())
                 sock.close()
             raise
+        finally:
+            ahead.close()
         self._server = ProxyServer(self.policy, log, self.limits, self.swaps, self.upstream_ca, self.authority)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="agentbox-egress", daemon=True)

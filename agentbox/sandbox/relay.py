@@ -40,5 +40,6 @@ def install(run_dir: str, denylist: bool = True) -> None:
 
 def relay_argv(python: str, mappings: list[tuple[int, str]]) -> list[str]:
     """argv prefix inside the sandbox: port -> socket (a name in the relay folder) for each mapping, then `--`."""
-    return [python, "-I", f"{RELAY_DIR}/inner_relay.py",
+    # -S: the relay needs the standard library alone, and site's .pth files would sit before every command's start
+    return [python, "-I", "-S", f"{RELAY_DIR}/inner_relay.py",
             *(f"{port}={RELAY_DIR}/{name}" for port, name in mappings), "--"]

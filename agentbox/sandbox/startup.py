@@ -45,15 +45,34 @@ def run_authority(entry: dict, run_dir: str, swaps: list[dict]):
     return authority
 
 
+def bind_egress(entry: dict, run_dir: str):
+    """Every socket the run's egress proxy will serve, bound and listening now (`egress.listen.Bound`, standard
+    library only), for `start_egress(bound=...)` to serve later; None when the plan needs no proxy. The same set
+    start_egress binds: the proxy socket and each fixed route the relay dials, the model route's socket or port,
+    the proxy's TCP port."""
+    if not entry.get("egress"):
+        return None
+    from ..egress.inside import MODEL_SOCKET, SOCKET_NAME, loopback_socket
+    from ..egress.listen import Bound
+
+    relay_dir = os.path.join(run_dir, "relay")
+    names = {name for _, name in entry.get("relay", ())}
+    route = entry.get("model_route")
+    routes = sorted({name for port, name in entry.get("relay", ()) if name == loopback_socket(int(port))})
+    paths = [os.path.join(relay_dir, n) for n in (*([SOCKET_NAME] if SOCKET_NAME in names else []), *routes,
+                                                   *([MODEL_SOCKET] if route == "relay" else []))]
+    return Bound.bind(paths, model_tcp=route == "tcp", proxy_tcp=bool(entry.get("proxy_tcp")))
+
+
 def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = None, swaps: list[dict] = (),
-                 upstream_ca: str | None = None, authority=None):
+                 upstream_ca: str | None = None, authority=None, bound=None):
     """Start the run's egress proxy before anything runs; None when the plan needs none.
 
     It serves the proxy socket and the fixed routes in the run's relay folder, the model route there or (network
     shared) on a loopback TCP port, and logs to the run folder. `swaps` are the run's credentials (`issue`),
     held in this process's memory only. `resolve` (name -> address) and `upstream_ca` (a CA bundle for upstream
     TLS in place of the host's) are testing aids. A proxy that cannot start raises ProxyStartError (a
-    SandboxError): the run is refused.
+    SandboxError): the run is refused. `bound`: the sockets `bind_egress` made ahead (served, not bound again).
     """
     if not entry.get("egress"):
         return None
@@ -75,7 +94,7 @@ def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = Non
                        routes=routes, model_socket=os.path.join(relay_dir, MODEL_SOCKET) if route == "relay" else None,
                        model_tcp=route == "tcp", tcp_port=0 if entry.get("proxy_tcp") else None,
                        swaps=SwapTable([Swap.make(**s) for s in swaps]), upstream_ca=upstream_ca,
-                       authority=authority).start()
+                       authority=authority).start(bound)
 
 
 def fill_ports(run_dir: str, env: dict[str, str], ports: dict[str, int]) -> None:
@@ -132,34 +151,68 @@ def filter_fd(entry: dict) -> int | None:
 
 class Started:
     """What a run has running before its command starts: the argv up to the command, the watched proxy, and
-    the descriptor bwrap must inherit (the unix-socket filter, when no relay applies it)."""
+    the descriptor bwrap must inherit (the unix-socket filter, when no relay applies it).
+
+    `serve_later`: the proxy's sockets are bound now (so the argv, the ports and the relay folder are final), and
+    the proxy itself starts serving them at `serve()`, which the caller may run while the command starts (a
+    connection made before waits in the backlog; a proxy that cannot start ends the run, as its death does).
+    Only `agent-box acp` does, where the proxy's start (the pydantic import of its policy model) would sit between
+    an editor's `initialize` and its answer."""
 
     def __init__(self, entry: dict, run_dir: str, run_id: str, resolve: dict[str, str] | None = None,
-                 env: dict[str, str] | None = None, source=None, upstream_ca: str | None = None):
+                 env: dict[str, str] | None = None, source=None, upstream_ca: str | None = None,
+                 serve_later: bool = False):
         """`env`: the run's environment, given the credentials' placeholders (and the model route's port) here;
         `source`: where the real values are read (default: this process's environment)."""
         from .credentials import issue
 
         self.notes: list[str] = []  # what went wrong during the run (the proxy's death)
         self.fd: int | None = None
+        self.proxy = None
+        self._bound = None
+        self._run = (entry, run_dir, run_id)
         issued = issue(entry.get("credentials", ()), os.environ if source is None else source)
         self.missing = issued.missing  # optional credentials the host lacks: the harness starts without them
-        self.proxy = start_egress(entry, run_dir, resolve, issued.swaps, upstream_ca,
-                                  run_authority(entry, run_dir, issued.swaps))
+        # the CA's files are read by the command as it starts: made now in either case
+        self._later = (resolve, issued.swaps, upstream_ca, run_authority(entry, run_dir, issued.swaps))
+        if serve_later:
+            self._bound = bind_egress(entry, run_dir)
+        else:
+            self.proxy = start_egress(entry, run_dir, *self._later)
         try:
             if env is not None:
                 env.update(issued.env)
-                ports = {} if self.proxy is None else {
-                    token: address[1] for token, address in ((MODEL_PORT_TOKEN, self.proxy.model_address),
-                                                             (PROXY_PORT_TOKEN, self.proxy.tcp_address)) if address}
+                if self._bound is not None:
+                    addresses = ((MODEL_PORT_TOKEN, self._bound.port("model")),
+                                 (PROXY_PORT_TOKEN, self._bound.port("proxy")))
+                else:
+                    addresses = () if self.proxy is None else (
+                        (MODEL_PORT_TOKEN, (self.proxy.model_address or (None, None))[1]),
+                        (PROXY_PORT_TOKEN, (self.proxy.tcp_address or (None, None))[1]))
+                ports = {token: port for token, port in addresses if port}
                 if ports:
                     fill_ports(run_dir, env, ports)
-            end_run_if_proxy_dies(self.proxy, run_id, self.notes)
+            if not serve_later:
+                end_run_if_proxy_dies(self.proxy, run_id, self.notes)
             self.fd = filter_fd(entry)
             self.argv = [*sandbox_argv(entry, run_dir, self.fd), "--", *relay_prefix(entry, run_dir)]
         except BaseException:
             self.close()
             raise
+
+    def serve(self) -> None:
+        """Start the proxy on the sockets bound at `serve_later` (from any thread, once, and finished before
+        `close`); ProxyStartError when it cannot: the caller ends the run (the sockets are closed, so whatever
+        waits on them is refused)."""
+        bound, self._bound = self._bound, None
+        if bound is None:
+            return
+        entry, run_dir, run_id = self._run
+        try:
+            self.proxy = start_egress(entry, run_dir, *self._later, bound=bound)
+        finally:
+            bound.close()  # whatever start_egress did not take
+        end_run_if_proxy_dies(self.proxy, run_id, self.notes)
 
     @property
     def pass_fds(self) -> tuple[int, ...]:
@@ -167,6 +220,9 @@ class Started:
 
     def close(self) -> None:
         """Stop the proxy (it logs every open connection first) and release the filter's descriptor."""
+        if self._bound is not None:  # bound, never served
+            self._bound.close()
+            self._bound = None
         if self.proxy is not None:
             self.proxy.stop()
         if self.fd is not None:

@@ -45,9 +45,10 @@ class PermissionRecord:
 class RecordingClient:
     """An `acp.Client`: records updates and permission requests; answers with `policy`."""
 
-    def __init__(self, policy: Policy = "approve", *, fs: bool = False, terminal: bool = False):
+    def __init__(self, policy: Policy = "approve", *, fs: bool = False, terminal: bool = False, delay: float = 0.0):
         self.policy = policy
         self.fs, self.terminal = fs, terminal  # offered to the agent, and served on the host
+        self.delay = delay  # seconds before a file request is served (an editor opening the buffer first)
         self.updates: list[tuple[str, Any]] = []
         self.permission_requests: list[PermissionRecord] = []
         self.calls: list[tuple[str, Any]] = []  # client methods the agent called: (method, path or command)
@@ -79,6 +80,8 @@ class RecordingClient:
         self.calls.append(("fs/write_text_file", path))
         if not self.fs:
             raise RequestError.method_not_found("fs/write_text_file")  # not advertised in our capabilities
+        if self.delay:
+            await asyncio.sleep(self.delay)
         with open(path, "w") as f:
             f.write(content)
         return WriteTextFileResponse()
@@ -91,6 +94,8 @@ class RecordingClient:
         self.calls.append(("fs/read_text_file", path))
         if not self.fs:
             raise RequestError.method_not_found("fs/read_text_file")
+        if self.delay:
+            await asyncio.sleep(self.delay)
         with open(path) as f:
             return ReadTextFileResponse(content=f.read())
 

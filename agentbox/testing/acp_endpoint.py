@@ -7,16 +7,17 @@ runs, around `acp_protocol_agent`, so each protection can be attempted on purpos
 outside the conformance suite imports it, and `agent-box` has no spelling for it.
 
     python -m agentbox.testing.acp_endpoint --profile P --workspace W --script STEPS.json
-        [--facts HARNESS] [--ro-bind DIR]... [--weaken acp_meta]
+        [--facts HARNESS] [--ro-bind DIR]... [--weaken acp_meta|acp_hold]
 
 `--weaken acp_meta` is a control's (`Control.weaken`): the endpoint passes the client's session `_meta` on
-untouched, so the control sees what the options do when nothing refuses them.
+untouched, so the control sees what the options do when nothing refuses them. `--weaken acp_hold`: the endpoint
+hands a file request to the client without holding the run's processes still, so the control sees a symlink
+swapped in meanwhile lead the client's write out of the workspace.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--script", required=True, help="the protocol test agent's steps (JSON)")
     p.add_argument("--facts", help="hold the agent to this harness's ACP facts (its _meta keys and modes)")
     p.add_argument("--ro-bind", action="append", default=[])
-    p.add_argument("--weaken", action="append", default=[], choices=["acp_meta"])
+    p.add_argument("--weaken", action="append", default=[], choices=["acp_meta", "acp_hold"])
     args = p.parse_args(argv)
     try:
         loaded = load_profile(args.profile)
@@ -85,9 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             entry = sandbox_entry(plan)
             policy = surface_policy(plan, entry, loaded.profile, acp_entry(args.facts) if args.facts else None)
-            return asyncio.run(serve(entry, plan.cwd, policy, agent, {}, fields, store,
-                                     label="the protocol test agent",
-                                     policy_hook=_meta_untouched if "acp_meta" in args.weaken else None))
+            return serve(entry, plan.cwd, policy, agent, {}, fields, store, label="the protocol test agent",
+                         policy_hook=_meta_untouched if "acp_meta" in args.weaken else None,
+                         hold="acp_hold" not in args.weaken)
         finally:
             store.close()
     except AgentBoxError as exc:

@@ -12,6 +12,8 @@ step's outcome is reported to the client as an agent message `step N <kind>: ok 
 
     {"client_write": {"path": P, "content": C}}    fs/write_text_file
     {"client_read": {"path": P}}                    fs/read_text_file (the content is reported)
+        (+ "swap": {"after": S, "dir": D, "to": T}) ... having left a process that, S seconds later, swaps the folder D
+                                                    for a symlink to T (between the endpoint's check and the client's act)
     {"terminal": {"command": C, "args": [...]}}     terminal/create, wait_for_exit, output, release
     {"ask_then_run": {"command": SH}}               session/request_permission (kind execute); `sh -c SH` when allowed
         (+ "unasked_if_meta": KEY)                  ... or at once, unasked, when the session's `_meta` holds the dotted
@@ -89,11 +91,13 @@ class ProtocolTestAgent:
         await self.client.session_update(session_id=session_id, update=acp.update_agent_message_text(text + "\n"))
 
     # -- steps --------------------------------------------------------------------------------------------------
-    async def _client_write(self, session_id: str, path: str, content: str) -> str:
+    async def _client_write(self, session_id: str, path: str, content: str, swap: dict | None = None) -> str:
+        _swap_later(swap)
         await self.client.write_text_file(session_id=session_id, path=path, content=content)
         return f"wrote {path}"
 
-    async def _client_read(self, session_id: str, path: str) -> str:
+    async def _client_read(self, session_id: str, path: str, swap: dict | None = None) -> str:
+        _swap_later(swap)
         got = await self.client.read_text_file(session_id=session_id, path=path)
         return f"read {path}: {got.content}"
 
@@ -143,6 +147,17 @@ class ProtocolTestAgent:
     async def _garble(self, session_id: str, line: str) -> str:
         os.write(1, (line + "\n").encode())
         return "garbled"
+
+
+def _swap_later(swap: dict | None) -> None:
+    """`{"after": S, "dir": D, "to": T}`: a process left behind (orphaned, as a background job would be) renames the
+    folder D away after S seconds and puts a symlink to T in its place: what a process of the run can do to a path
+    between the endpoint's judgement of a request and the client's act on it."""
+    if not swap:
+        return
+    script = 'sleep "$1"; mv "$2" "$2.before-swap" && ln -s "$3" "$2"'
+    subprocess.run(["sh", "-c", f"(sh -c '{script}' swap \"$@\" >/dev/null 2>&1 &)", "orphan",
+                    str(swap["after"]), swap["dir"], swap["to"]], check=True)
 
 
 def _holds(meta: dict, dotted: str) -> bool:

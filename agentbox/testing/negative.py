@@ -272,8 +272,8 @@ class VectorRunner:
                "PYTHONPATH": os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))}
         argv = [sys.executable, "-m", "agentbox.testing.acp_endpoint", "--profile", str(profile), "--workspace",
                 str(targets.ws), "--script", str(script), *(["--facts", attempt.facts] if attempt.facts else []),
-                *(a for w in weaken if w == "acp_meta" for a in ("--weaken", w))]
-        client = RecordingClient(attempt.client, fs=True, terminal=True)
+                *(a for w in weaken if w in ("acp_meta", "acp_hold") for a in ("--weaken", w))]
+        client = RecordingClient(attempt.client, fs=True, terminal=True, delay=attempt.client_delay)
         run = run_acp(argv, env, str(targets.root), "Follow your script.", session_cwd=str(targets.ws), client=client,
                       session_meta=fill(dict(attempt.session_meta), targets.values()) or None, timeout=self.timeout,
                       grace=10.0)

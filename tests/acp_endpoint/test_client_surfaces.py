@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 
-from agentbox.testing.acp_client import RecordingClient
+from agentbox.testing.acp_client import RecordingClient, run_acp
 
-from acp_helpers import endpoint_alone, needs_bwrap, step_lines
+from acp_helpers import endpoint_alone, endpoint_argv, needs_bwrap, step_lines
 
 pytestmark = needs_bwrap
 
@@ -55,6 +55,49 @@ def test_a_symlink_in_the_workspace_does_not_lead_a_client_write_out_of_it(place
                          client)
     assert not (place.root / "escape.txt").exists() and client.calls == []
     assert "outside the workspace" in step_lines(run)[0]
+
+
+def _swap(place, folder: str, to) -> dict:
+    return {"after": 1.0, "dir": str(place.ws / folder), "to": str(to)}
+
+
+def test_a_folder_swapped_for_a_symlink_while_the_client_takes_its_time_does_not_lead_the_write_out(place):
+    """The endpoint judges the path, then the client writes it, later, on the host: the run is held still in between,
+    so the swap a process of the run makes meanwhile (here after 1 s, the client writing after 3 s) comes too late."""
+    (place.ws / "sub").mkdir()
+    outside = place.root / "outside"
+    outside.mkdir()
+    client = RecordingClient("approve", fs=True, terminal=True, delay=3.0)
+    run = endpoint_alone(place, RW, [{"client_write": {"path": str(place.ws / "sub" / "escape.txt"), "content": "x",
+                                                       "swap": _swap(place, "sub", outside)}}], client)
+    assert step_lines(run)[0].startswith("step 0 client_write: ok"), run.describe()
+    assert not (outside / "escape.txt").exists()
+    assert (place.ws / "sub.before-swap" / "escape.txt").read_text() == "x"  # written where it was judged
+    assert "handed to the client with the run held still" in run.stderr
+
+
+def test_the_same_swap_leads_the_write_out_when_the_run_is_not_held(place):
+    """The control: the endpoint alone without its hold (the `acp_hold` weakening) lets the swap land."""
+    (place.ws / "sub").mkdir()
+    outside = place.root / "outside"
+    outside.mkdir()
+    client = RecordingClient("approve", fs=True, terminal=True, delay=3.0)
+    argv = [*endpoint_argv(place, RW, [{"client_write": {"path": str(place.ws / "sub" / "escape.txt"), "content": "x",
+                                                         "swap": _swap(place, "sub", outside)}}]),
+            "--weaken", "acp_hold"]
+    run_acp(argv, place.env(), str(place.root), "go", client=client, session_cwd=str(place.ws), timeout=60, grace=10.0)
+    assert (outside / "escape.txt").read_text() == "x"
+
+
+def test_a_folder_swapped_for_a_symlink_into_the_hidden_home_does_not_lead_a_client_read_there(place):
+    (place.home / "secret.txt").write_text("s3cret")
+    (place.ws / "sub").mkdir()
+    (place.ws / "sub" / "secret.txt").write_text("harmless")
+    client = RecordingClient("approve", fs=True, terminal=True, delay=3.0)
+    run = endpoint_alone(place, {**RW, "host_home": "hidden"},
+                         [{"client_read": {"path": str(place.ws / "sub" / "secret.txt"),
+                                           "swap": _swap(place, "sub", place.home)}}], client)
+    assert "harmless" in step_lines(run)[0] and "s3cret" not in client.agent_text(), run.describe()
 
 
 def test_a_client_write_to_a_masked_project_config_file_is_refused(place):

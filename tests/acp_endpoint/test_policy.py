@@ -116,3 +116,39 @@ def test_a_mode_that_widens_the_plan_is_refused_by_set_mode_and_by_the_mode_conf
     with pytest.raises(Refusal, match="full-access"):
         p.config_option({"configId": "mode", "value": "full-access"})
     p.config_option({"configId": "model", "value": "full-access"})
+
+
+def _real_tree(tmp_path):
+    """A workspace (bound writable, as the sandbox binds it), a folder outside it, and the policy over them."""
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    outside.mkdir()
+    argv = ["bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--bind", str(ws), str(ws)]
+    return ws, outside, SurfacePolicy(workspace=str(ws), workspace_access="read_write", shell="ask",
+                                      view=SandboxView(mounts_of(argv)))
+
+
+def test_a_planted_symlink_out_of_the_workspace_refuses_a_write_that_another_one_leads_back_in(tmp_path):
+    ws, outside, p = _real_tree(tmp_path)
+    (ws / "out").symlink_to(outside)
+    (outside / "back").symlink_to(ws)  # the resolved path is inside again: only the way there tells
+    with pytest.raises(Refusal, match=r"out is a symlink to .*outside, outside what the agent may write"):
+        p.check_write(f"{ws}/out/back/a.txt")
+    hidden = SurfacePolicy(workspace=str(ws), workspace_access="read_write", shell="ask", view=SandboxView(mounts_of(
+        ["bwrap", "--ro-bind", "/", "/", "--tmpfs", str(outside), "--bind", str(ws), str(ws)])))
+    (ws / "a.txt").write_text("x")
+    with pytest.raises(Refusal, match="which the agent may not read"):  # the way runs through a folder it cannot see
+        hidden.check_read(f"{ws}/out/back/a.txt")
+
+
+def test_a_symlink_inside_the_workspace_is_followed_and_the_client_gets_the_resolved_path(tmp_path):
+    ws, _, p = _real_tree(tmp_path)
+    (ws / "src").mkdir()
+    (ws / "alias").symlink_to(ws / "src")
+    assert p.check_write(f"{ws}/alias/a.txt") == f"{ws}/src/a.txt"
+
+
+def test_the_hosts_own_symlinks_before_the_workspace_are_followed_as_the_sandbox_follows_them(tmp_path):
+    ws, _, p = _real_tree(tmp_path)
+    (tmp_path / "to-ws").symlink_to(ws)  # not in a folder the agent may write: not one it could have planted
+    assert p.check_write(f"{tmp_path}/to-ws/a.txt") == f"{ws}/a.txt"

@@ -113,7 +113,7 @@ def test_the_relay_is_installed_with_its_filter_and_maps_each_port_to_its_socket
     assert sorted(os.listdir(tmp_path / "relay")) == ["command.bpf", "inner_relay.py", "unix_filter.py"]
     assert (tmp_path / "relay" / "command.bpf").read_bytes() == host_program(deny_unix=True)
     argv = relay.relay_argv("/usr/bin/python3", [(40123, MODEL_SOCKET), (3128, SOCKET_NAME)])
-    assert argv == ["/usr/bin/python3", "-I", "/tmp/agentbox/relay/inner_relay.py",
+    assert argv == ["/usr/bin/python3", "-I", "-S", "/tmp/agentbox/relay/inner_relay.py",
                     "40123=/tmp/agentbox/relay/model.sock", "3128=/tmp/agentbox/relay/egress.sock", "--"]
 
 

@@ -106,17 +106,25 @@ def test_a_dead_relay_ends_the_run(tmp_path, env, ws):
     assert "survived" not in done.stdout and done.returncode != 0
 
 
-def test_a_proxy_that_dies_during_the_run_ends_it(tmp_path, ws, monkeypatch):
+def prepared(tmp_path, ws, monkeypatch, network: str) -> tuple[dict, str, str]:
+    """(entry, run folder, run id) of a sandboxed run of the profile, materialized, with nothing started."""
     from agentbox.compiler import compile_plan
     from agentbox.profile import load_profile
-    from agentbox.sandbox.session import cleanup, entry_from_plan, environment, materialize
-    from agentbox.sandbox.startup import Started
+    from agentbox.sandbox.session import entry_from_plan, materialize
 
     monkeypatch.setenv("HOME", str(tmp_path))
-    plan = compile_plan(load_profile(profile(tmp_path, restricted(80))), str(ws), home=str(tmp_path))
+    plan = compile_plan(load_profile(profile(tmp_path, network)), str(ws), home=str(tmp_path))
     entry = entry_from_plan(plan, [])
-    run_dir, run_id = str(tmp_path / "run"), "dies-" + os.urandom(4).hex()
+    run_dir, run_id = str(tmp_path / "run"), "egress-" + os.urandom(4).hex()
     materialize(entry, run_dir)
+    return entry, run_dir, run_id
+
+
+def test_a_proxy_that_dies_during_the_run_ends_it(tmp_path, ws, monkeypatch):
+    from agentbox.sandbox.session import cleanup, environment
+    from agentbox.sandbox.startup import Started
+
+    entry, run_dir, run_id = prepared(tmp_path, ws, monkeypatch, restricted(80))
     started = Started(entry, run_dir, run_id)
     try:
         proc = subprocess.Popen([*started.argv, "sleep", "30"], env=environment(entry, run_id), pass_fds=started.pass_fds)
@@ -127,6 +135,47 @@ def test_a_proxy_that_dies_during_the_run_ends_it(tmp_path, ws, monkeypatch):
         note = cleanup(run_id, run_dir, started)
     assert proc.returncode != 0
     assert "the egress proxy stopped during the run" in note
+
+
+def test_a_proxy_served_later_answers_what_the_sandbox_dialled_before_it_served(tmp_path, ws, listener, monkeypatch):
+    """`serve_later` (agent-box acp): the sockets are bound before the sandbox starts, the proxy serves them while
+    it runs; a request made in between waits for the policy, then meets it like any other."""
+    from agentbox.sandbox.session import cleanup, environment
+    from agentbox.sandbox.startup import Started
+
+    entry, run_dir, run_id = prepared(tmp_path, ws, monkeypatch, restricted(listener.address))
+    started = Started(entry, run_dir, run_id, resolve={"allowed.test": LOOPBACK, "denied.test": LOOPBACK},
+                      serve_later=True)
+    try:
+        assert started.proxy is None and os.path.exists(os.path.join(run_dir, "relay", "egress.sock"))
+        script = "; ".join([curl(f"http://allowed.test:{listener.address}/"), curl(f"http://denied.test:{listener.address}/")])
+        proc = subprocess.Popen([*started.argv, "sh", "-c", script], env=environment(entry, run_id),
+                                pass_fds=started.pass_fds, stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)  # the command has dialled by now; nothing serves yet (the proxy opens its log as it starts)
+        assert not os.path.exists(os.path.join(run_dir, "egress.jsonl")) and proc.poll() is None
+        started.serve()
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        cleanup(run_id, run_dir, started)
+    assert out.split() == ["204", "403"]
+    assert listener.hits() == 1
+
+
+def test_a_proxy_served_later_that_cannot_start_closes_its_sockets(tmp_path, ws, monkeypatch):
+    from agentbox.egress.listen import ProxyStartError
+    from agentbox.sandbox.session import cleanup
+    from agentbox.sandbox.startup import Started
+
+    entry, run_dir, run_id = prepared(tmp_path, ws, monkeypatch, restricted(80))
+    started = Started(entry, run_dir, run_id, serve_later=True)
+    os.makedirs(os.path.join(run_dir, "egress.jsonl"))  # the decision log cannot be opened: the proxy cannot start
+    try:
+        with pytest.raises(ProxyStartError, match="decision log"):
+            started.serve()
+        assert os.listdir(os.path.join(run_dir, "relay")) == [n for n in os.listdir(os.path.join(run_dir, "relay"))
+                                                              if not n.endswith(".sock")]
+    finally:
+        cleanup(run_id, run_dir, started)
 
 
 class Echo:
