@@ -52,6 +52,7 @@ class CapabilityReport(BaseModel):
     enforcement_scope: str = ""
     bypass_surfaces: tuple[str, ...] = ()
     holds_against: tuple[str, ...] = ()  # vectors of a bypassed surface the layer is seen to block anyway
+    holds_against_as_root: tuple[str, ...] = ()  # the same, seen only when the harness was started by root
     tested_versions: tuple[str, ...] = ()
     reason: str = ""
 
@@ -64,6 +65,9 @@ class _Declared(BaseModel):
     # vector ids of a bypassed surface that the layer is seen to block all the same (a surface is coarser than
     # what a harness protects: Codex keeps .codex read-only, not .mcp.json); the reason says what was seen
     holds_against: tuple[str, ...] = ()
+    # the same, seen only when the harness was started by root: its own sandbox is built otherwise for a user
+    # (Codex's helper refuses a nested user namespace to root's commands, not to a user's)
+    holds_against_as_root: tuple[str, ...] = ()
     reason: str = ""
     dialects: tuple[str, ...] = ()  # empty: every dialect
     # the layers the entry speaks for (empty: every one); an entry for `composed` says what the harness does
@@ -125,6 +129,7 @@ class Declarations(BaseModel):
                     enforcement_scope=entry.enforcement_scope,
                     bypass_surfaces=entry.bypass_surfaces,
                     holds_against=entry.holds_against,
+                    holds_against_as_root=entry.holds_against_as_root,
                     tested_versions=self.tested_versions,
                     reason=entry.reason,
                 )

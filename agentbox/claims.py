@@ -428,9 +428,10 @@ def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, 
             hr = {lay: declared_report(declarations, harness, cap, hversion, lay) for lay in ("harness", "composed")}
             sr = declared_report(declarations, backend, cap, bversion)
             declared = _declared(hr["composed"], sr)
-            j = _judge(composed, "composed", latest, lambda v: expected_outcome(v, "composed", hr["composed"], sr),
-                       declared, fresh, skipped)
-            drift = _drift(applicable, latest, lambda v, layer: expected_outcome(v, layer, hr.get(layer), sr))
+            j = _judge(composed, "composed", latest,
+                       lambda v: expected_outcome(v, "composed", hr["composed"], sr, level=level), declared, fresh, skipped)
+            drift = _drift(applicable, latest,
+                           lambda v, layer: expected_outcome(v, layer, hr.get(layer), sr, level=level))
             out.append(Claim(harness=harness, version=version, binary_sha256=sha, backend=backend,
                              backend_version=bversion, privilege=level,
                              mode=mode, capability=cap, declared=declared, claim=j.state, blocked=j.blocked,

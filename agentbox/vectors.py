@@ -218,6 +218,10 @@ class Vector(_Strict):
     # vector still runs, and its record is `inapplicable` when the attack's own system call was answered ENOSYS
     # (`enosys`): a claim then holds only on kernels that lack the feature too (`kernel_lacks_here`)
     kernel_needs: tuple[KernelFeature, ...] = ()
+    # the attack needs a capability of the host's user namespace (chroot, a new mount namespace, CapEff itself):
+    # run by an unprivileged user with no sandbox around it (the harness layer), the kernel refuses it whatever
+    # the harness does, so that layer is predicted blocked there
+    kernel_refuses_users: bool = False
     # A path the attack's own command creates when the kernel answered its system call ENOSYS (no such feature
     # in this kernel): the proof, from the attempt itself, that `kernel_needs` is missing. Required with it.
     enosys: str | None = None
@@ -415,20 +419,26 @@ def fill(value: Any, values: dict[str, str]) -> Any:
 
 
 def expected_outcome(vector: Vector, layer: Layer, harness_report, sandbox_report,
-                     endpoint_report=None) -> Literal["blocked", "escaped"]:
+                     endpoint_report=None, level: str | None = None) -> Literal["blocked", "escaped"]:
     """What the declarations predict for `vector` in `layer`.
 
     A layer blocks when it declares the capability exact, or partial without naming the vector's
     surface as a bypass (or naming the vector among those it holds against all the same). The composed
     plan blocks when either of its layers does; the `acp` layer when the ACP endpoint (`endpoint_report`) does,
-    since the client acts outside the sandbox.
+    since the client acts outside the sandbox. `level`: who runs it (root | user; None: unknown, read as root,
+    which all evidence before that was recorded was): a user's harness layer meets the kernel's own refusals
+    (`kernel_refuses_users`) and not the holds a harness shows only to root (`holds_against_as_root`).
     """
 
     def blocks(report) -> bool:
         if report is None or report.support == "unsupported":
             return False
-        return (report.support == "exact" or vector.surface not in report.bypass_surfaces
-                or vector.id in getattr(report, "holds_against", ()))
+        holds = (*getattr(report, "holds_against", ()),
+                 *(getattr(report, "holds_against_as_root", ()) if level != "user" else ()))
+        return report.support == "exact" or vector.surface not in report.bypass_surfaces or vector.id in holds
+
+    if layer == "harness" and level == "user" and vector.kernel_refuses_users:
+        return "blocked"
 
     if layer == "sandbox":
         return "blocked" if blocks(sandbox_report) else "escaped"

@@ -23,7 +23,7 @@ import yaml
 from ..capability import load_declarations
 from ..sandbox.bwrap import backend_version as bwrap_version
 from ..egress.decisions import read_log
-from ..evidence import EvidenceRecord, RunInfo, host_facts
+from ..evidence import EvidenceRecord, RunInfo, host_facts, privilege_level
 from ..revision import suite_revision
 from ..vectors import Catalogue, Oracle, Vector, expected_outcome, fill, kernel_lacks, lacking_text
 from .privilege import observed
@@ -135,7 +135,7 @@ def expected_for(vector: Vector, layer: str, harness: str | None, version: str |
     harness_report = load_declarations(harness).report(vector.capability, version, layer) if harness else None
     sandbox_report = load_declarations("bwrap").report(vector.capability, bwrap_version())
     endpoint_report = load_declarations(ENDPOINT).report(vector.capability, None) if layer == "acp" else None
-    return expected_outcome(vector, layer, harness_report, sandbox_report, endpoint_report)
+    return expected_outcome(vector, layer, harness_report, sandbox_report, endpoint_report, privilege_level())
 
 
 class VectorRunner:

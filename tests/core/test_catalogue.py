@@ -75,3 +75,25 @@ def CATALOGUE_DATA(vector_id: str) -> dict:
             if entry.get("id") == vector_id:
                 return entry
     raise KeyError(vector_id)
+
+
+def test_a_users_harness_layer_is_predicted_blocked_where_the_kernel_refuses_users_the_attack():
+    from agentbox.capability import CapabilityReport
+    from agentbox.vectors import expected_outcome
+
+    catalogue = load_catalogue(default_catalogue_dir())
+    chroot = next(v for v in catalogue.vectors if v.id == "priv-chroot")
+    bypassed = CapabilityReport(capability=chroot.capability, support="partial", bypass_surfaces=(chroot.surface,))
+    assert expected_outcome(chroot, "harness", bypassed, None, level="root") == "escaped"
+    assert expected_outcome(chroot, "harness", bypassed, None, level="user") == "blocked"
+
+
+def test_a_hold_seen_only_as_root_predicts_nothing_for_a_user():
+    from agentbox.capability import load_declarations
+    from agentbox.vectors import expected_outcome
+
+    catalogue = load_catalogue(default_catalogue_dir())
+    userns = next(v for v in catalogue.vectors if v.id == "priv-nested-userns")
+    codex = load_declarations("codex").report(userns.capability, "0.171.0", "harness")
+    assert expected_outcome(userns, "harness", codex, None, level="root") == "blocked"
+    assert expected_outcome(userns, "harness", codex, None, level="user") == "escaped"
