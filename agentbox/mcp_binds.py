@@ -21,13 +21,15 @@ from .errors import SandboxError
 from .paths import is_within
 from .profile import McpServer
 
-__all__ = ["server_binds"]
+__all__ = ["server_binds", "command_path"]
 
 
-def _command_path(command: str) -> str | None:
-    """The file the command names, without resolving symlinks (a venv's bin/python is a link out of it)."""
+def command_path(command: str) -> str | None:
+    """The executable file a server's command names (absolute, or found on PATH), without resolving symlinks (a
+    venv's bin/python is a link out of it); None when there is none. One answer for the inventory that asks the
+    server and for the binds that let it start in the sandbox."""
     if os.path.isabs(command):
-        return command if os.path.exists(command) else None
+        return command if os.path.isfile(command) and os.access(command, os.X_OK) else None
     found = shutil.which(command)
     return os.path.abspath(found) if found else None
 
@@ -71,7 +73,7 @@ def _needed(server: McpServer) -> list[str]:
     """Host paths the server's start touches: its command (and the interpreter its shebang names) and
     every absolute argument that exists."""
     out: list[str] = []
-    command = _command_path(server.command)
+    command = command_path(server.command)
     if command is not None:
         # the link and what it points to: a virtual environment's bin/python leads to the base interpreter
         out += dict.fromkeys((command, os.path.realpath(command)))

@@ -12,7 +12,7 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 
-from .mcp_binds import server_binds
+from .mcp_binds import command_path, server_binds
 from .profile import McpServer
 
 __all__ = ["list_tools", "inventory", "for_profile", "Inventory"]
@@ -91,9 +91,11 @@ def _why(exc: BaseException) -> str:
 
 
 def _missing(server: McpServer) -> str | None:
+    if command_path(server.command) is not None:
+        return None
     if os.path.isabs(server.command):
-        return None if os.access(server.command, os.X_OK) else f"{server.command} does not exist or is not executable"
-    return None if shutil.which(server.command) else f"{server.command} is not on PATH"
+        return f"{server.command} does not exist or is not executable"
+    return f"{server.command} is not on PATH"
 
 
 def inventory(servers: dict[str, McpServer], names: tuple[str, ...], timeout: float = 30.0) -> Inventory:
