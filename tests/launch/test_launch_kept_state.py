@@ -1,7 +1,7 @@
 """`agent-box launch` keeps what the harness answered that widens nothing for the profile's next launch, under
 $AGENTBOX_HOME, and names on stderr each key it drops. Claude Code's plan, in bubblewrap, with a shell standing in
 for the harness so that the test decides what the run writes into `.claude.json` (the real TUI does the same in
-conformance/test_kept_state.py)."""
+conformance/test_claude_kept_answers.py)."""
 
 from __future__ import annotations
 
