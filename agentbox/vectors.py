@@ -186,6 +186,10 @@ class Vector(_Strict):
     # never ran (a tool refused for another reason, a broken sandbox), and the outcome is an error, not blocked.
     proof: str | None = None
     acp: AcpAttempt | None = None  # how an `acp`-layer attempt meets the endpoint
+    # The kinds of refusal that are the mechanism under test (agentbox/data/refusal_kinds.yaml): after a blocked
+    # attack the attempt must have printed (or the proxy logged) one of them, or the outcome is an error. Absent:
+    # the default for the oracle and capability (`agentbox.refusal_kinds.expected_kinds`)
+    refusal: tuple[str, ...] | None = None
 
     @field_validator("id")
     @classmethod
@@ -209,6 +213,13 @@ class Vector(_Strict):
             raise ValueError("a vector run through the sandbox layer needs a sandbox_command (or only shell steps)")
         if ({"harness", "composed"} & set(self.run_layers())) and not self.steps and self.oracle.kind != "not_offered":
             raise ValueError("a vector run through a harness needs scripted steps")
+        if self.refusal is not None:
+            from .refusal_kinds import table
+
+            unknown = table().undefined(self.refusal)
+            if unknown or not self.refusal:
+                raise ValueError(f"refusal: {', '.join(unknown) or 'an empty list'}: not a refusal kind of "
+                                 f"agentbox/data/refusal_kinds.yaml")
         if ("acp" in self.run_layers()) != (self.acp is not None) or ("acp" in self.run_layers() and not self.steps):
             raise ValueError("a vector run through the ACP endpoint needs `acp` and the protocol test agent's steps, "
                              "and only such a vector has `acp`")

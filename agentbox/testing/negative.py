@@ -50,6 +50,11 @@ class Seen:
     leftovers: list = field(default_factory=list)
     egress: list[dict] | None = None
     printed: str = ""  # what the attempt itself printed last (its tool result, or the command's output)
+    # where a refusal is looked for: everything the attempt printed (the command's output; every tool result the
+    # model received), the harness's own output, and the harness's policy messages (its vocabulary's refusals)
+    said: str = ""
+    harness_output: str = ""
+    policy: tuple[str, ...] = ()
 
     def tail(self, n: int = 300) -> str:
         return " ".join(self.printed.split())[-n:]
@@ -113,6 +118,29 @@ def _unmet(oracle: Oracle, targets: Targets, seen: Seen) -> str | None:
     if any(d.get("reason") == oracle.met for d in seen.egress or ()):
         return None
     return f"no {oracle.met} in the egress decisions"
+
+
+def _unrefused(vector: Vector, seen: Seen) -> str | None:
+    """Why a blocked attack has no proof that it met the refusal its mechanism gives (`Vector.refusal`), or None:
+    what the attempt printed must show one of the expected kinds (agentbox/data/refusal_kinds.yaml)."""
+    from ..refusal_kinds import Evidence, describe, expected_kinds, recognise
+
+    kinds = expected_kinds(vector)
+    hit = recognise(kinds, Evidence(seen.said, seen.harness_output, seen.policy, seen.egress))
+    if hit is not None:
+        return None
+    printed = " ".join(seen.said.split())[-400:] or "nothing"
+    return f"blocked, but the refusal seen was not one expected (expected {describe(kinds)}; the attempt printed: {printed})"
+
+
+def _refused_as(vector: Vector, seen: Seen) -> str:
+    from ..refusal_kinds import Evidence, expected_kinds, recognise
+
+    hit = recognise(expected_kinds(vector), Evidence(seen.said, seen.harness_output, seen.policy, seen.egress))
+    if hit is None:
+        return ""
+    kind, shown = hit
+    return f"; refused: {kind} ({' '.join(shown.split())[:120]})"
 
 
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
@@ -190,6 +218,12 @@ class VectorRunner:
             if unmet:
                 return Attempt(None, _with_egress(f"{attempt.observation}, but the attempt never met the mechanism: "
                                                   f"{unmet}", seen.egress))
+            if spec is None and attempt.effect is False and layer != "acp":
+                # positive proof: the attempt printed (or the proxy logged) the refusal its mechanism gives
+                unrefused = _unrefused(vector, seen)
+                if unrefused:
+                    return Attempt(None, _with_egress(f"{attempt.observation}, {unrefused}", seen.egress))
+                attempt = Attempt(False, attempt.observation + _refused_as(vector, seen))
             observation = attempt.observation
             if spec is not None and attempt.effect is False and seen.tail():
                 # a control that saw nothing says what its attempt printed: the reason is usually there
@@ -234,8 +268,10 @@ class VectorRunner:
                                   stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return f"timed out after {self.timeout}s", Seen([])
+        # the shell's announcement of the attempt is Agent-Box's line, not the attempt's
+        err = "\n".join(line for line in done.stderr.splitlines() if f"agentbox-attempt-{targets.nonce}" not in line)
         seen = Seen([done.stdout, done.stderr], egress=read_log(log) if log.exists() else None,
-                    printed=f"{done.stdout}\n{done.stderr}")
+                    printed=f"{done.stdout}\n{done.stderr}", said=f"{done.stdout}\n{err}")
         return _sandbox_failure(done, targets.nonce), seen
 
     def _run_endpoint(self, vector: Vector, steps, intent, targets: Targets, weaken: tuple[str, ...],
@@ -313,7 +349,8 @@ class VectorRunner:
         results = [r.text for r in model.tool_results()]
         seen = Seen([out.stdout, out.stderr, *results], set(model.offered_tools()),
                     canaries, out.leftovers, out.egress if out.plan.sandbox.egress is not None and layer == "composed"
-                    else None, printed=results[-1] if results else out.stdout)
+                    else None, printed=results[-1] if results else out.stdout, said="\n".join(filter(None, results)),
+                    harness_output=f"{out.stdout}\n{out.stderr}")
         if out.failure:
             return out.failure, seen
         if out.timed_out:
@@ -338,6 +375,7 @@ class VectorRunner:
             from .acp_drive import DECLINED as REJECTED
 
             refusals = (*refusals, REJECTED)  # a permission request the client rejected, which ended the turn
+        seen.policy = tuple(refusals)
         if unanswered and unanswered[-1] == len(steps) - 1 and any(
                 re.search(p, f"{out.stdout}\n{out.stderr}") for p in refusals):
             unanswered = unanswered[:-1]  # the last call met the harness's policy, which ended the run there
