@@ -80,11 +80,14 @@ class Evidence:
     harness_output: str = ""  # the harness's own output (a policy message it never sent the model)
     policy: tuple[str, ...] = ()  # the harness's policy messages (its vocabulary's `refusals`); none: no harness
     egress: list[dict] | None = None  # the egress proxy's decisions, when the run had a proxy
+    # the ports of the run's own targets (its listeners): only a denial towards one of them is the attempt's; a
+    # harness's own background requests (Hermes' update check) are denied in every run under a proxy
+    ports: frozenset[int] = frozenset()
 
 
-def _denied(egress: list[dict] | None) -> list[dict]:
-    return [d for d in egress or () if not d.get("allowed") and d.get("method") != "ROUTE"
-            and d.get("route") != "model"]
+def _denied(seen: Evidence) -> list[dict]:
+    return [d for d in seen.egress or () if not d.get("allowed") and d.get("method") != "ROUTE"
+            and d.get("route") != "model" and d.get("port") in seen.ports]
 
 
 def recognise(kinds: Iterable[str], seen: Evidence) -> tuple[str, str] | None:
@@ -100,7 +103,7 @@ def recognise(kinds: Iterable[str], seen: Evidence) -> tuple[str, str] | None:
                 return name, m.group(0)
             continue
         if kind.source == "egress":
-            denied = _denied(seen.egress)
+            denied = _denied(seen)
             if denied:
                 d = denied[0]
                 return name, f"the egress proxy denied {d.get('method') or '?'} {d.get('host')}:{d.get('port')} " \
@@ -118,7 +121,7 @@ def recognise(kinds: Iterable[str], seen: Evidence) -> tuple[str, str] | None:
 def _clean(seen: Evidence) -> bool:
     t = table()
     errors = [p for k in t.kinds.values() if k.source in ("text", "egress") for p in k.patterns]
-    return (_search((*errors, *t.failures, *seen.policy), seen.text) is None and not _denied(seen.egress)
+    return (_search((*errors, *t.failures, *seen.policy), seen.text) is None and not _denied(seen)
             and not (seen.policy and _search(seen.policy, seen.harness_output)))
 
 

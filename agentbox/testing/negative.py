@@ -120,23 +120,30 @@ def _unmet(oracle: Oracle, targets: Targets, seen: Seen) -> str | None:
     return f"no {oracle.met} in the egress decisions"
 
 
-def _unrefused(vector: Vector, seen: Seen) -> str | None:
+def _evidence(seen: Seen, targets: Targets):
+    from ..refusal_kinds import Evidence
+
+    ports = frozenset(x.address for x in targets.listeners.values() if isinstance(x.address, int))
+    return Evidence(seen.said, seen.harness_output, seen.policy, seen.egress, ports)
+
+
+def _unrefused(vector: Vector, seen: Seen, targets: Targets) -> str | None:
     """Why a blocked attack has no proof that it met the refusal its mechanism gives (`Vector.refusal`), or None:
     what the attempt printed must show one of the expected kinds (agentbox/data/refusal_kinds.yaml)."""
-    from ..refusal_kinds import Evidence, describe, expected_kinds, recognise
+    from ..refusal_kinds import describe, expected_kinds, recognise
 
     kinds = expected_kinds(vector)
-    hit = recognise(kinds, Evidence(seen.said, seen.harness_output, seen.policy, seen.egress))
+    hit = recognise(kinds, _evidence(seen, targets))
     if hit is not None:
         return None
     printed = " ".join(seen.said.split())[-400:] or "nothing"
     return f"blocked, but the refusal seen was not one expected (expected {describe(kinds)}; the attempt printed: {printed})"
 
 
-def _refused_as(vector: Vector, seen: Seen) -> str:
-    from ..refusal_kinds import Evidence, expected_kinds, recognise
+def _refused_as(vector: Vector, seen: Seen, targets: Targets) -> str:
+    from ..refusal_kinds import expected_kinds, recognise
 
-    hit = recognise(expected_kinds(vector), Evidence(seen.said, seen.harness_output, seen.policy, seen.egress))
+    hit = recognise(expected_kinds(vector), _evidence(seen, targets))
     if hit is None:
         return ""
     kind, shown = hit
@@ -220,10 +227,10 @@ class VectorRunner:
                                                   f"{unmet}", seen.egress))
             if spec is None and attempt.effect is False and layer != "acp":
                 # positive proof: the attempt printed (or the proxy logged) the refusal its mechanism gives
-                unrefused = _unrefused(vector, seen)
+                unrefused = _unrefused(vector, seen, targets)
                 if unrefused:
                     return Attempt(None, _with_egress(f"{attempt.observation}, {unrefused}", seen.egress))
-                attempt = Attempt(False, attempt.observation + _refused_as(vector, seen))
+                attempt = Attempt(False, attempt.observation + _refused_as(vector, seen, targets))
             observation = attempt.observation
             if spec is not None and attempt.effect is False and seen.tail():
                 # a control that saw nothing says what its attempt printed: the reason is usually there

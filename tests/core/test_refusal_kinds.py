@@ -61,11 +61,16 @@ def test_a_kind_does_not_take_another_kinds_errno(name):
 
 
 def test_the_proxys_denial_is_read_from_its_decisions():
-    denied = [{"allowed": False, "method": "GET", "host": "denied.test", "port": 80, "reason": "not_allowed"}]
+    denied = [{"allowed": False, "method": "GET", "host": "denied.test", "port": 8080, "reason": "not_allowed"}]
     model = [{"allowed": True, "method": "ROUTE", "host": "model", "route": "model", "reason": "route"}]
-    assert recognise(["proxy_403"], Evidence("", egress=denied))[0] == "proxy_403"
-    assert recognise(["proxy_403"], Evidence("", egress=model)) is None
-    assert recognise(["contained"], Evidence("", egress=denied)) is None  # a denied request is not a clean run
+    own = [{"allowed": False, "method": "CONNECT", "host": "pypi.org", "port": 443, "reason": "not_allowed"}]
+    ports = frozenset({8080})
+    assert recognise(["proxy_403"], Evidence("", egress=denied, ports=ports))[0] == "proxy_403"
+    assert recognise(["proxy_403"], Evidence("", egress=model, ports=ports)) is None
+    # a harness's own background request, denied in every run, is not the attempt's refusal
+    assert recognise(["proxy_403"], Evidence("", egress=own, ports=ports)) is None
+    assert recognise(["contained"], Evidence("", egress=own, ports=ports)) is not None
+    assert recognise(["contained"], Evidence("", egress=denied, ports=ports)) is None  # a denied attempt is not clean
 
 
 def test_a_clean_run_is_one_that_printed_no_error_and_met_no_policy():
