@@ -64,9 +64,9 @@ def expected_kinds(vector) -> tuple[str, ...]:
     return d.oracle.get(vector.oracle.kind) or d.capability.get(vector.capability, ())
 
 
-def _search(patterns: Iterable[str], text: str) -> re.Match | None:
+def _search(patterns: Iterable[str], text: str, flags: int = 0) -> re.Match | None:
     for p in patterns:
-        m = re.search(p, text, re.M)
+        m = re.search(p, text, re.M | flags)
         if m:
             return m
     return None
@@ -112,7 +112,7 @@ def recognise(kinds: Iterable[str], seen: Evidence) -> tuple[str, str] | None:
             if _clean(seen):
                 return name, "the attempt ran and printed no error"
             continue
-        m = _search(kind.patterns, seen.text)
+        m = _search(kind.patterns, seen.text, re.I)  # shells differ: zsh says "read-only file system"
         if m:
             return name, m.group(0)
     return None
@@ -121,7 +121,8 @@ def recognise(kinds: Iterable[str], seen: Evidence) -> tuple[str, str] | None:
 def _clean(seen: Evidence) -> bool:
     t = table()
     errors = [p for k in t.kinds.values() if k.source in ("text", "egress") for p in k.patterns]
-    return (_search((*errors, *t.failures, *seen.policy), seen.text) is None and not _denied(seen)
+    return (_search((*errors, *t.failures), seen.text, re.I) is None and _search(seen.policy, seen.text) is None
+            and not _denied(seen)
             and not (seen.policy and _search(seen.policy, seen.harness_output)))
 
 
