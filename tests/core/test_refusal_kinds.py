@@ -128,7 +128,9 @@ POLICY_SEEN = {
                '{"error": "Unknown tool: mcp__canary__denied_write"}',
                "Tool 'terminal' does not exist. Available tools: clarify, delegate_task, memory, patch, read_file"],
     "opencode": ["The user rejected permission to use this specific tool call",
-                 "Model tried to call unavailable tool 'canary_denied_write'"],
+                 "Model tried to call unavailable tool 'canary_denied_write'",
+                 "The user has specified a rule which prevents you from using this specific tool call. Here are some "
+                 "of the relevant rules [{\"permission\":\"external_directory\",\"action\":\"deny\"}]"],
 }
 
 
