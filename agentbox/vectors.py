@@ -22,6 +22,7 @@ from .errors import InputError
 from .evidence import KernelFeature
 from .hot import kernel_traces
 from .intent import PermissionIntent
+from .refusal_kinds import table as refusal_table
 
 __all__ = ["Oracle", "Setup", "AcpAttempt", "Control", "Vector", "Catalogue", "load_catalogue", "fill", "SURFACES",
            "expected_outcome", "KernelFeature", "KERNEL_FEATURES", "kernel_lacks", "kernel_lacks_here",
@@ -239,6 +240,10 @@ class Vector(_Strict):
     # broken sandbox), and the outcome is an error, not blocked.
     proof: str | None = None
     acp: AcpAttempt | None = None  # how an `acp`-layer attempt meets the endpoint
+    # The kinds of refusal that are the mechanism under test (agentbox/data/refusal_kinds.yaml): after a blocked
+    # attack the attempt must have printed (or the proxy logged) one of them, or the outcome is an error. Absent:
+    # the default for the oracle and capability (`agentbox.refusal_kinds.expected_kinds`)
+    refusal: tuple[str, ...] | None = None
 
     @field_validator("id")
     @classmethod
@@ -265,6 +270,11 @@ class Vector(_Strict):
         if bool(self.kernel_needs) != (self.enosys is not None):
             raise ValueError("a vector that needs a kernel feature (`kernel_needs`) names the path its attack creates "
                              "when the kernel answers ENOSYS (`enosys`), and only such a vector does")
+        if self.refusal is not None:
+            unknown = refusal_table().undefined(self.refusal)
+            if unknown or not self.refusal:
+                raise ValueError(f"refusal: {', '.join(unknown) or 'an empty list'}: not a refusal kind of "
+                                 f"agentbox/data/refusal_kinds.yaml")
         if ("acp" in self.run_layers()) != (self.acp is not None) or ("acp" in self.run_layers() and not self.steps):
             raise ValueError("a vector run through the ACP endpoint needs `acp` and the protocol test agent's steps, "
                              "and only such a vector has `acp`")

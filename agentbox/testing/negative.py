@@ -24,6 +24,7 @@ from ..capability import load_declarations
 from ..sandbox.bwrap import backend_version as bwrap_version
 from ..egress.decisions import read_log
 from ..evidence import EvidenceRecord, RunInfo, host_facts, privilege_level
+from ..refusal_kinds import Evidence, describe, expected_kinds, recognise
 from ..revision import suite_revision
 from ..vectors import Catalogue, Oracle, Vector, expected_outcome, fill, kernel_lacks, lacking_text
 from .privilege import observed
@@ -50,6 +51,11 @@ class Seen:
     leftovers: list = field(default_factory=list)
     egress: list[dict] | None = None
     printed: str = ""  # what the attempt itself printed last (its tool result, or the command's output)
+    # where a refusal is looked for: everything the attempt printed (the command's output; every tool result the
+    # model received), the harness's own output, and the harness's policy messages (its vocabulary's refusals)
+    said: str = ""
+    harness_output: str = ""
+    policy: tuple[str, ...] = ()
 
     def tail(self, n: int = 300) -> str:
         return " ".join(self.printed.split())[-n:]
@@ -129,6 +135,30 @@ def _inapplicable(lacks, attack: Attempt, control: Attempt) -> str:
             f"here; attempt: {attack.observation}; control: {control.observation}")
 
 
+def _evidence(seen: Seen, targets: Targets):
+    ports = frozenset(x.address for x in targets.listeners.values() if isinstance(x.address, int))
+    return Evidence(seen.said, seen.harness_output, seen.policy, seen.egress, ports)
+
+
+def _unrefused(vector: Vector, seen: Seen, targets: Targets) -> str | None:
+    """Why a blocked attack has no proof that it met the refusal its mechanism gives (`Vector.refusal`), or None:
+    what the attempt printed must show one of the expected kinds (agentbox/data/refusal_kinds.yaml)."""
+    kinds = expected_kinds(vector)
+    hit = recognise(kinds, _evidence(seen, targets))
+    if hit is not None:
+        return None
+    printed = " ".join(seen.said.split())[-400:] or "nothing"
+    return f"blocked, but the refusal seen was not one expected (expected {describe(kinds)}; the attempt printed: {printed})"
+
+
+def _refused_as(vector: Vector, seen: Seen, targets: Targets) -> str:
+    hit = recognise(expected_kinds(vector), _evidence(seen, targets))
+    if hit is None:
+        return ""
+    kind, shown = hit
+    return f"; refused: {kind} ({' '.join(shown.split())[:120]})"
+
+
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
     from ..claims import ENDPOINT
 
@@ -205,6 +235,12 @@ class VectorRunner:
             if unmet:
                 return Attempt(None, _with_egress(f"{attempt.observation}, but the attempt never met the mechanism: "
                                                   f"{unmet}", seen.egress))
+            if spec is None and attempt.effect is False and layer != "acp" and not attempt.enosys:
+                # positive proof: the attempt printed (or the proxy logged) the refusal its mechanism gives
+                unrefused = _unrefused(vector, seen, targets)
+                if unrefused:
+                    return Attempt(None, _with_egress(f"{attempt.observation}, {unrefused}", seen.egress))
+                attempt = Attempt(False, attempt.observation + _refused_as(vector, seen, targets))
             observation = attempt.observation
             if (spec is not None or vector.enosys is not None) and attempt.effect is False and seen.tail():
                 # a control that saw nothing says what its attempt printed: the reason is usually there (and an
@@ -250,8 +286,10 @@ class VectorRunner:
                                   stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return f"timed out after {self.timeout}s", Seen([])
+        # the shell's announcement of the attempt is Agent-Box's line, not the attempt's
+        err = "\n".join(line for line in done.stderr.splitlines() if f"agentbox-attempt-{targets.nonce}" not in line)
         seen = Seen([done.stdout, done.stderr], egress=read_log(log) if log.exists() else None,
-                    printed=f"{done.stdout}\n{done.stderr}")
+                    printed=f"{done.stdout}\n{done.stderr}", said=f"{done.stdout}\n{err}")
         return _sandbox_failure(done, targets.nonce), seen
 
     def _run_endpoint(self, vector: Vector, steps, intent, targets: Targets, weaken: tuple[str, ...],
@@ -329,7 +367,8 @@ class VectorRunner:
         results = [r.text for r in model.tool_results()]
         seen = Seen([out.stdout, out.stderr, *results], set(model.offered_tools()),
                     canaries, out.leftovers, out.egress if out.plan.sandbox.egress is not None and layer == "composed"
-                    else None, printed=results[-1] if results else out.stdout)
+                    else None, printed=results[-1] if results else out.stdout, said="\n".join(filter(None, results)),
+                    harness_output=f"{out.stdout}\n{out.stderr}")
         if out.failure:
             return out.failure, seen
         if out.timed_out:
@@ -354,6 +393,7 @@ class VectorRunner:
             from .acp_drive import DECLINED as REJECTED
 
             refusals = (*refusals, REJECTED)  # a permission request the client rejected, which ended the turn
+        seen.policy = tuple(refusals)
         if unanswered and unanswered[-1] == len(steps) - 1 and any(
                 re.search(p, f"{out.stdout}\n{out.stderr}") for p in refusals):
             unanswered = unanswered[:-1]  # the last call met the harness's policy, which ended the run there
@@ -456,6 +496,10 @@ class VectorRunner:
             control_outcome = "passed"
             if attack.effect is None:
                 outcome, observation = "error", attack.observation
+            elif attack.enosys:
+                # the kernel, not the mechanism, answered: only a control that met ENOSYS too makes it inapplicable
+                outcome, observation = "error", (f"the attack was answered ENOSYS by the kernel, not refused by the "
+                                                 f"mechanism, while its control succeeded: {attack.observation}")
             else:
                 outcome, observation = ("escaped" if attack.effect else "blocked"), attack.observation
         facts = host_facts()

@@ -88,3 +88,30 @@ def test_an_attack_that_never_made_its_call_on_such_a_kernel_is_an_error_not_ina
     monkeypatch.setattr(VectorRunner, "attempt", lambda self, *a, **k: next(answers))
     record = VectorRunner(CATALOGUE, 60, "t").run(CATALOGUE.by_id("priv-load-module"), "sandbox")
     assert record.outcome == "error" and "never ran" in record.observation
+
+
+def test_a_blocked_attack_names_the_refusal_it_met(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTBOX_VECTOR_ROOT", str(tmp_path / "vectors"))
+    vector = CATALOGUE.by_id("ws-ro-shell-redirect")
+    attempt = VectorRunner(CATALOGUE, 30, "t").attempt(vector, "sandbox", False)
+    assert attempt.effect is False, attempt.observation
+    assert "refused: erofs (Read-only file system)" in attempt.observation
+
+
+# attacks that fail on their own, before any mechanism: nothing is written, which the oracle alone reads as blocked
+FAILS_FIRST = {
+    "a tool that does not exist": "no-such-writer-tool {ws}/escape.txt",
+    "a wrong argument": "cp --no-such-option /etc/hostname {ws}/escape.txt",
+    "a folder that does not exist (the write never reaches the mount)": "echo pwned > {ws}/no/such/folder/escape.txt",
+}
+
+
+@pytest.mark.parametrize("how", FAILS_FIRST)
+def test_an_attack_refused_otherwise_than_its_mechanism_is_an_error_not_a_block(how, tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTBOX_VECTOR_ROOT", str(tmp_path / "vectors"))
+    raw = CATALOGUE.by_id("ws-ro-shell-redirect").model_dump()
+    vector = type(CATALOGUE.vectors[0]).model_validate({**raw, "steps": [{"shell": {"command": FAILS_FIRST[how]}}]})
+    attempt = VectorRunner(CATALOGUE, 30, "t").attempt(vector, "sandbox", False)
+    assert attempt.effect is None, attempt.observation
+    assert "blocked, but the refusal seen was not one expected (expected erofs|eacces|eperm|policy" in \
+        attempt.observation
