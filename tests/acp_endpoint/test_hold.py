@@ -16,10 +16,22 @@ from agentbox.acp_endpoint.hold import CannotHold, Hold, HoldFailed, NoHold, _st
 def tree():
     """A child with a busy grandchild and a sleeping one."""
     proc = subprocess.Popen(["sh", "-c", "sh -c 'while :; do :; done' & sleep 60 & wait"], start_new_session=True)
-    time.sleep(0.3)
+    until(lambda: len(descendants(proc.pid)) >= 2, "the child's two grandchildren started")
     yield proc
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def until(condition, what: str, seconds: float = 10.0) -> None:
+    """Poll /proc until `condition` holds (a stopped or continued task changes state asynchronously)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {seconds} s: {what}"
+        os.sched_yield()
+
+
+def running(root: int) -> bool:
+    return "T" not in states(root).values()
 
 
 def states(root: int) -> dict[int, str]:
@@ -35,8 +47,7 @@ def test_a_hold_stops_every_descendant_and_resume_continues_them(tree):
         assert hold.held == len(held)
     finally:
         hold.resume()
-    time.sleep(0.1)
-    assert "T" not in states(os.getpid()).values()
+    until(lambda: running(os.getpid()), "every held process continued")
 
 
 def test_holds_nest_and_only_the_last_resume_continues(tree):
@@ -46,8 +57,7 @@ def test_holds_nest_and_only_the_last_resume_continues(tree):
     hold.resume()
     assert set(states(os.getpid()).values()) <= {"T", "t"}
     hold.resume()
-    time.sleep(0.1)
-    assert "T" not in states(os.getpid()).values()
+    until(lambda: running(os.getpid()), "every held process continued")
 
 
 def test_close_continues_everything_whatever_the_nesting(tree):
@@ -55,8 +65,8 @@ def test_close_continues_everything_whatever_the_nesting(tree):
     hold.stop()
     hold.stop()
     hold.close()
-    time.sleep(0.1)
-    assert "T" not in states(os.getpid()).values() and hold.held == 0
+    until(lambda: running(os.getpid()), "every held process continued")
+    assert hold.held == 0
 
 
 def test_the_controls_stand_in_holds_nothing_and_a_shared_pid_namespace_refuses(tree):
@@ -73,7 +83,7 @@ def test_a_process_waiting_for_its_vfork_child_is_held_with_it():
     kernel (it can neither run nor stop) for a child that is stopped; that is held, not a failure."""
     proc = subprocess.Popen(["sh", "-c", "while :; do /bin/true; done"], start_new_session=True)
     try:
-        time.sleep(0.2)
+        until(lambda: descendants(proc.pid), "the loop started its first /bin/true")
         for _ in range(100):
             hold = Hold()
             hold.stop()  # never HoldFailed
