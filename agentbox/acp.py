@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from .errors import HarnessError
 from .plan import CompileResult
 
-__all__ = ["AcpEntry", "AcpMeta", "acp_entry", "acp_harnesses", "acp_adapter", "acp_command", "acp_binds",
+__all__ = ["AcpEntry", "AcpMeta", "acp_entry", "acp_harnesses", "acp_adapter", "acp_command", "acp_binds", "launched",
            "AcpUnavailable"]
 
 _DATA = Path(__file__).parent / "data" / "acp.yaml"
@@ -58,6 +58,11 @@ class AcpEntry(BaseModel):
     # harness's for a native one), when a client offered them all and the scripted model wrote, read and ran a
     # command; conformance/test_acp_endpoint.py observes it and fails on a version not recorded here
     client_methods: dict[str, tuple[str, ...]] = {}
+    # what the adapter's npm launcher (a `#!/usr/bin/env node` script that only picks its platform package's
+    # native binary and runs it with the same arguments, stdio and environment) would start, by machine: a path
+    # relative to the launcher package's npm scope folder. The endpoint starts that binary itself, sparing the
+    # editor a node start (~60 ms) on every `initialize`; where it is not installed, the launcher runs
+    launches: dict[str, str] = {}
 
     @model_validator(mode="after")
     def _one_way(self) -> "AcpEntry":
@@ -65,6 +70,8 @@ class AcpEntry(BaseModel):
             raise ValueError("give exactly one of `adapter` and `native`")
         if self.native is not None and self.args:
             raise ValueError("`args` belongs to an adapter entry; put a native entry's arguments in `native`")
+        if self.launches and self.adapter is None:
+            raise ValueError("`launches` names what an adapter's launcher starts; a native entry has no launcher")
         if self.adapter is not None and self.global_args:
             raise ValueError("an adapter is not the harness CLI: it cannot take the plan's global flags")
         return self
@@ -132,7 +139,23 @@ def acp_command(harness: str, result: CompileResult, harness_binary: str,
             raise AcpUnavailable(f"{harness}: the ACP adapter {entry.adapter} is not installed "
                                  f"(agent-box harness install {entry.adapter}@VERSION)")
         adapter_binary = found.binary
-    return [adapter_binary, *(_fill(a, subs) for a in entry.args)], env, _install_roots(adapter_binary)
+    program = launched(entry, adapter_binary)
+    return [program, *(_fill(a, subs) for a in entry.args)], env, _install_roots(adapter_binary)
+
+
+def launched(entry: AcpEntry, adapter_binary: str) -> str:
+    """The program to start for the adapter: the native binary its npm launcher would start (`launches`, this
+    machine's entry, resolved from the launcher's real path) where that is installed, else the launcher itself."""
+    import os
+    import platform
+
+    relative = entry.launches.get(platform.machine())
+    launcher = os.path.realpath(adapter_binary)
+    if relative is None or not launcher.endswith(".js"):
+        return adapter_binary
+    scope = os.path.dirname(os.path.dirname(os.path.dirname(launcher)))  # node_modules/@scope/<pkg>/bin/x.js
+    native = os.path.join(scope, relative)
+    return native if os.path.isfile(native) and os.access(native, os.X_OK) else adapter_binary
 
 
 def acp_binds(harness: str, adapter_binary: str | None) -> tuple[str, ...]:

@@ -66,3 +66,48 @@ def test_a_missing_adapter_is_reported_with_the_install_command(monkeypatch):
 def test_a_harness_without_an_entry_is_unavailable():
     with pytest.raises(AcpUnavailable):
         acp_command("no-such-harness", _result("codex"), "/x")
+
+
+def _npm_launcher(tmp_path, with_native: bool) -> tuple[str, str]:
+    """An npm install of a launcher package and (optionally) its platform package, as codex-acp's are laid out."""
+    import platform
+
+    scope = tmp_path / "prefix" / "node_modules" / "@scope"
+    launcher = scope / "x-acp" / "bin" / "x-acp.js"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("#!/usr/bin/env node\n")
+    link = tmp_path / "prefix" / "node_modules" / ".bin" / "x-acp"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(launcher)
+    native = scope / f"x-acp-{platform.machine()}" / "bin" / "x-acp"
+    if with_native:
+        native.parent.mkdir(parents=True)
+        native.write_text("")
+        native.chmod(0o755)
+    return str(link), str(native)
+
+
+def test_an_adapter_whose_launcher_only_picks_a_native_binary_is_started_as_that_binary(tmp_path):
+    import platform
+
+    from agentbox.acp import launched
+
+    link, native = _npm_launcher(tmp_path, with_native=True)
+    entry = AcpEntry(adapter="x", launches={platform.machine(): f"x-acp-{platform.machine()}/bin/x-acp"})
+    assert launched(entry, link) == native
+
+
+def test_without_its_platform_package_or_an_entry_for_this_machine_the_launcher_itself_runs(tmp_path):
+    import platform
+
+    from agentbox.acp import launched
+
+    link, _ = _npm_launcher(tmp_path, with_native=False)
+    entry = AcpEntry(adapter="x", launches={platform.machine(): f"x-acp-{platform.machine()}/bin/x-acp"})
+    assert launched(entry, link) == link
+    assert launched(AcpEntry(adapter="x", launches={"no-such-machine": "x"}), link) == link
+
+
+def test_only_an_adapter_entry_names_what_its_launcher_starts():
+    with pytest.raises(ValueError, match="launcher"):
+        AcpEntry(native=("acp",), launches={"x86_64": "x"})
