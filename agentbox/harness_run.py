@@ -83,8 +83,8 @@ class RunOutcome:
         return self.exit_code == 0 and not self.timed_out and self.failure is None
 
 
-def _write_artifacts(plan: EffectiveRunPlan, config_dir: str) -> list[str]:
-    return write_config({a.path: a.content for a in plan.native.artifacts}, config_dir)
+def _write_artifacts(artifacts, config_dir: str) -> list[str]:
+    return write_config({a.path: a.content for a in artifacts}, config_dir)
 
 
 @dataclass
@@ -150,7 +150,9 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
                                 sandboxed=False)
         os.makedirs(os.path.join(run_dir, "config"), exist_ok=True)
         os.makedirs(os.path.join(run_dir, "tmp"), exist_ok=True)
-        artifacts = _write_artifacts(plan, os.path.join(run_dir, "config"))
+        # a headless run's own config: the plan's, but for what needs a person at the terminal
+        artifacts = _write_artifacts(plan.native.artifacts if command is not None else
+                                     adapter.headless_artifacts(plan.native), os.path.join(run_dir, "config"))
         if command is None:
             launch = HarnessCommand([req.probe.binary, *adapter.headless_argv(plan.native, req.prompt)])
         else:

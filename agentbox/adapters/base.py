@@ -23,7 +23,7 @@ from ..capability import CapabilityReport, Declarations, capability_id, load_dec
 from ..errors import HarnessError
 from ..hot import agentbox_home, package_fingerprint, sha256, stat_key, write_json_atomic
 from ..intent import ITEMS, PermissionIntent
-from ..plan import CompileContext, CompileResult, Credential, LayerCoverage, Placeholder, Surface
+from ..plan import Artifact, CompileContext, CompileResult, Credential, LayerCoverage, Placeholder, Surface
 from ..profile import Profile
 
 __all__ = ["HarnessAdapter", "Probe", "ToolCall", "ToolVocabulary", "WireApi"]
@@ -230,6 +230,11 @@ class HarnessAdapter(ABC):
     @abstractmethod
     def headless_argv(self, result: CompileResult, prompt: str) -> list[str]:
         """Arguments after the binary for a one-shot, non-interactive run of `prompt` with this plan."""
+
+    def headless_artifacts(self, result: CompileResult) -> tuple[Artifact, ...]:
+        """The config files a one-shot headless run writes: the plan's own, unless a setting only means something
+        with a person at the terminal (how long a prompt waits for an answer nobody will type)."""
+        return result.artifacts
 
     def interactive_argv(self, result: CompileResult, extra: list[str]) -> list[str]:
         """Arguments after the binary for an interactive (TUI) run with this plan, plus the user's `extra`."""

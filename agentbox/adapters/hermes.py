@@ -20,10 +20,10 @@ from typing import Any
 from ..build_identity import BuildFiles, python_distribution
 from ..installs import PACKAGES
 from ..intent import PermissionIntent
-from ..plan import CompileContext, CompileResult, RuntimeRequirements
+from ..plan import Artifact, CompileContext, CompileResult, RuntimeRequirements
 from ..profile import Profile
 from .base import HarnessAdapter, ToolCall, ToolVocabulary
-from .native import artifact, endpoint
+from .native import artifact, endpoint, parse
 
 __all__ = ["HermesAdapter", "ADAPTER", "BASE_TOOLSETS", "PROVIDER_NAME"]
 
@@ -48,6 +48,10 @@ _RESERVED = frozenset({*BASE_TOOLSETS, "browser", "vision", "video", "image_gen"
                        "discord_admin", "yuanbao", "computer_use", "kanban", "project", "search", "safe",
                        "debugging", "coding", "moa", "rl", "messaging", "all", "no_mcp"})
 APPROVAL_TIMEOUT = 60  # seconds a prompt waits (Hermes's default, set explicitly); then: denied
+# `chat -Q -q` draws no prompt and reads no key (HermesCLI._approval_callback waits on a queue only its
+# prompt_toolkit bindings fill), so a headless run's dangerous command waits the whole timeout for nobody and is
+# then denied with the same answer: a headless run denies after 1 s instead (0.19.0)
+HEADLESS_APPROVAL_TIMEOUT = 1
 MCP_DISCOVERY_TIMEOUT = 30  # seconds; 0.19 stops waiting the instant discovery completes
 
 
@@ -235,6 +239,16 @@ class HermesAdapter(HarnessAdapter):
         # Not `-z`: it approves every command, and in 0.19 it snapshots the tools without waiting for
         # MCP discovery, so a stdio server that needs more than a moment to start is silently missing.
         return [*result.argv, "chat", "-Q", "-q", prompt]
+
+    def headless_artifacts(self, result: CompileResult) -> tuple[Artifact, ...]:
+        out = []
+        for a in result.artifacts:
+            config = parse(a.path, a.content) if a.path == CONFIG else None
+            if isinstance(config, dict) and isinstance(config.get("approvals"), dict):
+                config["approvals"]["timeout"] = HEADLESS_APPROVAL_TIMEOUT
+                a = artifact(CONFIG, config, a.owners)
+            out.append(a)
+        return tuple(out)
 
     def build_files(self, binary: str) -> BuildFiles:
         """The console script only imports `hermes_cli`: the build is the installed distribution (every file

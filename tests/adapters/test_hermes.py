@@ -112,6 +112,16 @@ def test_shell_ask_asks_manually_and_warns_about_what_hermes_never_asks():
     assert result.coverage["shell"].support == "partial"
 
 
+def test_a_headless_run_denies_a_dangerous_command_after_a_second_where_a_person_gets_a_minute():
+    """`chat -Q -q` reads no key: its prompt waits the whole timeout for nobody, then denies as it would anyway."""
+    result = compile_({"shell": {"access": "ask"}})
+    headless = config(result.model_copy(update={"artifacts": ADAPTER.headless_artifacts(result)}))
+    assert config(result)["approvals"]["timeout"] == 60
+    assert headless["approvals"] == {**config(result)["approvals"], "timeout": 1}
+    assert {k: v for k, v in headless.items() if k != "approvals"} == \
+        {k: v for k, v in config(result).items() if k != "approvals"}
+
+
 # -- workspace and network ---------------------------------------------------------------------
 @pytest.mark.parametrize("access,root", [("read_write", "/w/proj"), ("read_only", "/tmp/agentbox/tmp"),
                                          ("none", "/tmp/agentbox/tmp")])
