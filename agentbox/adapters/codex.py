@@ -39,6 +39,11 @@ COMMAND_ENV = ("HOME", "LANG", "LC_ALL", "PATH", "TERM", "TMPDIR")
 LEGACY, PROFILES, PROFILES_ON_REQUEST = "legacy", "profiles", "profiles_on_request"
 _STRICT_CONFIG_FROM = Version.parse("0.131")  # `--strict-config` (TUI and exec); 0.130 has no such flag
 _IGNORE_RULES_FROM = Version.parse("0.125")  # `codex exec --ignore-rules`
+# `--no-daemon` (in 0.171.0's --help, not in 0.147.0's: "Run without the shared background server, even if it is
+# already running"): the TUI then never attaches to a background app-server (`daemon_auto_start`, on in 0.171.0)
+# that another codex may have started outside this run's sandbox. Whether it would attach from inside is not yet
+# observed; the flag costs nothing
+_NO_DAEMON_FROM = Version.parse("0.171")
 
 _LEFT_TO_SANDBOX = ("network enabled for commands, which reach only the OS sandbox's egress proxy (its variables "
                     "kept in their environment); Codex's network proxy off")
@@ -323,6 +328,10 @@ class CodexAdapter(HarnessAdapter):
                 "support": "unsupported", "bypass_surfaces": (),
                 "reason": "left to the OS sandbox's egress proxy, to which Codex's network proxy cannot chain"})
         return coverage
+
+    def interactive_argv(self, result: CompileResult, extra: list[str]) -> list[str]:
+        own = ["--no-daemon"] if _at_least(result.version, _NO_DAEMON_FROM) else []
+        return [*result.argv, *own, *extra]
 
     def headless_argv(self, result: CompileResult, prompt: str) -> list[str]:
         args = ["exec", "--skip-git-repo-check", *result.argv]

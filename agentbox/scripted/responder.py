@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from .script import Script
 from .transcript import Emitted, Record, normalize_path
 from .wire import ROUTES, anthropic
-from .wire.common import Conversation, now
+from .wire.common import Conversation, now, schema_answer
 
 __all__ = ["Answer", "respond"]
 
@@ -82,6 +82,8 @@ def respond(script: Script, method: str, path: str, raw: bytes, encoding: str | 
     wire = ROUTES[route]
     conv = wire.parse(body)
     reply = script.side() if conv.side else script.next(conv.turns, wire.ID_PREFIX)
+    if conv.side and conv.answer_schema is not None:
+        reply = replace(reply, text=schema_answer(conv.answer_schema, reply.text or ""))
     emitted = (Emitted(kind="text", text=reply.text) if reply.tool is None else
                Emitted(kind="tool_call", tool=reply.tool, arguments=reply.arguments, call_id=reply.call_id,
                        offered=reply.tool in conv.tools))

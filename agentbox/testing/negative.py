@@ -159,6 +159,16 @@ def _refused_as(vector: Vector, seen: Seen, targets: Targets) -> str:
     return f"; refused: {kind} ({' '.join(shown.split())[:120]})"
 
 
+def _unoffered(transcript, step: int | None) -> str:
+    """What the request that got a step's call offered, when it did not offer that call's tool (a harness whose
+    tool list changes between requests of one run: the run-wide list then says offered)."""
+    asked = next((r for r in transcript if r.step_index == step and r.emitted and r.emitted.kind == "tool_call"), None)
+    if asked is None or asked.emitted.offered is not False:
+        return ""
+    return (f" (the request that got the call did not offer {asked.emitted.tool}; it offered "
+            f"{', '.join(asked.tools_offered) or 'no tool'})")
+
+
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
     from ..claims import ENDPOINT
 
@@ -411,7 +421,7 @@ class VectorRunner:
             if hit is not None:
                 return (f"the harness never ran scripted step {r.step_index}'s call (rejected arguments or an "
                         f"unsupported call), so the attempt met no mechanism: "
-                        f"{' '.join((r.text or '').split())[:300]}"), seen
+                        f"{' '.join((r.text or '').split())[:300]}{_unoffered(model.transcript, r.step_index)}"), seen
         return None, seen
 
     def _observe(self, oracle: Oracle, targets: Targets, seen: "Seen") -> Attempt:

@@ -337,8 +337,11 @@ def test_versions_without_strict_config_do_not_get_the_flag():
     assert "--strict-config" not in ADAPTER.headless_argv(result, "hi")
 
 
-def test_interactive_argv_keeps_strict_config_before_the_users_arguments():
-    assert ADAPTER.interactive_argv(compiled(), ["--no-alt-screen"]) == ["--strict-config", "--no-alt-screen"]
+def test_interactive_argv_keeps_strict_config_and_no_shared_server_before_the_users_arguments():
+    assert ADAPTER.interactive_argv(compiled(version="0.171.0"), ["--no-alt-screen"]) == \
+        ["--strict-config", "--no-daemon", "--no-alt-screen"]
+    # 0.147.0 has no background server and no such flag
+    assert ADAPTER.interactive_argv(compiled(version="0.147.0"), []) == ["--strict-config"]
 
 
 # -- vocabulary ----------------------------------------------------------------------------------

@@ -32,6 +32,24 @@ def test_an_anthropic_summary_request_without_tools_is_a_side_request(model):
     assert model.transcript[0].side
 
 
+def test_a_request_for_an_answer_in_a_json_schema_is_a_side_request_even_with_tools_offered(model):
+    """Codex 0.171.0's TUI names its thread with such a request, offering apply_patch: answered as the agent loop,
+    its tool call came back as "unsupported call" and read as the attack never having run."""
+    import json
+
+    model.load(SCENARIO, VOCABULARIES["openai-responses"])
+    schema = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+    title = post(model, "/v1/responses", {"model": "gpt-5.5", "input": "go", "tools": [
+        {"type": "custom", "name": "apply_patch"}], "text": {"format": {"type": "json_schema", "schema": schema}}})
+    texts = [part["text"] for item in title["output"] if item["type"] == "message" for part in item["content"]]
+    assert [json.loads(t) for t in texts] == [{"title": "A title"}]
+    main = post(model, "/v1/responses", {"model": "gpt-5.5", "input": "go", "tools": [
+        {"type": "function", "name": "exec_command"}]})
+    assert [item["type"] for item in main["output"]] == ["function_call"]
+    side, loop = model.transcript
+    assert (side.side, side.step_index) == (True, None) and (loop.side, loop.step_index) == (False, 0)
+
+
 def test_an_unknown_path_is_a_recorded_404(model):
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(model.base_url + "/api/tags", timeout=10)

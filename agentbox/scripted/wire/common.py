@@ -11,7 +11,7 @@ from typing import Any
 from ..script import AssistantTurn
 from ..transcript import ToolResult
 
-__all__ = ["Conversation", "sse", "estimate_tokens", "text_of", "new_id", "now"]
+__all__ = ["Conversation", "sse", "estimate_tokens", "text_of", "new_id", "now", "schema_answer"]
 
 
 @dataclass
@@ -19,8 +19,10 @@ class Conversation:
     model: str | None
     stream: bool
     tools: dict[str, str]  # offered tool name -> its kind on the wire ("function", "custom", "deferred", ...)
-    # A request that sends no tools cannot be the agent loop (titles, summaries, quota probes).
+    # A request that sends no tools cannot be the agent loop (titles, summaries, quota probes), nor can one that
+    # asks for an answer in a JSON schema (Codex's TUI names its thread so, offering apply_patch all the same).
     side: bool = False
+    answer_schema: dict[str, Any] | None = None  # the JSON schema a side request wants its answer in
     tool_results: list[ToolResult] = field(default_factory=list)
     turns: list[AssistantTurn] = field(default_factory=list)
     input_tokens: int = 0
@@ -58,3 +60,10 @@ def new_id(prefix: str) -> str:
 
 def now() -> int:
     return int(time.time())
+
+
+def schema_answer(schema: dict[str, Any], text: str) -> str:
+    """A side answer in the JSON schema asked for: each required property `text` (a string schema) or empty."""
+    props = schema.get("properties") or {}
+    return json.dumps({name: text if (props.get(name) or {}).get("type") == "string" else None
+                       for name in schema.get("required") or ()})

@@ -33,7 +33,10 @@ def _offer(conv: Conversation, tools: list[Any]) -> None:
 
 
 def parse(body: dict[str, Any]) -> Conversation:
-    conv = Conversation(model=body.get("model"), stream=bool(body.get("stream")), side=not body.get("tools"), tools={},
+    shape = ((body.get("text") or {}).get("format") or {}) if isinstance(body.get("text"), dict) else {}
+    schema = shape.get("schema") if shape.get("type") == "json_schema" and isinstance(shape.get("schema"), dict) else None
+    conv = Conversation(model=body.get("model"), stream=bool(body.get("stream")),
+                        side=not body.get("tools") or schema is not None, tools={}, answer_schema=schema,
                         input_tokens=estimate_tokens([body.get("instructions"), body.get("input"), body.get("tools")]))
     _offer(conv, body.get("tools") or [])
     items = body.get("input")
