@@ -18,7 +18,7 @@ from dataclasses import dataclass
 DECLINED_NOTE = "[tui: {n} permission dialog(s) declined]"
 DECLINED = r"\[tui: \d+ permission dialog\(s\) declined\]"
 
-__all__ = ["DECLINED", "DECLINED_NOTE", "submit", "TuiScript", "SCRIPTS", "Tail", "words", "plain", "drive", "unsupported",
+__all__ = ["DECLINED", "DECLINED_NOTE", "dialogs_for", "submit", "TuiScript", "SCRIPTS", "Tail", "words", "plain", "drive", "unsupported",
            "Exchange", "TuiFailed", "exchange"]
 
 
@@ -50,6 +50,9 @@ class TuiScript:
     ready: str  # a regex that shows the input box is up
     quit: str  # the TUI's own quit command
     dialogs: tuple[tuple[str, str], ...] = ()  # first-run dialogs: (regex, keys that pass it)
+    # dialogs the TUI raises only for some model names: (the dialog's index in `dialogs`, a regex the profile's model
+    # name must match for it to come); a model the harness does not know never gets the dialog
+    dialog_models: tuple[tuple[int, str], ...] = ()
     permission: str | None = None  # a regex for a permission dialog the TUI raises mid-run
     decline: str = "\x1b"  # the keys that answer it "no"
     declined: str | None = None  # a regex that shows a declined dialog ended the turn (the model is not asked on)
@@ -68,7 +71,10 @@ SCRIPTS = {
     # submitted once it is drawn. Under `shell: ask` (approval_policy untrusted) it raised no dialog for a
     # workspace write (docs/harnesses/codex.md), so no permission dialog is known yet.
     "codex": TuiScript(ready=words("Ask Codex to do anything"), quit="/quit",
-                       dialogs=((words("Open restricted"), "\r"), (words("Use existing model"), "2\r")), echo=True),
+                       dialogs=((words("Open restricted"), "\r"), (words("Use existing model"), "2\r")), echo=True,
+                       # the migration is offered from a catalogued model (gpt-5.5), not from one Codex does not
+                       # know (`setup.uncatalogued_model`: "scripted")
+                       dialog_models=((1, r"^gpt-"),)),
     # OpenCode 1.18.33: no first-run dialog; the input box says "Ask anything". Enter typed in the same burst as a
     # slash command is lost (the command's completion list is still opening), so input is submitted once drawn. An
     # `ask` raises "Permission required ... Allow once / Allow always / Reject"; Esc rejects it, which stops the
@@ -86,6 +92,12 @@ SCRIPTS = {
 
 # Why a harness has no TUI driver yet (its TUI evidence is then missing, and the claims say so).
 _UNSUPPORTED: dict[str, str] = {}
+
+
+def dialogs_for(script: TuiScript, model: str | None) -> tuple[tuple[str, str], ...]:
+    """The first-run dialogs a TUI raises for a profile whose model is `model`."""
+    only = dict(script.dialog_models)
+    return tuple(d for i, d in enumerate(script.dialogs) if i not in only or re.search(only[i], model or ""))
 
 
 def submit(child, script: TuiScript, prompt: str) -> None:
@@ -186,7 +198,7 @@ def drive(req, harness_name: str, binary: str, done_text: str):
         child.logfile_read = Tail(screen)
         finished, declined, why = False, 0, ""
         try:
-            for pattern, keys in script.dialogs:
+            for pattern, keys in dialogs_for(script, req.loaded.profile.model.name):
                 child.expect(pattern)
                 child.send(keys)
             child.expect(script.ready)

@@ -54,3 +54,12 @@ def test_an_opencode_turn_ended_by_a_declined_dialog_is_seen_in_its_token_count(
     # the sidebar after Esc rejected a bash call (1.18.33): the step's tokens are drawn as it ends
     drawn = "\x1b[5;121H\x1b[38;2;128;128;128m\x1b[48;2;20;20;20m7,434 tokens\x1b[0m"
     assert re.search(SCRIPTS["opencode"].declined, drawn)
+
+
+def test_codex_offers_its_model_migration_only_from_a_model_it_knows():
+    from agentbox.testing.tui import SCRIPTS, dialogs_for
+
+    codex = SCRIPTS["codex"]
+    assert dialogs_for(codex, "gpt-5.5") == codex.dialogs
+    # `setup.uncatalogued_model`: no migration dialog comes, and waiting for one timed the run out
+    assert [keys for _, keys in dialogs_for(codex, "scripted")] == ["\r"]
