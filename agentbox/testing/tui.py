@@ -57,6 +57,10 @@ class TuiScript:
     decline: str = "\x1b"  # the keys that answer it "no"
     declined: str | None = None  # a regex that shows a declined dialog ended the turn (the model is not asked on)
     echo: bool = False  # submit only once the typed prompt is drawn (a TUI that takes fast input for a paste)
+    # a TUI still busy when the prompt was submitted may keep it in the input box with a hint (`busy`) and want
+    # other keys (`queue`) to take it once it is free
+    busy: str | None = None
+    queue: str = "\t"
 
 
 SCRIPTS = {
@@ -69,12 +73,20 @@ SCRIPTS = {
     # Enter); after the input box is drawn it offers a model migration ("Meet GPT-6 Sol": "2. Use existing
     # model", then Enter); it reads fast input as a paste, where Enter is a newline, so the prompt is
     # submitted once it is drawn. Under `shell: ask` (approval_policy untrusted) it raised no dialog for a
-    # workspace write (docs/harnesses/codex.md), so no permission dialog is known yet.
+    # workspace write (docs/harnesses/codex.md), only for a command it deems dangerous (`rm -rf`).
     "codex": TuiScript(ready=words("Ask Codex to do anything"), quit="/quit",
                        dialogs=((words("Open restricted"), "\r"), (words("Use existing model"), "2\r")), echo=True,
                        # the migration is offered from a catalogued model (gpt-5.5), not from one Codex does not
                        # know (`setup.uncatalogued_model`: "scripted")
-                       dialog_models=((1, r"^gpt-"),)),
+                       dialog_models=((1, r"^gpt-"),),
+                       # under `shell: ask` a dangerous command raises "Would you like to run the following
+                       # command? ... 3. No, and tell Codex what to do differently (esc)"; Esc prints "You canceled
+                       # the request to run ..." and "Conversation interrupted": the turn ends there (0.171.0)
+                       permission=words("Would you like to run the following command?"),
+                       declined=words("Conversation interrupted"),
+                       # Enter while it still works on something of its own leaves the prompt in the box with "tab
+                       # to queue message": Tab queues it, sent once the TUI is free
+                       busy=words("tab to queue message")),
     # OpenCode 1.18.33: no first-run dialog; the input box says "Ask anything". Enter typed in the same burst as a
     # slash command is lost (the command's completion list is still opening), so input is submitted once drawn. An
     # `ask` raises "Permission required ... Allow once / Allow always / Reject"; Esc rejects it, which stops the
@@ -204,7 +216,8 @@ def drive(req, harness_name: str, binary: str, done_text: str):
             child.expect(script.ready)
             submit(child, script, req.prompt)
             expected = [re.escape(done_text), pexpect.EOF, pexpect.TIMEOUT, script.permission or "(?!)",
-                        script.declined or "(?!)"]
+                        script.declined or "(?!)", script.busy or "(?!)"]
+            queued = False
             while not finished:
                 left = req.timeout - (time.monotonic() - start)
                 got = child.expect(expected, timeout=max(left, 1))
@@ -216,6 +229,11 @@ def drive(req, harness_name: str, binary: str, done_text: str):
                 elif got == 4 and declined:
                     finished = True  # the declined dialog ended the turn: nothing more will happen
                 elif got == 4:
+                    continue
+                elif got == 5:
+                    if not queued:  # the prompt is still in the box: once
+                        queued = True
+                        child.send(script.queue)
                     continue
                 else:
                     why = "the TUI ended" if got == 1 else "timed out"
