@@ -73,6 +73,9 @@ class _Declared(BaseModel):
     # the layers the entry speaks for (empty: every one); an entry for `composed` says what the harness does
     # inside the OS sandbox, where its own may be left off (a bubblewrap-based one cannot nest)
     layers: tuple[Literal["harness", "composed"], ...] = ()
+    # the modes the entry speaks for (empty: every one): the same harness driven as an ACP agent may run another
+    # code path (codex-acp embeds its own codex-core, whose sandbox holds less than the codex CLI's)
+    modes: tuple[Literal["headless", "tui", "acp"], ...] = ()
 
 
 class _Dialect(BaseModel):
@@ -109,7 +112,8 @@ class Declarations(BaseModel):
             return False
         return in_range(Version.parse(version), self.tested_range.get("min"), self.tested_range.get("max"))
 
-    def report(self, capability: str, version: str | None, layer: str | None = None) -> CapabilityReport:
+    def report(self, capability: str, version: str | None, layer: str | None = None,
+               mode: str | None = None) -> CapabilityReport:
         if capability in TRIVIAL:
             return CapabilityReport(
                 capability=capability,
@@ -121,6 +125,8 @@ class Declarations(BaseModel):
         dialect = self.dialect_for(version)
         for entry in self.capabilities.get(capability, ()):
             if entry.layers and layer not in entry.layers:
+                continue
+            if entry.modes and mode not in entry.modes:
                 continue
             if not entry.dialects or dialect in entry.dialects:
                 report = CapabilityReport(

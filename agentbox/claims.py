@@ -191,15 +191,15 @@ DeclarationSource = Callable[[str], Declarations]
 
 
 def declared_report(source: DeclarationSource, layer: str, capability: str, version: str | None,
-                    in_layer: str | None = None) -> CapabilityReport | None:
+                    in_layer: str | None = None, mode: str | None = None) -> CapabilityReport | None:
     try:
         decl = source(layer)
     except FileNotFoundError:
         return None  # a layer without a declaration file declares nothing: every vector escapes it
     try:
-        return decl.report(capability, version, in_layer)
+        return decl.report(capability, version, in_layer, mode)
     except ValueError:
-        return decl.report(capability, None, in_layer)  # an unparsable version is an unknown one: never exact
+        return decl.report(capability, None, in_layer, mode)  # an unparsable version is an unknown one: never exact
 
 
 def _declared(harness: CapabilityReport | None, sandbox: CapabilityReport | None) -> Support:
@@ -425,7 +425,7 @@ def _harness_rows(harness: str, version: str, level: str, recs: list[tuple[int, 
             skipped = {v.id: v.skip_harnesses[harness] for v in catalogue.vectors
                        if v.capability == cap and harness in v.skip_harnesses and "composed" in v.run_layers()
                        and (not v.privileges or level in v.privileges)}
-            hr = {lay: declared_report(declarations, harness, cap, hversion, lay) for lay in ("harness", "composed")}
+            hr = {lay: declared_report(declarations, harness, cap, hversion, lay, mode) for lay in ("harness", "composed")}
             sr = declared_report(declarations, backend, cap, bversion)
             declared = _declared(hr["composed"], sr)
             j = _judge(composed, "composed", latest,

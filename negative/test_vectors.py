@@ -74,7 +74,7 @@ def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, h
         pytest.skip(f"{harness.name} cannot be driven as an ACP agent: {acp_unsupported(harness.name)}")
     probe = request.getfixturevalue("harness_probe")
     record = runner.run(vector, layer, harness, probe, scripted_model)
-    _judge(request, record, expected_for(vector, layer, harness.name, probe.version))
+    _judge(request, record, expected_for(vector, layer, harness.name, probe.version, runner.mode))
 
 
 @pytest.mark.vector_layers("acp")

@@ -169,10 +169,10 @@ def _unoffered(transcript, step: int | None) -> str:
             f"{', '.join(asked.tools_offered) or 'no tool'})")
 
 
-def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None) -> str:
+def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None, mode: str | None = None) -> str:
     from ..claims import ENDPOINT
 
-    harness_report = load_declarations(harness).report(vector.capability, version, layer) if harness else None
+    harness_report = load_declarations(harness).report(vector.capability, version, layer, mode) if harness else None
     sandbox_report = load_declarations("bwrap").report(vector.capability, bwrap_version())
     endpoint_report = load_declarations(ENDPOINT).report(vector.capability, None) if layer == "acp" else None
     return expected_outcome(vector, layer, harness_report, sandbox_report, endpoint_report, privilege_level())
