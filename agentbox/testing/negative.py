@@ -140,23 +140,17 @@ def _evidence(seen: Seen, targets: Targets):
     return Evidence(seen.said, seen.harness_output, seen.policy, seen.egress, ports)
 
 
-def _unrefused(vector: Vector, seen: Seen, targets: Targets) -> str | None:
-    """Why a blocked attack has no proof that it met the refusal its mechanism gives (`Vector.refusal`), or None:
-    what the attempt printed must show one of the expected kinds (agentbox/data/refusal_kinds.yaml)."""
+def _refusal(vector: Vector, seen: Seen, targets: Targets) -> tuple[bool, str]:
+    """Whether a blocked attack met the refusal its mechanism gives (`Vector.refusal`, else the default of
+    agentbox/data/refusal_kinds.yaml), and what its observation gains: the refusal met, or why none was."""
     kinds = expected_kinds(vector)
     hit = recognise(kinds, _evidence(seen, targets))
-    if hit is not None:
-        return None
-    printed = " ".join(seen.said.split())[-400:] or "nothing"
-    return f"blocked, but the refusal seen was not one expected (expected {describe(kinds)}; the attempt printed: {printed})"
-
-
-def _refused_as(vector: Vector, seen: Seen, targets: Targets) -> str:
-    hit = recognise(expected_kinds(vector), _evidence(seen, targets))
     if hit is None:
-        return ""
+        printed = " ".join(seen.said.split())[-400:] or "nothing"
+        return False, (f", blocked, but the refusal seen was not one expected (expected {describe(kinds)}; the "
+                       f"attempt printed: {printed})")
     kind, shown = hit
-    return f"; refused: {kind} ({' '.join(shown.split())[:120]})"
+    return True, f"; refused: {kind} ({' '.join(shown.split())[:120]})"
 
 
 def _unoffered(transcript, step: int | None) -> str:
@@ -247,10 +241,10 @@ class VectorRunner:
                                                   f"{unmet}", seen.egress))
             if spec is None and attempt.effect is False and layer != "acp" and not attempt.enosys:
                 # positive proof: the attempt printed (or the proxy logged) the refusal its mechanism gives
-                unrefused = _unrefused(vector, seen, targets)
-                if unrefused:
-                    return Attempt(None, _with_egress(f"{attempt.observation}, {unrefused}", seen.egress))
-                attempt = Attempt(False, attempt.observation + _refused_as(vector, seen, targets))
+                met, shown = _refusal(vector, seen, targets)
+                if not met:
+                    return Attempt(None, _with_egress(attempt.observation + shown, seen.egress))
+                attempt = Attempt(False, attempt.observation + shown)
             observation = attempt.observation
             if (spec is not None or vector.enosys is not None) and attempt.effect is False and seen.tail():
                 # a control that saw nothing says what its attempt printed: the reason is usually there (and an
