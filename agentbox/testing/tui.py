@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 # Appended to the screen text when the driver declined dialogs: the refusal that may end a run early
 DECLINED_NOTE = "[tui: {n} permission dialog(s) declined]"
 DECLINED = r"\[tui: \d+ permission dialog\(s\) declined\]"
 
-__all__ = ["DECLINED", "DECLINED_NOTE", "dialogs_for", "submit", "TuiScript", "SCRIPTS", "Tail", "words", "plain", "drive", "unsupported",
+__all__ = ["DECLINED", "DECLINED_NOTE", "Dialog", "dialogs_for", "submit", "TuiScript", "SCRIPTS", "Tail", "words", "plain", "drive", "unsupported",
            "Exchange", "TuiFailed", "exchange"]
 
 
@@ -45,14 +46,20 @@ def readable(chunks: list[str], n: int = 600) -> str:
     return " ".join(re.sub(r"[\u2500-\u25ff\u276f\u2b1d]+", " ", plain(chunks, 20000)).split())[-n:]
 
 
+class Dialog(NamedTuple):
+    """A first-run dialog: the regex that shows it, the keys that pass it, and (when the TUI raises it only for some
+    models) a regex the profile's model name must match for it to come."""
+
+    pattern: str
+    keys: str
+    model: str | None = None
+
+
 @dataclass(frozen=True)
 class TuiScript:
     ready: str  # a regex that shows the input box is up
     quit: str  # the TUI's own quit command
-    dialogs: tuple[tuple[str, str], ...] = ()  # first-run dialogs: (regex, keys that pass it)
-    # dialogs the TUI raises only for some model names: (the dialog's index in `dialogs`, a regex the profile's model
-    # name must match for it to come); a model the harness does not know never gets the dialog
-    dialog_models: tuple[tuple[int, str], ...] = ()
+    dialogs: tuple[Dialog, ...] = ()  # first-run dialogs, in the order they come
     permission: str | None = None  # a regex for a permission dialog the TUI raises mid-run
     decline: str = "\x1b"  # the keys that answer it "no"
     declined: str | None = None  # a regex that shows a declined dialog ended the turn (the model is not asked on)
@@ -75,10 +82,10 @@ SCRIPTS = {
     # submitted once it is drawn. Under `shell: ask` (approval_policy untrusted) it raised no dialog for a
     # workspace write (docs/harnesses/codex.md), only for a command it deems dangerous (`rm -rf`).
     "codex": TuiScript(ready=words("Ask Codex to do anything"), quit="/quit",
-                       dialogs=((words("Open restricted"), "\r"), (words("Use existing model"), "2\r")), echo=True,
                        # the migration is offered from a catalogued model (gpt-5.5), not from one Codex does not
                        # know (`setup.uncatalogued_model`: "scripted")
-                       dialog_models=((1, r"^gpt-"),),
+                       dialogs=(Dialog(words("Open restricted"), "\r"),
+                                Dialog(words("Use existing model"), "2\r", model=r"^gpt-")), echo=True,
                        # under `shell: ask` a dangerous command raises "Would you like to run the following
                        # command? ... 3. No, and tell Codex what to do differently (esc)"; Esc prints "You canceled
                        # the request to run ..." and "Conversation interrupted": the turn ends there (0.171.0)
@@ -106,10 +113,9 @@ SCRIPTS = {
 _UNSUPPORTED: dict[str, str] = {}
 
 
-def dialogs_for(script: TuiScript, model: str | None) -> tuple[tuple[str, str], ...]:
+def dialogs_for(script: TuiScript, model: str | None) -> tuple[Dialog, ...]:
     """The first-run dialogs a TUI raises for a profile whose model is `model`."""
-    only = dict(script.dialog_models)
-    return tuple(d for i, d in enumerate(script.dialogs) if i not in only or re.search(only[i], model or ""))
+    return tuple(d for d in script.dialogs if d.model is None or re.search(d.model, model or ""))
 
 
 def submit(child, script: TuiScript, prompt: str) -> None:
@@ -173,7 +179,7 @@ def exchange(run, harness_name: str, prompt: str, answer: str, timeout: float) -
     screen: list[str] = []
     child.logfile_read = Tail(screen, keep=400)
     try:
-        for pattern, keys in script.dialogs:
+        for pattern, keys, _ in script.dialogs:
             child.expect(pattern)
             child.send(keys)
         child.expect(script.ready)
@@ -210,7 +216,7 @@ def drive(req, harness_name: str, binary: str, done_text: str):
         child.logfile_read = Tail(screen)
         finished, declined, why = False, 0, ""
         try:
-            for pattern, keys in dialogs_for(script, req.loaded.profile.model.name):
+            for pattern, keys, _ in dialogs_for(script, req.loaded.profile.model.name):
                 child.expect(pattern)
                 child.send(keys)
             child.expect(script.ready)

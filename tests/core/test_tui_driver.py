@@ -62,4 +62,4 @@ def test_codex_offers_its_model_migration_only_from_a_model_it_knows():
     codex = SCRIPTS["codex"]
     assert dialogs_for(codex, "gpt-5.5") == codex.dialogs
     # `setup.uncatalogued_model`: no migration dialog comes, and waiting for one timed the run out
-    assert [keys for _, keys in dialogs_for(codex, "scripted")] == ["\r"]
+    assert [d.keys for d in dialogs_for(codex, "scripted")] == ["\r"]
