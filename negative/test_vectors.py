@@ -1,6 +1,6 @@
 """The escape suite: every vector of the catalogue through the sandbox alone, the harness alone and
-the composed plan (and the ACP endpoint's client-surface vectors through the endpoint alone), each with its
-positive control. Every outcome becomes an evidence record; a test
+the composed plan (and the ACP endpoint's client-surface vectors through the endpoint alone); an attack that saw
+nothing is judged with its positive control. Every outcome becomes an evidence record; a test
 passes when the observed outcome is what the declarations predict (fix a wrong declaration, never
 the test), or when it is `inapplicable`: the kernel lacks what the attack needs (a vector's `kernel_needs`),
 shown by the attack's own system call answered ENOSYS, and the record says so."""

@@ -1,8 +1,10 @@
 """Run one escape vector through one layer, with its positive control, and turn it into evidence.
 
-The control runs first: if the same attempt does not succeed where it is allowed, a "blocked" would
-mean nothing, so the outcome is `error`. A timeout, a crash, a harness error or a script the harness
-did not follow to the attack step is `error` too. Only an observed side effect decides blocked or
+The attack runs first. An attack whose oracle saw its side effect escaped, and needs no control: the
+oracle just showed that it sees the effect (so an escape costs one harness start, not two). An attack that
+saw nothing is blocked only if its control, the same attempt with the protection removed, makes the same
+oracle see the side effect; otherwise the outcome is `error`. A timeout, a crash, a harness error or a script
+the harness did not follow to the attack step is `error` too. Only an observed side effect decides blocked or
 escaped.
 """
 
@@ -478,34 +480,30 @@ class VectorRunner:
     def run(self, vector: Vector, layer: str, harness=None, probe=None, model=None) -> EvidenceRecord:
         start = time.monotonic()
         lacks = kernel_lacks(vector)  # what the attack needs and this kernel lacks, checked as the gate checks it
-        control = self.attempt(vector, layer, True, harness, probe, model)
-        if control.effect is None:
-            outcome, observation, control_outcome = "error", f"control: {control.observation}", "failed"
-        elif not control.effect and lacks and control.enosys:
-            # The kernel itself has no such feature: the control, with the protection removed, met ENOSYS. The attack
-            # still runs, so that what it met is on record: an effect would be an escape whatever the kernel said.
-            attack = self.attempt(vector, layer, False, harness, probe, model)
-            control_outcome = "failed"
-            if attack.effect is None:
-                outcome, observation = "error", attack.observation
-            elif attack.effect:
-                outcome, observation = "escaped", attack.observation
-            else:
-                outcome, observation = "inapplicable", _inapplicable(lacks, attack, control)
-        elif not control.effect:
-            outcome, observation, control_outcome = ("error", f"control did not succeed where allowed: "
-                                                     f"{control.observation}", "failed")
+        attack = self.attempt(vector, layer, False, harness, probe, model)
+        control_outcome = "not_run"
+        if attack.effect is None:
+            outcome, observation = "error", attack.observation
+        elif attack.effect:
+            # the attack's own oracle saw the side effect: that is what a control would have shown, so none runs
+            outcome, observation = "escaped", attack.observation
         else:
-            attack = self.attempt(vector, layer, False, harness, probe, model)
-            control_outcome = "passed"
-            if attack.effect is None:
-                outcome, observation = "error", attack.observation
+            # nothing seen means blocked only if the same oracle sees the side effect with the protection removed
+            control = self.attempt(vector, layer, True, harness, probe, model)
+            control_outcome = "passed" if control.effect else "failed"
+            if control.effect is None:
+                outcome, observation = "error", f"control: {control.observation}"
+            elif not control.effect and lacks and control.enosys:
+                # The kernel itself has no such feature: the control, with the protection removed, met ENOSYS too
+                outcome, observation = "inapplicable", _inapplicable(lacks, attack, control)
+            elif not control.effect:
+                outcome, observation = "error", f"control did not succeed where allowed: {control.observation}"
             elif attack.enosys:
                 # the kernel, not the mechanism, answered: only a control that met ENOSYS too makes it inapplicable
                 outcome, observation = "error", (f"the attack was answered ENOSYS by the kernel, not refused by the "
                                                  f"mechanism, while its control succeeded: {attack.observation}")
             else:
-                outcome, observation = ("escaped" if attack.effect else "blocked"), attack.observation
+                outcome, observation = "blocked", attack.observation
         facts = host_facts()
         info = RunInfo(
             harness=harness.name if harness else None, version=probe.version if probe else None,

@@ -33,8 +33,8 @@ def test_a_sandbox_that_breaks_before_the_attempt_records_an_error_not_a_block(h
     monkeypatch.setenv("AGENTBOX_VECTOR_ROOT", str(tmp_path / "vectors"))
     [vector] = [v for v in CATALOGUE.vectors if v.id == "net-curl"]
     record = VectorRunner(CATALOGUE, 30, "t").run(vector, "sandbox")
-    assert record.control_outcome == "passed"
     assert record.outcome == "error", record.observation
+    assert record.control_outcome == "not_run", "an attack that errored decides nothing a control could prove"
     assert ("the sandbox failed" if how == "fails" else "the attempt never started") in record.observation
 
 
@@ -70,9 +70,9 @@ def test_an_escape_on_a_kernel_said_to_lack_the_feature_is_still_an_escape(tmp_p
     import agentbox.testing.negative as negative
     from agentbox.testing.negative import Attempt
 
-    answers = iter([Attempt(False, "control saw nothing", enosys=True), Attempt(True, "escape.txt exists")])
+    answers = {True: Attempt(False, "control saw nothing", enosys=True), False: Attempt(True, "escape.txt exists")}
     monkeypatch.setattr(negative, "kernel_lacks", lambda vector: ("modules",))
-    monkeypatch.setattr(VectorRunner, "attempt", lambda self, *a, **k: next(answers))
+    monkeypatch.setattr(VectorRunner, "attempt", lambda self, vector, layer, control, *a, **k: answers[control])
     record = VectorRunner(CATALOGUE, 60, "t").run(CATALOGUE.by_id("priv-load-module"), "sandbox")
     assert record.outcome == "escaped"
 
@@ -82,12 +82,33 @@ def test_an_attack_that_never_made_its_call_on_such_a_kernel_is_an_error_not_ina
     import agentbox.testing.negative as negative
     from agentbox.testing.negative import Attempt
 
-    answers = iter([Attempt(False, "control saw nothing", enosys=True),
-                    Attempt(None, "the attempt never ran: its first act ({ws}/answer.txt) is missing")])
+    answers = {True: Attempt(False, "control saw nothing", enosys=True),
+               False: Attempt(None, "the attempt never ran: its first act ({ws}/answer.txt) is missing")}
     monkeypatch.setattr(negative, "kernel_lacks", lambda vector: ("modules",))
-    monkeypatch.setattr(VectorRunner, "attempt", lambda self, *a, **k: next(answers))
+    monkeypatch.setattr(VectorRunner, "attempt", lambda self, vector, layer, control, *a, **k: answers[control])
     record = VectorRunner(CATALOGUE, 60, "t").run(CATALOGUE.by_id("priv-load-module"), "sandbox")
     assert record.outcome == "error" and "never ran" in record.observation
+
+
+def test_an_escape_runs_no_control_and_a_block_counts_only_after_a_control_that_saw_the_effect(monkeypatch):
+    from agentbox.testing.negative import Attempt
+
+    def runs(attack: Attempt, control: Attempt):
+        made = []
+
+        def attempt(self, vector, layer, is_control, *a, **k):
+            made.append("control" if is_control else "attack")
+            return control if is_control else attack
+        monkeypatch.setattr(VectorRunner, "attempt", attempt)
+        record = VectorRunner(CATALOGUE, 30, "t").run(CATALOGUE.by_id("net-curl"), "sandbox")
+        return made, (record.outcome, record.control_outcome)
+
+    seen, nothing, broken = Attempt(True, "1 connection"), Attempt(False, "0 connections"), Attempt(None, "crashed")
+    assert runs(seen, nothing) == (["attack"], ("escaped", "not_run"))
+    assert runs(broken, seen) == (["attack"], ("error", "not_run"))
+    assert runs(nothing, seen) == (["attack", "control"], ("blocked", "passed"))
+    assert runs(nothing, nothing) == (["attack", "control"], ("error", "failed"))
+    assert runs(nothing, broken) == (["attack", "control"], ("error", "failed"))
 
 
 def test_a_blocked_attack_names_the_refusal_it_met(tmp_path, monkeypatch):
