@@ -58,6 +58,20 @@ def test_the_private_config_is_removed_after_the_run(harness, scripted_model, ag
     assert scripted_model.transcript, "the harness talked to the scripted model through the relay"
 
 
+# Where a harness would fetch packages from at start-up (OpenCode installed its plugin SDK from npm at every start
+# until its config folder was marked as holding it): each such start is slower, and under `none` one more denial.
+PACKAGE_REGISTRIES = ("registry.npmjs.org", "registry.yarnpkg.com", "pypi.org", "files.pythonhosted.org")
+
+
+def test_a_run_fetches_no_package_at_start_up(harness, scripted_model, agentbox_workspace, run_harness):
+    scripted_model.load({"steps": []}, harness.vocabulary())
+    out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), agentbox_workspace, "hi",
+                      extra_env=scripted_key_env(harness))
+    assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
+    asked = [f"{d.get('method')} {d.get('host')}" for d in out.egress if d.get("host") in PACKAGE_REGISTRIES]
+    assert asked == [], f"the harness reached for a package registry at start-up: {asked}"
+
+
 def test_the_harness_holds_a_placeholder_and_the_model_gets_the_real_key_only_from_the_proxy(
         harness, scripted_model, agentbox_workspace, run_harness):
     from agentbox.testing.negative import MODEL_KEY

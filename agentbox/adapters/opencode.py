@@ -156,7 +156,7 @@ class OpenCodeAdapter(HarnessAdapter):
             harness=self.name,
             version=version,
             dialect=dialect,
-            artifacts=(artifact(CONFIG, config, dict(sorted(owners.items()))),),
+            artifacts=(artifact(CONFIG, config, dict(sorted(owners.items()))), *self._plugin_sdk_marked_installed(version)),
             argv=(),
             env=dict(sorted(env.items())),
             requirements=requirements,
@@ -165,6 +165,24 @@ class OpenCodeAdapter(HarnessAdapter):
             errors=tuple(errors),
             model_credential=self.model_credential(profile.model.api_key_env),
         )
+
+    @staticmethod
+    def _plugin_sdk_marked_installed(version: str | None) -> tuple:
+        """The global config folder marked as holding OpenCode's plugin SDK, so no start installs it.
+
+        At every start OpenCode (1.18.33 source, `Npm.install`) installs `@opencode-ai/plugin` into each config
+        folder, in process, unless the folder has a `node_modules/` and a `package-lock.json` whose root lists
+        every dependency of `package.json`. The private config home is new for each run, so each start paid an
+        npm install from the registry (~64 MB, about a second of the harness's own CPU) or, in the sandbox, an
+        egress denial. OPENCODE_PURE loads no plugin, and nothing else reads the SDK: an empty tree is enough.
+        """
+        folder = "xdg/config/opencode"
+        deps = {"@opencode-ai/plugin": version or "latest"}
+        return (artifact(f"{folder}/package.json", {"dependencies": deps}),
+                artifact(f"{folder}/package-lock.json",
+                         {"lockfileVersion": 3, "requires": True, "packages": {"": {"dependencies": deps}}}),
+                artifact(f"{folder}/node_modules/.package-lock.json",
+                         {"lockfileVersion": 3, "requires": True, "packages": {}}))
 
     def _model(self, profile: Profile, warnings: list[str], errors: list[str],
                base_url: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:

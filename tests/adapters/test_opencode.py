@@ -337,3 +337,16 @@ def test_an_mcp_tool_named_like_a_builtin_rule_cannot_compile_when_mcp_is_requir
     servers = {"external": {"command": "x"}}
     result = compile_({"mcp": {"servers": ["external"], "tools": {"external": ["directory"]}}}, servers=servers)
     assert any("'external_directory'" in e for e in result.errors)
+
+
+# -- start-up ---------------------------------------------------------------------------------------
+
+def test_the_global_config_folder_is_marked_as_holding_the_plugin_sdk_so_no_start_installs_it():
+    files = {a.path: a.content for a in compile_().artifacts}
+    folder = "xdg/config/opencode"
+    wanted = set(json.loads(files[f"{folder}/package.json"])["dependencies"])
+    locked = set(json.loads(files[f"{folder}/package-lock.json"])["packages"][""]["dependencies"])
+    # OpenCode (Npm.install) installs when node_modules/ is missing or the lock's root lacks a wanted package
+    assert "@opencode-ai/plugin" in wanted and wanted <= locked
+    assert f"{folder}/node_modules/.package-lock.json" in files, "node_modules/ exists"
+    assert CTX.harness_version in files[f"{folder}/package.json"]
