@@ -51,6 +51,9 @@ def serve(listener, sock_path):
             conn, _ = listener.accept()
         except OSError:
             return
+        # a relay forwards each piece as it comes: with Nagle's algorithm on, a piece written while the last is
+        # unacknowledged waits for the harness's delayed ACK (40 ms on loopback), once per streamed model event
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             upstream.connect(sock_path)

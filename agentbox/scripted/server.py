@@ -28,6 +28,10 @@ __all__ = ["ScriptedModel"]
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: Node and Rust clients reuse connections
+    # A response is written in pieces (the head, then the body or one chunk per SSE event). With Nagle's
+    # algorithm on, each piece after the first waits for the client's delayed ACK: 40 ms a piece on loopback,
+    # which made every model answer (and each of Hermes's five start-up probes of a local server) slow.
+    disable_nagle_algorithm = True
     server_version = "agentbox-scripted/1"
     server: "_Server"
 
