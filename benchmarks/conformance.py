@@ -1,10 +1,11 @@
 """Wall time of the conformance run (`pytest conformance negative -n 2`) against its floor.
 
 The floor is what the run cannot go below on this machine: every harness start it makes, at the cheapest
-start seen for that harness and layer in the same run, divided over the workers. A vector's record holds
-its control and its attack (two starts); the cheapest record of a (harness, layer) stands for two cold
-starts. Ratio = wall / floor: what the suite adds on top of starting harnesses (fixed waits, per-test
-probes and compiles, an idle worker). Target: the run within 20 min on a 2-core machine.
+start seen for that harness and layer in the same run, divided over the workers. A vector's record holds its
+attack and, when the attack saw nothing, its control: one start or two. Every record costs at least the cheapest
+record of its (harness, layer), so that times the records, over the workers, is the floor. Ratio = wall / floor:
+what the suite adds on top of starting harnesses (fixed waits, per-test probes and compiles, an idle worker, the
+second start of a blocked record). Target: the run within 20 min on a 2-core machine.
 
 Usage: python benchmarks/conformance.py [--matrix matrices/default.yaml] [--workers 2] [--evidence DIR]
            [--log FILE] [-- PYTEST-ARGS...]
