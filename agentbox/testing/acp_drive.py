@@ -4,7 +4,7 @@ The harness's ACP agent (its adapter, or its native `acp` subcommand: agentbox/d
 layer's plan (composed: inside the sandbox; harness: alone), driven by the SDK's client: initialize, a session
 in the workspace, one prompt. Like the TUI driver declines every dialog, the client rejects every permission
 request and offers no file system or terminal of its own: what the agent does then is its own enforcement in
-this mode. (The endpoint's own client-surface protections are the `acp` layer's vectors, not this driver's.)
+this mode. A control's client approves them instead: with the protection removed, the person says yes. (The endpoint's own client-surface protections are the `acp` layer's vectors, not this driver's.)
 """
 
 from __future__ import annotations
@@ -46,9 +46,12 @@ def _session_mcp(req) -> list:
             for name, spec in profile.mcp_servers.items() if name in profile.permission_intent.mcp.servers]
 
 
-def drive(req, harness_name: str, binary: str):
+def drive(req, harness_name: str, binary: str, approve: bool = False):
     """Run `req` with the harness as an ACP agent; a RunOutcome whose stdout is what the agent said (its messages
-    and tool calls) and whose exit code is None when the prompt never ended."""
+    and tool calls) and whose exit code is None when the prompt never ended.
+
+    `approve`: the client approves each permission request (a control: the protection removed includes the person
+    who says yes; `hermes acp` asks the client before every edit, whatever its config says)."""
     from ..acp import acp_command, acp_entry
     from ..harness_run import NAMESPACE_GRACE, HarnessCommand, RunOutcome, kill_marked, prepared
     from ..installs import find_binary
@@ -62,7 +65,7 @@ def drive(req, harness_name: str, binary: str):
         return HarnessCommand(argv, env, binds)
 
     with prepared(req, command=command) as run:
-        client = RecordingClient("deny")
+        client = RecordingClient("approve" if approve else "deny")
         start = time.monotonic()
         out = run_acp(run.argv, run.env, run.cwd, req.prompt, client=client, timeout=req.timeout,
                       pass_fds=run.pass_fds, mcp_servers=_session_mcp(req))

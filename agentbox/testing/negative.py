@@ -229,7 +229,8 @@ class VectorRunner:
                                                 weaken=weaken, mutation=mutation, secrets=bound)
             else:
                 error, seen = self._run_harness(harness, probe, model, intent, steps, vector, targets, run_layer,
-                                                weaken=weaken if run_layer == "composed" else (), secrets=bound)
+                                                weaken=weaken if run_layer == "composed" else (), secrets=bound,
+                                                control=spec is not None)
             if error:
                 return Attempt(None, _with_egress(error, seen.egress))
             if spec is None and vector.proof is not None and not os.path.lexists(fill(vector.proof, values)):
@@ -333,7 +334,7 @@ class VectorRunner:
         return None, seen
 
     def _run_harness(self, harness, probe, model, intent, steps, vector: Vector, targets: Targets, layer: str,
-                     weaken: tuple[str, ...] = (), secrets: dict | None = None):
+                     weaken: tuple[str, ...] = (), secrets: dict | None = None, control: bool = False):
         from ..harness_run import RunRequest, run_harness
         from ..profile import LoadedProfile, Profile
         from .fixtures import CanaryMcp, scripted_key_env, scripted_profile
@@ -367,7 +368,7 @@ class VectorRunner:
         elif self.mode == "acp":
             from .acp_drive import drive as drive_acp
 
-            out = drive_acp(req, harness.name, probe.binary)
+            out = drive_acp(req, harness.name, probe.binary, approve=control)
         else:
             out = run_harness(req)
         results = [r.text for r in model.tool_results()]
