@@ -230,7 +230,7 @@ class VectorRunner:
             else:
                 error, seen = self._run_harness(harness, probe, model, intent, steps, vector, targets, run_layer,
                                                 weaken=weaken if run_layer == "composed" else (), secrets=bound,
-                                                control=spec is not None)
+                                                control=control)
             if error:
                 return Attempt(None, _with_egress(error, seen.egress))
             if spec is None and vector.proof is not None and not os.path.lexists(fill(vector.proof, values)):
