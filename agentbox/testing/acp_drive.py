@@ -4,7 +4,8 @@ The harness's ACP agent (its adapter, or its native `acp` subcommand: agentbox/d
 layer's plan (composed: inside the sandbox; harness: alone), driven by the SDK's client: initialize, a session
 in the workspace, one prompt. Like the TUI driver declines every dialog, the client rejects every permission
 request and offers no file system or terminal of its own: what the agent does then is its own enforcement in
-this mode. A control's client approves them instead: with the protection removed, the person says yes. (The endpoint's own client-surface protections are the `acp` layer's vectors, not this driver's.)
+this mode. A control's client approves them instead: with the protection removed, the person says yes. (The
+endpoint's own client-surface protections are the `acp` layer's vectors, not this driver's.)
 """
 
 from __future__ import annotations
