@@ -48,11 +48,17 @@ def test_a_profile_allowing_one_mcp_tool_reaches_exactly_that_call(harness, scri
     assert not any("denied_write" in t or "secret_read" in t for t in offered), sorted(offered)
 
 
-def test_the_private_config_is_removed_after_the_run(harness, scripted_model, agentbox_workspace, run_harness):
+def _said_hi(harness, scripted_model, workspace, run_harness):
+    """A run that only greets the model (no tool call), under the read-write plan; it must end well."""
     scripted_model.load({"steps": []}, harness.vocabulary())
-    out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), agentbox_workspace, "hi",
+    out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), workspace, "hi",
                       extra_env=scripted_key_env(harness))
     assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
+    return out
+
+
+def test_the_private_config_is_removed_after_the_run(harness, scripted_model, agentbox_workspace, run_harness):
+    out = _said_hi(harness, scripted_model, agentbox_workspace, run_harness)
     assert out.artifacts and not any(os.path.exists(a) for a in out.artifacts)
     assert not os.path.exists(out.run_dir)
     assert scripted_model.transcript, "the harness talked to the scripted model through the relay"
@@ -66,10 +72,7 @@ PACKAGE_REGISTRIES = ("registry.npmjs.org", "registry.yarnpkg.com", "files.pytho
 
 
 def test_a_run_downloads_no_package_at_start_up(harness, scripted_model, agentbox_workspace, run_harness):
-    scripted_model.load({"steps": []}, harness.vocabulary())
-    out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), agentbox_workspace, "hi",
-                      extra_env=scripted_key_env(harness))
-    assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
+    out = _said_hi(harness, scripted_model, agentbox_workspace, run_harness)
     asked = [f"{d.get('method')} {d.get('host')}" for d in out.egress if d.get("host") in PACKAGE_REGISTRIES]
     assert asked == [], f"the harness reached for a package registry at start-up: {asked}"
 

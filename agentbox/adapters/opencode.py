@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 from ..intent import PermissionIntent
-from ..plan import CompileContext, CompileResult, RuntimeRequirements
+from ..plan import Artifact, CompileContext, CompileResult, RuntimeRequirements
 from ..profile import Profile
 from .base import HarnessAdapter
 from .native import artifact, merge_into_artifact, endpoint
@@ -168,7 +168,7 @@ class OpenCodeAdapter(HarnessAdapter):
         )
 
     @staticmethod
-    def _plugin_sdk_marked_installed(version: str | None) -> tuple:
+    def _plugin_sdk_marked_installed(version: str | None) -> tuple[Artifact, ...]:
         """The global config folder marked as holding OpenCode's plugin SDK, so no start installs it.
 
         At every start OpenCode (1.18.33 source, `Npm.install`) installs `@opencode-ai/plugin` into each config
