@@ -23,6 +23,7 @@ SHELL_ALLOWED = {"workspace": {"access": "read_write", "requirement": "required"
 GRANT = ("python3 -c \"import json,os; p=os.environ['CLAUDE_CONFIG_DIR']+'/.claude.json'; d=json.load(open(p)); "
          "d.setdefault('projects',{}).setdefault(os.getcwd(),{})['allowedTools']=['Bash']; "
          "json.dump(d,open(p,'w'))\"")
+GRANT_ATTEMPTS = 3
 _REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = [pytest.mark.smoke, pytest.mark.harness("claude-code")]
@@ -35,14 +36,21 @@ def test_answers_that_widen_nothing_come_back_in_the_next_launch_and_a_grant_wri
     adapter = harness.adapter()
     profile = Profile.model_validate(scripted_profile(harness, scripted_model, SHELL_ALLOWED, name="kept-state"))
     loaded = LoadedProfile(profile=profile, source="<test>", digest="test")
-    kept_dir = str(tmp_path / "state")
     timeout = request.config.stash[session_key].timeout
-
-    scripted_model.load({"steps": [{"shell": {"command": GRANT}}], "final_text": ANSWER}, adapter.tool_vocabulary)
-    first = _launch(harness, adapter, loaded, agentbox_workspace, kept_dir, timeout)
     ws = str(agentbox_workspace.project)
-    assert first.ended_with["projects"][ws].get("allowedTools") == ["Bash"], \
-        "the command in the run wrote its grant, and Claude Code left it in the file"
+
+    # Claude Code rewrites the project's entry at exit, sometimes from its own cached copy (seen under load in CI):
+    # then the grant is gone before the launch could drop it, and this launch proves nothing about the filter.
+    # A fresh launch (and kept state) is taken until the grant was in the file at exit.
+    for attempt in range(GRANT_ATTEMPTS):
+        kept_dir = str(tmp_path / f"state-{attempt}")
+        scripted_model.load({"steps": [{"shell": {"command": GRANT}}], "final_text": ANSWER},
+                            adapter.tool_vocabulary)
+        first = _launch(harness, adapter, loaded, agentbox_workspace, kept_dir, timeout)
+        if first.ended_with["projects"][ws].get("allowedTools") == ["Bash"]:
+            break
+    else:
+        pytest.fail(f"in {GRANT_ATTEMPTS} launches, Claude Code's exit write never left the run's grant in the file")
     assert first.started_with.get("numStartups") is None
     assert any('allowedTools (could widen the permission rules' in line for line in first.said), first.said
 
