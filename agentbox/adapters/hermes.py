@@ -83,7 +83,10 @@ class HermesAdapter(HarnessAdapter):
 
         config: dict[str, Any] = self._model(profile, warnings, self.base_url(profile, context))
         config["platform_toolsets"] = {"cli": list(toolsets), "acp": list(toolsets)}
-        config["agent"] = {"disabled_toolsets": disabled, "coding_context": "off"}  # "focus" swaps toolsets
+        # coding_context "focus" swaps toolsets. environment_probe runs python3, python and `python3 -m pip` at
+        # every start to describe the host's Python in the system prompt: programs nobody asked for, and about a
+        # tenth of a start's CPU (docs/harnesses/hermes.md).
+        config["agent"] = {"disabled_toolsets": disabled, "coding_context": "off", "environment_probe": False}
         toolset_owner = _primary(intent, [*removed, "mcp"])
         owners.update({"platform_toolsets.cli": toolset_owner, "platform_toolsets.acp": toolset_owner,
                        "agent.coding_context": toolset_owner})
