@@ -14,12 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from agentbox.testing.fixtures import scripted_key_env, scripted_profile
+from agentbox.testing.fixtures import greeting_run
 
 pytestmark = [pytest.mark.smoke, pytest.mark.harness("hermes")]
 
-READ_WRITE = {"workspace": {"access": "read_write", "requirement": "required"},
-              "command_network": {"access": "none", "requirement": "required"}}
 LOGGED = ("python3", "python", "pip", "pip3")
 PROBE_OFF, PROBE_ON = "environment_probe: false", "environment_probe: true"
 
@@ -33,11 +31,8 @@ def test_a_start_runs_no_python_toolchain_probe(compiled, harness, scripted_mode
         _turn_the_probe_back_on(harness, monkeypatch)
     log = agentbox_workspace.project / "calls.log"
     shims = _logging_shims(tmp_path / "shims", log)
-    scripted_model.load({"steps": []}, harness.vocabulary())
-    out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), agentbox_workspace, "hi",
-                      extra_env={**scripted_key_env(harness), "PATH": f"{shims}:{os.environ['PATH']}"},
-                      binds=(str(shims),))
-    assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
+    greeting_run(harness, scripted_model, agentbox_workspace, run_harness,
+                 extra_env={"PATH": f"{shims}:{os.environ['PATH']}"}, binds=(str(shims),))
     calls = log.read_text().splitlines() if log.exists() else []
     if compiled == "as compiled":
         assert calls == [], f"Hermes ran python or pip on its own at start-up: {calls}"

@@ -9,13 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from agentbox.testing.fixtures import scripted_key_env, scripted_profile
+from agentbox.testing.fixtures import READ_WRITE, scripted_key_env, scripted_profile
 from agentbox.testing.session import session_key
 from agentbox.testing.tui import TuiFailed, exchange, plain
 
 ANSWER = "tui-answer-7c41"
-READ_WRITE = {"workspace": {"access": "read_write", "requirement": "required"},
-              "command_network": {"access": "none", "requirement": "required"}}
 _REPO = Path(__file__).resolve().parents[1]
 
 # Not Codex: the Codex driver knows 0.171's dialogs, and an older Codex (0.147, which the canary runs) shows

@@ -7,13 +7,9 @@ import os
 
 import pytest
 
-from agentbox.testing.fixtures import scripted_key_env, scripted_profile
+from agentbox.testing.fixtures import READ_WRITE, greeting_run, scripted_key_env, scripted_profile
 
 pytestmark = [pytest.mark.smoke, pytest.mark.harness]
-
-READ_WRITE = {"workspace": {"access": "read_write", "requirement": "required"},
-              "command_network": {"access": "none", "requirement": "required"}}
-
 
 def test_a_read_write_profile_writes_a_file_and_reads_one_back(harness, scripted_model, agentbox_workspace, run_harness):
     ws = agentbox_workspace
@@ -48,17 +44,8 @@ def test_a_profile_allowing_one_mcp_tool_reaches_exactly_that_call(harness, scri
     assert not any("denied_write" in t or "secret_read" in t for t in offered), sorted(offered)
 
 
-def _said_hi(harness, scripted_model, workspace, run_harness):
-    """A run that only greets the model (no tool call), under the read-write plan; it must end well."""
-    scripted_model.load({"steps": []}, harness.vocabulary())
-    out = run_harness(harness, scripted_profile(harness, scripted_model, READ_WRITE), workspace, "hi",
-                      extra_env=scripted_key_env(harness))
-    assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
-    return out
-
-
 def test_the_private_config_is_removed_after_the_run(harness, scripted_model, agentbox_workspace, run_harness):
-    out = _said_hi(harness, scripted_model, agentbox_workspace, run_harness)
+    out = greeting_run(harness, scripted_model, agentbox_workspace, run_harness)
     assert out.artifacts and not any(os.path.exists(a) for a in out.artifacts)
     assert not os.path.exists(out.run_dir)
     assert scripted_model.transcript, "the harness talked to the scripted model through the relay"
@@ -72,7 +59,7 @@ PACKAGE_REGISTRIES = ("registry.npmjs.org", "registry.yarnpkg.com", "files.pytho
 
 
 def test_a_run_downloads_no_package_at_start_up(harness, scripted_model, agentbox_workspace, run_harness):
-    out = _said_hi(harness, scripted_model, agentbox_workspace, run_harness)
+    out = greeting_run(harness, scripted_model, agentbox_workspace, run_harness)
     asked = [f"{d.get('method')} {d.get('host')}" for d in out.egress if d.get("host") in PACKAGE_REGISTRIES]
     assert asked == [], f"the harness reached for a package registry at start-up: {asked}"
 

@@ -145,6 +145,21 @@ def scripted_profile(harness: HarnessTarget, model, intent: dict, *, name: str =
             "permission_intent": intent, "mcp_servers": mcp_servers or {}, "secrets": secrets or {}}
 
 
+# The plain plan of the smokes: the workspace writable, no network for commands.
+READ_WRITE = {"workspace": {"access": "read_write", "requirement": "required"},
+              "command_network": {"access": "none", "requirement": "required"}}
+
+
+def greeting_run(harness: HarnessTarget, model, workspace: Workspace, run_harness, *,
+                 extra_env: dict[str, str] | None = None, binds: tuple[str, ...] = ()):
+    """A run that only greets the scripted model (no tool call) under READ_WRITE; it must end well."""
+    model.load({"steps": []}, harness.vocabulary())
+    out = run_harness(harness, scripted_profile(harness, model, READ_WRITE), workspace, "hi",
+                      extra_env={**scripted_key_env(harness), **(extra_env or {})}, binds=binds)
+    assert out.ok, f"exit {out.exit_code}\n{out.stderr[-2000:]}"
+    return out
+
+
 def scripted_key_env(harness: HarnessTarget, key: str | None = None) -> dict[str, str]:
     """The host variable holding `harness`'s scripted model key (default: the scripted model's fixed test key)."""
     from .negative import MODEL_KEY
