@@ -31,11 +31,13 @@ def _profile_and_probe(args) -> tuple:
         from .launch_plan import probe_and_check
 
         # the installed binary: probed once, with what a cached answer must find unchanged (`output_cache`)
-        probe, args.probe_check = probe_and_check(loaded, None)
+        probe, args.probe_check = probe_and_check(loaded, None, getattr(args, "cwd", None))
         console.detail(f"probed {probe.binary}: version {probe.version}, build {probe.sha256 or '-'}")
     elif binary is not None:
         from .adapters import get_adapter
+        from .launch_plan import refuse_planted
 
+        refuse_planted(loaded, getattr(args, "cwd", None), binary)
         probe, _ = get_adapter(loaded.profile.harness).known_probe(binary)
         console.detail(f"probed {probe.binary}: version {probe.version}, build {probe.sha256 or '-'}")
     else:

@@ -21,6 +21,7 @@ from typing import Callable, Iterator, Literal
 from .adapters import get_adapter
 from .adapters.base import Probe
 from .compiler import compile_plan
+from .hot import run_root
 from .mcp_inventory import for_profile
 from .plan import CompileResult, EffectiveRunPlan
 from .profile import LoadedProfile
@@ -134,7 +135,7 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
     one-shot run of `req.prompt`); ACP and interactive runs pass their own. It may return a
     `HarnessCommand` to add variables and read-only binds (e.g. an ACP adapter's install folder).
     """
-    run_dir = tempfile.mkdtemp(prefix="agentbox-run-")
+    run_dir = tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root())  # where every run keeps its own (hot.run_root)
     run_id = secrets.token_hex(8)
     adapter = get_adapter(req.loaded.profile.harness)
     started = None

@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - Python 3.12+ names it _sha2
         from hashlib import sha256  # type: ignore[no-redef]
 
 __all__ = ["sha256", "home_dir", "agentbox_home", "package_fingerprint", "resolve_profile_path",
-           "write_json_atomic", "which", "temp_root", "stat_key", "KERNEL_TRACES", "kernel_traces"]
+           "write_json_atomic", "which", "run_root", "stat_key", "KERNEL_TRACES", "kernel_traces"]
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
 CACHE_FORMAT = "1"
@@ -49,10 +49,17 @@ def agentbox_home() -> str:
     return str(slow())
 
 
-def temp_root() -> str:
-    """The folder tempfile would use, without importing it (TMPDIR, else /tmp)."""
-    tmp = os.environ.get("TMPDIR")
-    return tmp if tmp and os.path.isdir(tmp) else "/tmp"
+def run_root() -> str:
+    """Where every run's own folder lives (its relay sockets, config home, decision log): under /tmp, which each run
+    replaces with a private one, so no run sees another's. TMPDIR is not followed: a folder elsewhere would stay in
+    view of every other run (readable), and inside another run's writable workspace (its sockets replaceable).
+    AGENTBOX_RUN_ROOT names another folder under /tmp (a shorter or a longer path); one outside /tmp is ignored."""
+    chosen = os.environ.get("AGENTBOX_RUN_ROOT")
+    if chosen:
+        real = os.path.realpath(chosen)
+        if real.startswith("/tmp/") and os.path.isdir(real):
+            return real
+    return "/tmp"
 
 
 def package_fingerprint() -> str:
@@ -81,8 +88,9 @@ def stat_key(path: str) -> list[int] | None:
 
 
 def resolve_profile_path(arg: str) -> str | None:
-    """A path as given, or a bare name under $AGENTBOX_HOME/profiles; None sends it to the full parser."""
-    if "/" in arg or arg.endswith((".yaml", ".yml")) or os.path.exists(arg):
+    """A path as given, or a bare name under $AGENTBOX_HOME/profiles; None sends it to the full parser. A bare
+    word is always a name (`profile._looks_like_path` says why)."""
+    if "/" in arg or arg.endswith((".yaml", ".yml")):
         return arg
     for suffix in (".yaml", ".yml"):
         candidate = os.path.join(agentbox_home(), "profiles", arg + suffix)

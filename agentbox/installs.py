@@ -207,7 +207,8 @@ def _install_locked(name: str, version: str, pkg: Package, dest: Path, log: Call
         if pkg.registry == "npm":
             _run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(dest), f"{pkg.package}@{version}"], name)
         else:
-            _run([sys.executable, "-m", "venv", str(dest / "venv")], name)
+            # -I: the current folder (a project a run may have written a venv.py into) is not on sys.path
+            _run([sys.executable, "-I", "-m", "venv", str(dest / "venv")], name)
             _run([str(dest / "venv" / "bin" / "pip"), "install", "-q", f"{pkg.package}=={version}", *pkg.extras], name)
             if pkg.post_install:
                 _run([str(dest / "venv" / "bin" / "pip"), "install", "-q", *pkg.post_install], name)

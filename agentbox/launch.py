@@ -21,7 +21,7 @@ import sys
 
 from .console import detail, detail_argv, take_flag, warn
 from .hot import (agentbox_home, home_dir, kernel_traces, package_fingerprint, resolve_profile_path, sha256, stat_key,
-                  temp_root, which)
+                  run_root, which)
 
 __all__ = ["fast_main", "execute", "cache_file", "binary_state", "surface_state", "stat_key", "make_run_dir",
            "FORMAT", "SENTINEL"]
@@ -147,7 +147,7 @@ def fast_main(argv: list[str]) -> int | None:
 def make_run_dir() -> str:
     """A private folder for the run's config home (tempfile.mkdtemp, without importing tempfile)."""
     while True:
-        path = os.path.join(temp_root(), f"agentbox-launch-{os.urandom(6).hex()}")
+        path = os.path.join(run_root(), f"agentbox-launch-{os.urandom(6).hex()}")
         try:
             os.mkdir(path, 0o700)
             return path

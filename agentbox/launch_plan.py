@@ -68,14 +68,32 @@ def _surface_paths(plan: EffectiveRunPlan) -> list[str]:
     return sorted(paths)
 
 
-def probe_and_check(loaded: LoadedProfile, binary: str | None) -> tuple[Probe, dict]:
+def refuse_planted(loaded: LoadedProfile, cwd: str | None, binary: str) -> None:
+    """Fail closed before the probe runs the harness's binary on the host (`--version`): a binary inside the
+    project is one a run could have replaced (a run of this profile or of any other that writes the project), and
+    Agent-Box would start it outside any sandbox."""
+    if cwd is None:
+        return
+    real, project = os.path.realpath(binary), os.path.realpath(cwd)
+    if real == project or real.startswith(project.rstrip("/") + "/"):
+        from .errors import SandboxError
+
+        raise SandboxError(f"the {loaded.profile.harness} binary {real} lies inside the project {project}, which a "
+                           "run with a read_write workspace can write (sandbox layer): a run could replace what "
+                           "Agent-Box starts on the host to probe it; install the harness outside the project "
+                           f"(agent-box harness install {loaded.profile.harness}@VERSION)")
+
+
+def probe_and_check(loaded: LoadedProfile, binary: str | None, cwd: str | None = None) -> tuple[Probe, dict]:
     """The harness's probe, and what a cached answer built on it must find unchanged (`launch.plan_current`):
     the binary `find_binary` picks and its build, the user, bubblewrap and each MCP server's command. The
-    caller adds the project's config surfaces once its plan is compiled."""
+    caller adds the project's config surfaces once its plan is compiled. `cwd`: the project, where a binary
+    under a read_write workspace is refused before it is run (`refuse_planted`)."""
     from .hot import which
     from .sandbox import bwrap
 
     invoked, check = _binary(loaded.profile.harness, binary)
+    refuse_planted(loaded, cwd, invoked)
     resolved = os.path.realpath(invoked)
     stat = stat_key(resolved)
     probe, identity = get_adapter(loaded.profile.harness).known_probe(invoked)
@@ -106,7 +124,7 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
 
     loaded = load_profile(profile_arg)
     harness = loaded.profile.harness
-    probe, check = probe_and_check(loaded, binary)
+    probe, check = probe_and_check(loaded, binary, cwd)
     from .mcp_inventory import for_profile
 
     # a tool allowlist is exact only with each server's tool list, asked (locked down) before the gate decides
@@ -178,12 +196,22 @@ def _entry(built: Built) -> tuple[dict, bool]:
     masks = discover(plan.cwd, plan.profile, req.surfaces, bwrap.hidden_roots(req, os.environ.get("HOME") or "/root"))
     argv = get_adapter(plan.harness).interactive_argv(plan.native, [SENTINEL])
     appendable = argv[-1:] == [SENTINEL] and SENTINEL not in argv[:-1]
-    entry = {"format": "1", "check": built.check, "sandbox": entry_from_plan(plan, masks),
+    sandbox = {**entry_from_plan(plan, masks), "trusted": trusted(built)}
+    entry = {"format": "1", "check": built.check, "sandbox": sandbox,
              "harness": [built.probe.binary, *argv[:-1]], "run": built.fields,
              "notice": built.decision.notice() if built.decision.accepted else None,
              # checked at each start, cached or not: the harness would start without its model key
              "key_env": built.loaded.profile.model.api_key_env}
     return entry, appendable
+
+
+def trusted(built: Built) -> dict[str, str]:
+    """What the next launch reads back and must not be the run's to write (checked at every start, cached or
+    not: `sandbox.session.refuse_writable_state`): the evidence store the gate read, the profile, the binary."""
+    from .hot import which
+
+    return {"the evidence store": built.check["evidence"], "the profile": built.loaded.source,
+            "the harness binary": built.probe.binary, "bubblewrap": which("bwrap") or ""}
 
 
 def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None = None,

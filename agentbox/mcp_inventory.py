@@ -2,7 +2,10 @@
 
 Some harnesses can hide an MCP tool only by naming it in a deny rule, so a tool-level allowlist
 needs the server's full tool list. The server is started inside a locked-down bubblewrap (host
-read-only, private /tmp, no network) so that asking it for its tools cannot change anything.
+read-only, /proc read-only, private /tmp and /run, no network, its own user namespace with no capability,
+and the run's seccomp denylist with new unix sockets refused) so that asking it for its tools cannot change
+anything: the server's command may be a file a run could have rewritten, and it runs on the host here,
+before any run. Without bubblewrap it is not started at all.
 """
 
 from __future__ import annotations
@@ -18,11 +21,18 @@ from .profile import McpServer
 __all__ = ["list_tools", "inventory", "for_profile", "Inventory"]
 
 
+_UNIX_FILTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox", "unix_filter.py")
+
+
 def _locked_down(name: str, server: McpServer) -> tuple[str, list[str]]:
+    from .errors import SandboxError
+    from .sandbox.syscall_filter import host_program_path
+
     command, args = server.command, server.args
     bwrap = shutil.which("bwrap")
     if bwrap is None:
-        return command, list(args)
+        raise SandboxError("bubblewrap is not installed (bwrap not on PATH), and the server is never started "
+                           "outside it: apt-get install bubblewrap")
     # Folders a server expects under /tmp exist again, empty, on the private /tmp: what it writes
     # there at start-up (a log, a marker) never reaches the host.
     # Elsewhere, a file the server would create (an absolute argument that does not exist yet) gets
@@ -39,8 +49,16 @@ def _locked_down(name: str, server: McpServer) -> tuple[str, list[str]]:
     # the server's own install, when it lies under /tmp, as the run's sandbox binds it
     keep += [d for d in server_binds(name, server, ("/tmp",)) if d not in keep]
     made += [x for d in keep for x in ("--ro-bind", d, d)]
-    return bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *made,
-                   "--unshare-net", "--unshare-pid", "--die-with-parent", "--", command, *args]
+    # the seccomp program is loaded inside, by path (the MCP client cannot hand bwrap a descriptor), from the cache
+    # under AGENTBOX_HOME, bound read-only wherever it lies
+    program = host_program_path(deny_unix=True)
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    return bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc",
+                   "--tmpfs", "/tmp", "--tmpfs", "/run", *made, "--ro-bind", program, program,
+                   "--ro-bind", _UNIX_FILTER, _UNIX_FILTER,
+                   "--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--unshare-net", "--unshare-pid",
+                   "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",
+                   "--", python, "-I", "-S", _UNIX_FILTER, program, "--", command, *args]
 
 
 def list_tools(name: str, server: McpServer, timeout: float = 30.0) -> tuple[str, ...]:

@@ -168,10 +168,16 @@ def validation_message(error: ValidationError) -> str:
     return "; ".join(f"{loc}: {msg}" if loc else msg for loc, msg in map(describe, error.errors()))
 
 
+def _looks_like_path(arg: str) -> bool:
+    """A slash or a YAML suffix makes a path; a bare word is a name, even when a file of that name stands in the
+    current folder: that folder is often a workspace a run wrote, and a file it left there must never stand in for
+    the profile the user named (`./NAME` reads such a file on purpose)."""
+    return "/" in arg or arg.endswith((".yaml", ".yml"))
+
+
 def resolve_profile_path(arg: str) -> Path:
     """A profile argument is a path to a YAML file, or a bare name under $AGENTBOX_HOME/profiles."""
-    looks_like_path = "/" in arg or arg.endswith((".yaml", ".yml")) or Path(arg).exists()
-    if looks_like_path:
+    if _looks_like_path(arg):
         if "\\" in arg:
             raise InputError("backslashes are not allowed in a profile path", file=arg)
         if Path(arg).is_dir():

@@ -229,7 +229,7 @@ def _recover(run_id: str, run_dir: str | None) -> str:
     """After a launcher died: kill what carries its marker, remove its private config folder."""
     import shutil
 
-    from .hot import temp_root
+    from .hot import run_root
     from .sandbox.session import kill_marked
 
     notes = []
@@ -237,7 +237,7 @@ def _recover(run_id: str, run_dir: str | None) -> str:
     if leftovers:
         notes.append(f"killed {len(leftovers)} leftover process(es)")
     # only a folder that is ours: under the temp dir and named by launch
-    if run_dir and os.path.dirname(run_dir) == temp_root() and os.path.basename(run_dir).startswith("agentbox-launch-"):
+    if run_dir and os.path.dirname(run_dir) == run_root() and os.path.basename(run_dir).startswith("agentbox-launch-"):
         shutil.rmtree(run_dir, ignore_errors=True)
         notes.append("private config removed" if not os.path.exists(run_dir) else f"could not remove {run_dir}")
     return "recovered after the launcher died: " + (", ".join(notes) or "nothing was left")

@@ -34,14 +34,17 @@ Layer = Literal["sandbox", "harness", "composed", "acp"]
 # The ways an attempt can reach the host. A declaration's bypass_surfaces name these, so each
 # vector's expected outcome follows from the declarations alone.
 SURFACES = ("shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process", "unix_socket",
-            "harness_env", "background_process", "dangerous_command", "kernel_socket", "acp_client")
+            "harness_env", "background_process", "dangerous_command", "kernel_socket", "acp_client", "kernel_setting",
+            "agentbox_state")
 # harness_env: what the harness itself is given (its model key) and its children inherit or read
 # kernel_socket: a socket of a kernel family a network namespace does not confine (AF_VSOCK, AF_NETLINK)
 # acp_client: what an ACP client does for the agent on the host (its file system, terminals, permission answers,
 # the session options it passes on)
+# kernel_setting: a host kernel setting (/proc/sys, /sys) the kernel lets its owner's uid write, capability or not
+# agentbox_state: what Agent-Box itself reads back after a run (its caches, run folders, evidence, kept answers)
 Surface = Literal["shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process",
                   "unix_socket", "harness_env", "background_process", "dangerous_command", "kernel_socket",
-                  "acp_client"]
+                  "acp_client", "kernel_setting", "agentbox_state"]
 
 
 # Kernel features an attack may need to exist at all, as a claim's condition names them.
@@ -100,6 +103,8 @@ class Oracle(_Strict):
         "target_alive",       # the test's own sleeper process must survive the run
         "not_offered",        # no tool whose name contains `tool` may be offered to the model
         "no_capabilities",    # no `CapEff:` line in the output may show a capability (a non-zero mask)
+        "host_setting_unchanged",  # the host's kernel setting `path` (Setup.host_setting) must read as before the run
+        "not_setuid",         # `path`, if it exists on the host, must carry neither the setuid nor the setgid bit
     ]
     path: str | None = None
     listener: str | None = None
@@ -139,6 +144,13 @@ class Setup(_Strict):
     # where the unix listener listens (default {outside}/host.sock): e.g. under /run, where the host's own
     # agents (docker, D-Bus) keep theirs; its folder is made for the run and removed after
     unix_path: str | None = None
+    # a host kernel setting (a /proc/sys or /sys file) the attack tries to change: read before the run ({setting},
+    # and {setting_changed}, a valid other value of its first number), written back after it, and held under a
+    # host-wide lock meanwhile, so that no two runs change the same setting at once
+    host_setting: str | None = None
+    # the TCP and TLS listeners answer with the request head they received (an echo service, a header-reflecting
+    # page such as httpbin's /headers): what a bound host sends back of what the proxy swapped in
+    reflect: bool = False
 
     @model_validator(mode="after")
     def _names_have_listeners(self) -> "Setup":
@@ -187,12 +199,14 @@ class Control(_Strict):
     # backings under the workspace's .agentbox in view; `policy_files` the harness's compiled policy writable;
     # `root_writable`, `host_tmp`, `host_home` the host's root, /tmp and home as they are; `abstract_sockets` no
     # Landlock scope over the host's abstract unix sockets (agentbox.testing.weakened); `credentials` the real
-    # credential values in the sandbox instead of placeholders.
+    # credential values in the sandbox instead of placeholders; `proc_writable` /proc as bubblewrap mounts it
+    # (writable); `relay_writable` the run's relay folder bound writable; `unix_sockets` no seccomp refusal of new
+    # unix sockets; `trusted_state` no refusal of a run that could write Agent-Box's own state.
     # `acp_meta`: the ACP endpoint passes a client's session `_meta` on untouched; `acp_hold`: it hands a file request
     # to the client without holding the run's processes still.
     weaken: tuple[Literal["privilege", "host_sockets", "process", "project_config", "backings", "policy_files",
                           "root_writable", "host_tmp", "host_home", "abstract_sockets", "acp_meta", "acp_hold",
-                          "credentials"],
+                          "credentials", "proc_writable", "relay_writable", "unix_sockets", "trusted_state"],
                   ...] = ()
     harness_intent: dict[str, Any] | None = None  # the harness layer's control intent, when it differs
     # `host`: the harness layer's control runs on the host, for a protection of the harness's own that no
@@ -244,6 +258,10 @@ class Vector(_Strict):
     # attack the attempt must have printed (or the proxy logged) one of them, or the outcome is an error. Absent:
     # the default for the oracle and capability (`agentbox.refusal_kinds.expected_kinds`)
     refusal: tuple[str, ...] | None = None
+    # The protection is a refusal to start the run at all (AGENTBOX_HOME inside a writable workspace): an attack
+    # whose run Agent-Box refused with a message matching this expression, its oracle seeing nothing, is blocked,
+    # the refusal its proof; any other refusal stays an error. Its control removes the check and must escape.
+    refused_at_start: str | None = None
 
     @field_validator("id")
     @classmethod

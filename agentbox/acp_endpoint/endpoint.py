@@ -113,6 +113,7 @@ def _decide(profile: str, cwd: str, evidence: str | None, accept_unverified: tup
 
     from ..acp import acp_entry
     from ..hot import agentbox_home, stat_key
+    from ..launch_plan import trusted
     from ..runs import RunStore
     from .gate import answer_with_error, prepare, refusal_data
     from .relay import REFUSED, refused
@@ -134,7 +135,7 @@ def _decide(profile: str, cwd: str, evidence: str | None, accept_unverified: tup
         note(f"{message}\n(run {run_id} recorded as refused: agent-box runs show {run_id})")
         answer_with_error(refused(message, refusal_data(built, run_id)))
         return 3
-    entry = sandbox_entry(built.plan)
+    entry = {**sandbox_entry(built.plan), "trusted": trusted(built)}
     policy = surface_policy(built.plan, entry, built.loaded.profile, acp_entry(built.plan.harness))
     return {"format": FORMAT, "check": {**built.check, "profile_path": built.loaded.source}, "sandbox": entry,
             "cwd": built.plan.cwd, "policy": policy.data(), "argv": ready.argv, "env": ready.env, "run": built.fields,

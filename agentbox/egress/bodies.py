@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from .http1 import BadRequest, RequestHead, framing
+from .http1 import BadRequest, RequestHead, check_trailer, framing
 from .streams import HeadTooLarge, Idle, Buffered, Tally, pump
 
 __all__ = ["copy_body"]
@@ -48,8 +48,9 @@ async def _chunked(rd: Buffered, writer, idle: Idle, tally: Tally, limit: int) -
             trailers = 0
             while (trailer := await _line(rd, limit)) != b"\r\n":
                 trailers += len(trailer)
-                if trailers > limit or b":" not in trailer:
-                    raise BadRequest("bad or oversized chunked trailers")
+                if trailers > limit:
+                    raise BadRequest("oversized chunked trailers")
+                check_trailer(trailer)
                 _send(writer, tally, trailer)
             _send(writer, tally, trailer)
             return True

@@ -22,7 +22,7 @@ class Exchange:
     """What one client connection asked for and what became of it."""
 
     __slots__ = ("client", "method", "host", "port", "allowed", "reason", "detail", "address",
-                 "up", "down", "started", "time", "answered", "credentials")
+                 "up", "down", "started", "time", "answered", "credentials", "final")
 
     def __init__(self, client: str):
         self.client = client
@@ -33,10 +33,19 @@ class Exchange:
         self.time = _now()
         self.answered = False  # the client has had its reply (a tunnel's 200): a refusal now only closes
         self.credentials: list[str] = []  # variables whose real value the proxy swapped in (names, never values)
+        self.final = False  # a refusal that nothing after it may overwrite (see refuse_for_good)
 
     def decide(self, allowed: bool, reason: str, detail: str = "") -> None:
+        if self.final:
+            return
         self.allowed, self.reason, self.detail = allowed, reason, detail
         self.time = _now()
+
+    def refuse_for_good(self, reason: str, detail: str) -> None:
+        """A refusal decided mid-exchange (a secret on its way back): closing the connection makes the other
+        direction fail or end too, and what it would decide then must not hide why."""
+        self.decide(False, reason, detail)
+        self.final = True
 
     def record(self) -> dict:
         return {"time": self.time, "client": self.client, "method": self.method, "host": self.host,

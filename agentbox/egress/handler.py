@@ -6,6 +6,11 @@ Host that disagrees with it (403), then a name that does not resolve or an upstr
 answer (502). A CONNECT gets its 200 once the policy allows the target and dials only after the
 tunnel's first message passed its checks, so a late refusal there just closes the tunnel. Every
 connection that sent a request ends in exactly one decision-log line.
+
+While the run has a secret, what comes back from an upstream passes a Scrubber (scrub.py) whenever the
+proxy can read it: a real value on its way back into the sandbox closes the connection, and its line
+says `secret_in_response` and names the variable (or, for a compressed body from where a secret is
+bound, `unreadable_response`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import asyncio
 import socket
 import ssl
 import struct
+from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +29,7 @@ from .dial import Refused, connect, resolve
 from .http1 import (BadRequest, forward_head, framing, host_matches, parse_absolute, parse_request, render_request,
                     response, split_authority)
 from .policy import EgressPolicy, Endpoint
+from .scrub import Forms, Refusal, Scrubber, scrubbed_pump
 from .streams import READ_LIMIT, Buffered, HeadTooLarge, Idle, half_close, pump
 from .swap import Replay, SwapTable
 from .tunnel import check_request, client_to_upstream, forward_requests, swapped_head
@@ -48,6 +55,7 @@ class Handler:
                  upstream_ca: str | None = None, authority=None):
         self.policy, self.log, self.limits = policy, log, limits
         self.swaps = swaps or SwapTable()
+        self.forms = Forms(self.swaps.secrets())  # what must never come back (made once: it costs a few ms)
         self.authority = authority  # the run's CA (run_ca.Authority): TLS to a bound host is terminated here
         self.upstream_ca = upstream_ca  # a CA bundle for upstream TLS instead of the host's (a testing aid)
         self._client_tls: ssl.SSLContext | None = None
@@ -65,7 +73,9 @@ class Handler:
 
     def route(self, endpoint: Endpoint):
         """A connection callback that carries every byte of a connection to `endpoint` (a fixed route, e.g. the
-        model socket), once the policy allows it; decided and logged like any other exchange."""
+        model socket), once the policy allows it; decided and logged like any other exchange. It stays a splice
+        (the endpoint is fixed, so no byte of it can name another host) and swaps nothing in; its way back is
+        still searched for the run's secrets, as a stream that is not HTTP."""
         async def body(rd: Buffered, writer, exchange: Exchange, writers: list) -> bool:
             # Decided once the client has spoken (HTTP speaks first): a refusal then answers a request that
             # was read, instead of resetting a connection whose bytes are still unread.
@@ -96,11 +106,13 @@ class Handler:
             decision = self._decide(exchange, endpoint.host, endpoint.port)
             idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
             down: list[asyncio.Task] = []
+            methods: deque[str] = deque()  # of the requests forwarded, for the scrub of the responses
 
             async def dial() -> asyncio.StreamWriter:
                 up_reader, upstream = await self._dial(exchange, writers, decision, endpoint.port,
                                                        endpoint.host if tls else None)
-                down.append(asyncio.create_task(pump(up_reader, writer, idle, exchange.down)))
+                down.append(asyncio.create_task(self._down(up_reader, writer, idle, exchange, writers,
+                                                           methods=methods, bound=True)))
                 return upstream
 
             def edit(head, raw: bytes) -> bytes:
@@ -116,14 +128,15 @@ class Handler:
                     raise Refused(403 if reason == "credential_replay" else 400, reason, str(exc)) from None
                 exchange.credentials += swapped
                 # which headers carried it: names only, so the log says how the harness sends its key
-                carried = sorted({k.lower() for (k, v), (_, w) in zip(head.headers, new.headers) if v != w})
+                carried = sorted({k.lower() for k, v in set(new.headers) - set(head.headers)} - {"accept-encoding"})
                 self.log.write_request({**line, "allowed": True, "reason": "model_route", "credentials": list(swapped),
                                         **({"headers": carried} if carried else {})})
                 return render_request(new, [("Host", authority), *((k, v) for k, v in new.headers
                                                                     if k.lower() != "host")])
 
             try:
-                upstream = await forward_requests(rd, dial, edit, idle, exchange.up, self.limits.head_bytes)
+                upstream = await forward_requests(rd, dial, edit, idle, exchange.up, self.limits.head_bytes,
+                                                  methods)
                 if upstream is not None:
                     half_close(upstream)
                 if down:
@@ -213,9 +226,26 @@ class Handler:
         exchange.decide(True, decision.reason)
         return reader, writer
 
+    def _down(self, up_reader, client, idle: Idle, exchange: Exchange, writers: list, readable: bool = True,
+              methods: deque | None = None, bound: bool = False):
+        """The upstream -> client copy of an exchange. While the run has a secret, what the proxy can read
+        (`readable`: not a TLS session it only splices) goes through a Scrubber: a real value seen there
+        closes both sides at once, and the exchange's line records the refusal, naming the variable.
+        `methods`: those of the requests forwarded, as they go (None: a stream that is not HTTP); `bound`: the
+        upstream is where a secret is bound (a body coded past reading is refused too)."""
+        if not self.forms or not readable:
+            return pump(up_reader, client, idle, exchange.down)
+
+        def refused(refusal: Refusal) -> None:
+            exchange.refuse_for_good(refusal.reason, f"the response from {exchange.host}:{exchange.port} was cut "
+                                     f"before it reached the client: {refusal}")
+            _abort(writers)
+
+        return scrubbed_pump(up_reader, client, idle, exchange.down, Scrubber(self.forms, methods, bound), refused)
+
     async def _splice(self, rd: Buffered, client, up_reader, upstream, exchange: Exchange, writers: list) -> None:
         idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
-        down = asyncio.create_task(pump(up_reader, client, idle, exchange.down))
+        down = asyncio.create_task(self._down(up_reader, client, idle, exchange, writers))
         try:
             await pump(rd, upstream, idle, exchange.up)
             await down
@@ -234,15 +264,17 @@ class Handler:
             return
         idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
         down: list[asyncio.Task] = []
+        methods: deque[str] = deque()
 
-        async def dial() -> asyncio.StreamWriter:
+        async def dial(readable: bool) -> asyncio.StreamWriter:
             up_reader, upstream = await self._dial(exchange, writers, decision, port)
-            down.append(asyncio.create_task(pump(up_reader, client, idle, exchange.down)))
+            down.append(asyncio.create_task(self._down(up_reader, client, idle, exchange, writers, readable,
+                                                       methods, self.swaps.is_bound(exchange.host, port))))
             return upstream
 
         try:
             await client_to_upstream(rd, dial, exchange.host, port, idle, exchange.up, self.limits.head_bytes,
-                                     self.swaps, exchange.credentials.extend)
+                                     self.swaps, exchange.credentials.extend, methods)
             if down:
                 await down[0]
             elif exchange.reason == "incomplete":
@@ -266,11 +298,13 @@ class Handler:
             raise Refused(0, "tls_handshake_failed", f"with the client, for {host}: {exc!r}"[:300]) from None
         idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
         down: list[asyncio.Task] = []
+        methods: deque[str] = deque()
 
         async def dial() -> asyncio.StreamWriter:
             up_reader, upstream = await self._dial(exchange, writers, decision, port, host)
             exchange.detail = "TLS terminated to swap a bound secret in"
-            down.append(asyncio.create_task(pump(up_reader, client, idle, exchange.down)))
+            down.append(asyncio.create_task(self._down(up_reader, client, idle, exchange, writers, methods=methods,
+                                                       bound=True)))
             return upstream
 
         def edit(head, raw: bytes) -> bytes:
@@ -278,7 +312,7 @@ class Handler:
             return swapped_head(head, raw, self.swaps, host, port, exchange.credentials.extend)
 
         try:
-            await forward_requests(rd, dial, edit, idle, exchange.up, self.limits.head_bytes)
+            await forward_requests(rd, dial, edit, idle, exchange.up, self.limits.head_bytes, methods)
             if down:
                 await down[0]
         except Refused as refused:
@@ -309,7 +343,8 @@ class Handler:
         upstream.write(first)
         exchange.up.n += len(first)
         idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
-        down = asyncio.create_task(pump(up_reader, client, idle, exchange.down))
+        down = asyncio.create_task(self._down(up_reader, client, idle, exchange, writers,
+                                              methods=deque([head.method]), bound=self.swaps.binds(host, port)))
         try:
             try:
                 await copy_body(rd, upstream, head, idle, exchange.up, self.limits.head_bytes)

@@ -3,7 +3,13 @@
 Parsing is strict on purpose: where servers disagree (space before the colon, folded lines,
 duplicate Host or Content-Length, Transfer-Encoding beside Content-Length) a lenient proxy and the
 upstream would see two different requests, which is how a Host check gets smuggled past. Anything
-ambiguous is a BadRequest.
+ambiguous is a BadRequest. The rule is checked by differential fuzzing against h11
+(tests/egress/test_egress_fuzz.py): whatever this accepts, h11 reads as the same request (method,
+target, Host, body framing); this may refuse more than h11, never less.
+
+Lines are whole matches, never `$` (which also matches before a final LF: a bare LF would end a line
+here but end the head for a server that takes `\n\r\n` as the blank line). A request target and a Host
+are printable ASCII only; a Host header must be spelled plainly (see `host_matches`).
 """
 
 from __future__ import annotations
@@ -13,12 +19,17 @@ from typing import NamedTuple
 
 from . import hostnames
 
-__all__ = ["BadRequest", "RequestHead", "parse_request", "split_authority", "parse_absolute", "host_matches",
-           "framing", "forward_head", "render_request", "response"]
+__all__ = ["BadRequest", "RequestHead", "parse_request", "check_trailer", "split_authority", "parse_absolute",
+           "host_matches", "framing", "forward_head", "render_request", "response"]
 
 _TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
-_REQUEST_LINE = re.compile(rb"^(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) HTTP/(1\.[01])$")
-_HEADER = re.compile(rb"^(" + _TOKEN + rb"):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*$")
+_REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([\x21-\x7e]+) HTTP/(1\.[01])")
+_HEADER = re.compile(rb"(" + _TOKEN + rb"):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*")
+_CONTENT_LENGTH = re.compile(r"[0-9]{1,15}")
+# What a Host header may spell: the characters of a name, an IPv4 or a bracketed IPv6 literal, and a port.
+# The check normalizes (case, a trailing dot, IDNA, blanks) but the header goes upstream as it came; a
+# spelling the upstream reads as another name (or as no known name: its default host) must not pass.
+_PLAIN_AUTHORITY = re.compile(r"[A-Za-z0-9._\-]+(:[0-9]+)?|\[[0-9A-Fa-f:.]+\](:[0-9]+)?")
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate",
                "te", "trailer", "upgrade"}
 # A Connection header may name further hop-by-hop headers, but never these: dropping one would change
@@ -52,19 +63,34 @@ def parse_request(head: bytes, max_headers: int = 100) -> RequestHead:
     if not head.endswith(b"\r\n\r\n"):
         raise BadRequest("request head does not end with CRLF CRLF")
     lines = head[:-4].split(b"\r\n")
-    match = _REQUEST_LINE.match(lines[0])
+    match = _REQUEST_LINE.fullmatch(lines[0])
     if not match:
         raise BadRequest(f"bad request line {lines[0][:80]!r}")
     if len(lines) - 1 > max_headers:
         raise BadRequest(f"more than {max_headers} header fields")
     headers = []
     for line in lines[1:]:
-        field = _HEADER.match(line)
+        field = _HEADER.fullmatch(line)
         if not field:  # also refuses obsolete line folding and bare CR / LF inside a line
             raise BadRequest(f"bad header line {line[:80]!r}")
         headers.append((field.group(1).decode("ascii"), field.group(2).decode("latin-1")))
     method, target, version = (g.decode("latin-1") for g in match.groups())
     return RequestHead(method, target, version, headers)
+
+
+# Fields that frame or route a message: never taken from a trailer (a server that merges trailers into the
+# head would read them there).
+_NOT_TRAILERS = {"host", "content-length", "transfer-encoding", "connection", "te", "trailer", "upgrade"}
+
+
+def check_trailer(line: bytes) -> None:
+    """A trailer line of a chunked body (with its CRLF) must be a header field as strict as the head's, and
+    none that frames or routes."""
+    field = _HEADER.fullmatch(line[:-2]) if line.endswith(b"\r\n") else None
+    if not field:
+        raise BadRequest(f"bad trailer line {line[:80]!r}")
+    if field.group(1).decode("ascii").lower() in _NOT_TRAILERS:
+        raise BadRequest(f"trailer {field.group(1)[:40]!r} frames or routes the message")
 
 
 def split_authority(authority: str, default_port: int | None) -> tuple[str, int]:
@@ -110,6 +136,8 @@ def host_matches(header: str | None, host: str, port: int, default_port: int = 8
     """Does a Host header (absent, or `host[:port]` with `default_port` as the default) name exactly host:port?"""
     if header is None:
         return True  # nothing to route by: the upstream serves the connection's own host
+    if not _PLAIN_AUTHORITY.fullmatch(header):
+        return False
     try:
         return split_authority(header, default_port) == (host, port)
     except BadRequest:
@@ -127,7 +155,7 @@ def framing(head: RequestHead) -> tuple[str, int]:
             raise BadRequest(f"unsupported Transfer-Encoding {', '.join(encodings)!r}")
         return "chunked", 0
     if lengths:
-        if len(set(lengths)) != 1 or not lengths[0].isdigit() or len(lengths[0]) > 15:
+        if len(set(lengths)) != 1 or not _CONTENT_LENGTH.fullmatch(lengths[0]):  # str.isdigit() takes "²"
             raise BadRequest(f"bad Content-Length {', '.join(lengths)!r}")
         return "length", int(lengths[0])
     return "none", 0

@@ -35,7 +35,7 @@ def bind_unix(path: str) -> socket.socket:
         sock.listen(_BACKLOG)
     except OSError as exc:
         sock.close()
-        hint = ("; a unix socket path has at most 107 bytes: point TMPDIR at a shorter folder (the run folder "
+        hint = ("; a unix socket path has at most 107 bytes: point AGENTBOX_RUN_ROOT at a shorter folder under /tmp (the run folder "
                 "lives there)" if len(os.fsencode(path)) > 107 else "")
         raise ProxyStartError(f"egress proxy cannot listen on {path}: {exc.strerror or exc}{hint}") from None
     return sock

@@ -4,7 +4,10 @@ another protocol.
 A tunnel to an allowed host:port can still be aimed at another host that shares its address (virtual
 hosting, CDN fronting) by the SNI of the ClientHello or the Host header of a plaintext request; the
 tunnel checks both against its CONNECT target. Classification leans towards "http": anything a server
-could read as a request line is parsed as one, so odd spacing or leading blank lines do not hide it.
+could read as a request line is parsed as one (strictly, by http1.py), so odd spacing or leading blank
+lines do not hide it. "opaque" is everything else, and the tunnel refuses it (tunnel.py): a proxy that
+passed on what it cannot parse would let a lenient server read a request in it (a form feed before
+`GET`, say) that no check has seen.
 """
 
 from __future__ import annotations
@@ -94,13 +97,17 @@ class _Reader:
 
 def _sni(hello: bytes) -> str | None:
     r = _Reader(hello)
-    r.take(2 + 32)  # legacy_version, random
+    if r.take(2)[0] != 3:  # legacy_version: 3.x for every SSL / TLS
+        raise BadHello("ClientHello of no TLS version")
+    r.take(32)  # random
     r.vector(1)  # session id
     r.vector(2)  # cipher suites
     r.vector(1)  # compression methods
     if r.done():
         return None
     extensions = _Reader(r.vector(2))
+    if not r.done():  # what a TLS server would refuse is not a ClientHello whose SNI means anything
+        raise BadHello("bytes after the ClientHello's extensions")
     names = []
     while not extensions.done():
         ext_type = int.from_bytes(extensions.take(2), "big")

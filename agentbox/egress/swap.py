@@ -13,6 +13,14 @@ request's, a plaintext or TLS-terminated tunnel's) goes through `rewrite`:
 - a placeholder in another header of a bound request stays as it is (the upstream sees a random string).
 
 Bodies are not scanned: a placeholder there reaches the upstream as the placeholder, never as the value.
+
+A request to where a secret is bound (whether or not this one carries its placeholder) asks for an
+identity-encoded response: its Accept-Encoding becomes `identity` and its TE goes. What comes back is
+searched for the real values (scrub.py), and a search cannot see into a gzip or br body. Only asking
+would leave a host that compresses anyway; only refusing coded bodies would break every client that
+asked for gzip (the host would honour it). So both: the request asks for identity, which an honest
+host honours and its client reads as well, and a coded body from there is refused (scrub.Unreadable).
+
 Pure: no I/O, no asyncio.
 """
 
@@ -24,7 +32,7 @@ from . import hostnames
 from .http1 import RequestHead
 from .policy import AllowEntry, parse_entry
 
-__all__ = ["Swap", "SwapTable", "Rewritten", "Replay", "parse_header"]
+__all__ = ["Swap", "SwapTable", "Rewritten", "Replay", "parse_header", "identity_encoded"]
 
 
 class Replay(Exception):
@@ -61,6 +69,10 @@ class Swap(NamedTuple):
     def make(cls, variable: str, placeholder: str, value: str, headers, hosts=(), model: bool = False) -> "Swap":
         if not placeholder or placeholder in value or value in placeholder:
             raise ValueError(f"{variable}: the placeholder must be distinct from the value")
+        if not value.isprintable() or not value.isascii():
+            # it goes into a header as it is (CR or LF would start another header), and the scrub of what comes
+            # back relies on it holding no line break
+            raise ValueError(f"{variable}: the value holds a character other than printable ASCII")
         return cls(variable, placeholder, value, tuple(parse_header(h) for h in headers),
                    tuple(parse_entry(h) for h in hosts), model)
 
@@ -105,6 +117,14 @@ class SwapTable:
     def bound_hosts(self) -> tuple[AllowEntry, ...]:
         return tuple(e for s in self.swaps for e in s.hosts)
 
+    def binds(self, host: str | None, port: int | None, model_route: bool = False) -> bool:
+        """Is any credential bound to this destination (then its responses are asked for in identity)?"""
+        return any(s.bound_to(host, port, model_route) for s in self.swaps)
+
+    def secrets(self) -> list[tuple[str, str]]:
+        """(variable, real value) of each credential: what must never come back (scrub.py)."""
+        return [(s.variable, s.value) for s in self.swaps]
+
     def is_bound(self, host: str, port: int) -> bool:
         """Does any credential bind host:port (the proxy then terminates TLS to it, to swap inside)?"""
         return any(s.bound_to(host, port, False) for s in self.swaps)
@@ -132,8 +152,18 @@ class SwapTable:
 
     def apply(self, head: RequestHead, host: str | None, port: int | None,
               model_route: bool = False) -> tuple[RequestHead, tuple[str, ...]]:
-        """`head` with its bound placeholders swapped in, and the variables swapped; raises Replay."""
+        """`head` with its bound placeholders swapped in (and, towards where a secret is bound, asking for an
+        identity-encoded response), and the variables swapped; raises Replay. `head` itself when unchanged."""
         done = self.rewrite(head.target, head.headers, host, port, model_route)
         if done.replayed:
             raise Replay(done.replayed, "the model route" if model_route else f"{host}:{port}")
-        return (head._replace(headers=done.headers) if done.swapped else head), done.swapped
+        if not self.binds(host, port, model_route):
+            return head, done.swapped
+        return head._replace(headers=identity_encoded(done.headers)), done.swapped
+
+
+def identity_encoded(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`headers` asking for a response body as it is: no content coding (Accept-Encoding), no transfer coding
+    but chunked (TE)."""
+    kept = [(k, v) for k, v in headers if k.lower() not in ("accept-encoding", "te")]
+    return kept + [("Accept-Encoding", "identity")]

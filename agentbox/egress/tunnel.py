@@ -1,63 +1,86 @@
-"""A CONNECT tunnel after its 200: the first client bytes are checked against the target, then spliced.
+"""A CONNECT tunnel after its 200: the first client bytes are checked against the target, then forwarded.
 
-TLS: the ClientHello's SNI, when present, must name the CONNECT host. Plaintext HTTP: every request
-of the tunnel (bodies are framed, so none hides in another's body) must name the CONNECT host:port
-in its Host header and, if absolute, in its target. Any other protocol is spliced as it is. A
-mismatch closes the tunnel before a byte of the offending message goes upstream, and the upstream is
-dialled only after the first message passed: a host that shares the target's address (virtual
-hosting) never sees even a connection. The price: a protocol whose server speaks first cannot be
-tunnelled (nothing is dialled until the client sends).
+Rule: a tunnel carries only what the proxy can check, and refuses the rest. Two protocols are allowed:
+- TLS: a well-formed ClientHello whose SNI names the CONNECT host; then the session is spliced (the
+  proxy cannot read it). A ClientHello without SNI is refused: the server would answer it with its
+  default host, which need not be the target.
+- HTTP/1.x: every request of the tunnel (bodies are framed, so none hides in another's body) is parsed
+  strictly (http1.py) and must carry a Host header naming the CONNECT host:port and, if absolute, name
+  it in its target.
+Anything else ("opaque": SSH, a form feed before `GET`, HTTP/2 with prior knowledge, whose requests name
+their host in frames this proxy does not read) closes the tunnel, logged, before a byte of it goes
+upstream. A mismatch does the same, and the upstream is dialled only after the first message passed: a
+host that shares the target's address (virtual hosting) never sees even a connection. The price: a
+protocol whose server speaks first cannot be tunnelled (nothing is dialled until the client sends), nor
+can any protocol but these two.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable
+from collections import deque
+from typing import Awaitable, Callable, Literal
 
 from .swap import Replay, SwapTable
 
 from . import hostnames
 from .bodies import copy_body
 from .dial import Refused
-from .http1 import BadRequest, RequestHead, host_matches, parse_request, render_request, split_authority
+from .http1 import BadRequest, RequestHead, framing, host_matches, parse_request, render_request, split_authority
 from .sniff import MAX_HELLO, BadHello, classify, client_hello_sni
 from .streams import HeadTooLarge, Idle, Buffered, Tally, half_close, pump
 
-__all__ = ["client_to_upstream", "forward_requests", "Edit", "check_request", "swapped_head"]
+__all__ = ["client_to_upstream", "first_message", "forward_requests", "Edit", "check_request", "swapped_head"]
 
 _SCHEME_PORTS = {"http": 80, "https": 443}
 
 
-async def client_to_upstream(rd: Buffered, dial: Dial, host: str, port: int, idle: Idle, tally: Tally,
-                             head_limit: int, swaps: SwapTable | None = None, on_swap=None) -> None:
-    """The client -> upstream direction of a tunnel to host:port; raises Refused(0, ...) on a mismatch.
+async def client_to_upstream(rd: Buffered, dial: TunnelDial, host: str, port: int, idle: Idle, tally: Tally,
+                             head_limit: int, swaps: SwapTable | None = None, on_swap=None,
+                             methods: deque | None = None) -> None:
+    """The client -> upstream direction of a tunnel to host:port; raises Refused(0, ...) on a mismatch or a
+    message the tunnel cannot check.
 
-    `dial()` opens the upstream; it is awaited once, when the first message has passed its check.
+    `dial(readable)` opens the upstream; it is awaited once, when the first message has passed its check
+    (`readable`: False for a TLS session the proxy cannot read, whose way back then has nothing to scan).
     `swaps`: the run's credentials, checked (and, for a bound host, swapped in) in every plaintext request.
+    `methods`: see forward_requests.
     """
-    while (kind := classify(bytes(rd.buf))) is None:
-        if len(rd.buf) > head_limit:
-            raise Refused(0, "unclassifiable", f"first {len(rd.buf)} bytes are neither TLS, HTTP nor another protocol")
+    while (step := first_message(bytes(rd.buf), host, head_limit)) == "more":
         if not await rd.fill():
-            break
+            return  # the client ended before its first message was whole: nothing of it goes upstream
         idle.touch()
-    if kind is None:  # the client ended inside what could still have been a request line: drop it
-        return
-    if kind == "http":
+    if step == "http":
         def edit(head: RequestHead, raw: bytes) -> bytes:
             check_request(head, host, port)
             return swapped_head(head, raw, swaps, host, port, on_swap)
 
-        upstream = await forward_requests(rd, dial, edit, idle, tally, head_limit)
+        upstream = await forward_requests(rd, lambda: dial(True), edit, idle, tally, head_limit, methods)
         if upstream is not None:
             half_close(upstream)  # bytes of an unfinished request are dropped, never forwarded unchecked
         return
-    if kind == "tls" and not await _check_hello(rd, host):
-        return
-    await pump(rd, await _open(dial), idle, tally)
+    await pump(rd, await _open(lambda: dial(False)), idle, tally)
 
 
 Dial = Callable[[], Awaitable[asyncio.StreamWriter]]
+TunnelDial = Callable[[bool], Awaitable[asyncio.StreamWriter]]
+
+
+def first_message(buf: bytes, host: str, head_limit: int) -> Literal["more", "http", "tls"]:
+    """What a tunnel to `host` does with the first bytes its client sent: wait for more, read them as HTTP/1.x
+    requests (each checked), or splice a TLS session whose complete ClientHello names `host`. Raises
+    Refused(0, ...) for anything else: the only two outcomes that forward a byte are "http" and "tls"."""
+    kind = classify(buf)
+    if kind is None:
+        if len(buf) > head_limit:
+            raise Refused(0, "unclassifiable", f"first {len(buf)} bytes are neither TLS nor an HTTP request line")
+        return "more"
+    if kind == "opaque":
+        raise Refused(0, "not_tls_or_http", f"the tunnel's first bytes {buf[:24]!r} are neither a TLS ClientHello "
+                                            "nor an HTTP/1.x request: what the proxy cannot check, it does not pass")
+    if kind == "http":
+        return "http"
+    return "tls" if _hello_names(buf, host) else "more"
 
 
 async def _open(dial: Dial) -> asyncio.StreamWriter:
@@ -67,20 +90,20 @@ async def _open(dial: Dial) -> asyncio.StreamWriter:
         raise Refused(0, refused.reason, refused.detail) from None
 
 
-async def _check_hello(rd: Buffered, host: str) -> bool:
-    """True when the whole ClientHello is in and names the host (or none); False when the client left first."""
-    while True:
-        try:
-            complete, sni = client_hello_sni(bytes(rd.buf))
-        except BadHello as exc:
-            raise Refused(0, "bad_client_hello", str(exc)) from None
-        if complete:
-            break
-        if len(rd.buf) > 4 * MAX_HELLO:
+def _hello_names(buf: bytes, host: str) -> bool:
+    """True when the whole ClientHello is in and names `host`; False while more bytes are needed."""
+    try:
+        complete, sni = client_hello_sni(buf)
+    except BadHello as exc:
+        raise Refused(0, "bad_client_hello", str(exc)) from None
+    if not complete:
+        if len(buf) > 4 * MAX_HELLO:
             raise Refused(0, "bad_client_hello", "ClientHello spread over too many records")
-        if not await rd.fill():
-            return False
-    if sni is not None and _normalized(sni) != host:
+        return False
+    if sni is None:
+        raise Refused(0, "bad_client_hello", f"a ClientHello without a server name in a tunnel to {host}: the "
+                                             "server would answer for its default host, which need not be the target")
+    if _normalized(sni) != host:
         raise Refused(0, "host_mismatch", f"TLS SNI {sni!r} in a tunnel to {host}")
     return True
 
@@ -99,18 +122,18 @@ def swapped_head(head: RequestHead, raw: bytes, swaps: SwapTable | None, host: s
         new, swapped = swaps.apply(head, host, port, model_route)
     except Replay as exc:
         raise Refused(403, "credential_replay", str(exc)) from None
-    if not swapped:
-        return raw
-    if on_swap is not None:
+    if swapped and on_swap is not None:
         on_swap(swapped)
-    return render_request(new, new.headers)
+    return raw if new is head else render_request(new, new.headers)
 
 
 async def forward_requests(rd: Buffered, dial: Dial, edit: Edit, idle: Idle, tally: Tally,
-                           limit: int) -> asyncio.StreamWriter | None:
+                           limit: int, methods: deque | None = None) -> asyncio.StreamWriter | None:
     """Check (and edit) and forward request after request until the client has finished (EOF); the upstream,
     once dialled. A refusal before anything was dialled keeps its status (the client gets it); after, it only
-    closes (a response may be under way)."""
+    closes (a response may be under way). A head is checked whole, its body framing included, before a byte
+    of it goes upstream. `methods` hears the method of each request as it goes (what the responses to it
+    look like depends on it: responses.py)."""
     upstream = None
     while True:
         try:
@@ -126,6 +149,7 @@ async def forward_requests(rd: Buffered, dial: Dial, edit: Edit, idle: Idle, tal
             continue
         try:
             head = parse_request(raw)
+            framing(head)  # a body the proxy could not delimit: refused before its head goes upstream
             raw = edit(head, raw)
         except BadRequest as exc:
             raise Refused(0, "bad_request_in_tunnel", str(exc)) from None
@@ -135,6 +159,8 @@ async def forward_requests(rd: Buffered, dial: Dial, edit: Edit, idle: Idle, tal
             raise
         if upstream is None:
             upstream = await _open(dial)
+        if methods is not None:
+            methods.append(head.method)
         upstream.write(raw)
         tally.n += len(raw)
         idle.touch()
@@ -146,8 +172,8 @@ async def forward_requests(rd: Buffered, dial: Dial, edit: Edit, idle: Idle, tal
 
 
 def check_request(head: RequestHead, host: str, port: int, default_port: int = 80) -> None:
-    """Every request of a tunnel must name its target host:port (`default_port`: what a Host without a port
-    means, 443 inside TLS)."""
+    """Every request of a tunnel must name its target host:port in a Host header (`default_port`: what a Host
+    without a port means, 443 inside TLS)."""
     if head.method == "CONNECT":
         raise Refused(0, "host_mismatch", f"CONNECT {head.target} inside a tunnel to {host}:{port}")
     target = head.target
@@ -159,6 +185,8 @@ def check_request(head: RequestHead, host: str, port: int, default_port: int = 8
             raise Refused(0, "host_mismatch", f"request target {target[:200]!r} in a tunnel to {host}:{port}")
     elif not (target.startswith("/") or target == "*"):
         raise BadRequest(f"request target {target[:80]!r} is neither origin-form nor absolute")
+    if head.host() is None:  # the server would answer for its default host, which need not be the target
+        raise BadRequest(f"a request without a Host header in a tunnel to {host}:{port}")
     if not host_matches(head.host(), host, port, default_port):
         raise Refused(0, "host_mismatch", f"Host {head.host()!r} in a tunnel to {host}:{port}")
 

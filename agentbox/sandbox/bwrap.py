@@ -131,6 +131,9 @@ def _check(request: SandboxRequest) -> None:
         raise SandboxError("workspace / would expose the whole host file system")
     if is_within(ws, "/tmp/agentbox"):
         raise SandboxError(f"workspace {ws} would be hidden by the sandbox's private /tmp/agentbox")
+    if ws == "/tmp":
+        raise SandboxError("workspace /tmp would expose the host's /tmp, where every run keeps its own folder (its "
+                           "relay sockets and config): use a folder of its own, such as /tmp/project")
     if request.requirements.host_home == "hidden" and is_within(home, ws):
         raise SandboxError(f"workspace {ws} contains the host home {home}, which host_home: hidden must hide")
     for path in (*request.ro_binds, *request.rw_binds):
@@ -143,7 +146,13 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     _check(request)
     req = request.requirements
     ws = request.workspace
-    argv: list[str] = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # /proc is read-only: inside, uid 0 is the host's uid 0 (the run's user namespace maps it to itself), and the
+    # kernel lets a file's owner write most of /proc by uid alone, with no capability: /proc/sys (host sysctls,
+    # core_pattern and with it a program the host kernel runs as root), /proc/sysrq-trigger, and /proc/<pid>/mem of
+    # every process of the same uid (bubblewrap's own pid 1 among them, which no seccomp filter covers). bubblewrap
+    # covers only /proc's folders it finds writable, and /proc/sys is mode 0555, so it covers none of those files.
+    argv: list[str] = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc",
+                       "--tmpfs", "/tmp"]
     binds: list[tuple[str, str, str]] = []
 
     def bind(mode: str, src: str, dst: str) -> None:
@@ -191,7 +200,9 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
         raise SandboxError(f"{what} loopback port {low[0][0]} is below 1024: the run holds no capability, so its "
                            "relay cannot listen there inside the sandbox; serve it on a port >= 1024")
     if relay:
-        bind("bind", f"{RUN_DIR}/relay", RELAY_DIR)
+        # read-only: the relay dials the socket paths in this folder on every connection, so a run that could
+        # replace one (with a link to a host socket) would aim the relay, which holds its unix sockets, anywhere
+        bind("ro-bind", f"{RUN_DIR}/relay", RELAY_DIR)
     run_ca = any(c.hosts for c in request.credentials)
     if run_ca:
         bind("ro-bind", f"{RUN_DIR}/ca", inside.CA_DIR)
@@ -219,7 +230,9 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     if run_ca:
         env.update(inside.trust_env())
     return SandboxPlan(backend="bwrap", argv=tuple(argv), env=dict(sorted(env.items())), binds=tuple(binds),
-                       relay=relay, egress=policy, unix_filter=unshares_net(req) and unix_filter.supported(),
+                       # every run, whatever its network: a host socket is reachable by path from a shared network
+                       # namespace too, and none of them can be hidden wherever it lives (/var/tmp, a home, a project)
+                       relay=relay, egress=policy, unix_filter=unix_filter.supported(),
                        syscall_filter=True,
                        # a network namespace of its own has its own abstract sockets; a shared one has the host's
                        abstract_unix_scope=not unshares_net(req) and landlock_scope.supported(),

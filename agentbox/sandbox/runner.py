@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 from ..console import detail_argv, take_flag
-from ..hot import agentbox_home, home_dir, package_fingerprint, resolve_profile_path, sha256, write_json_atomic
+from ..hot import agentbox_home, home_dir, package_fingerprint, resolve_profile_path, run_root, sha256, write_json_atomic
 
 __all__ = ["fast_main", "sandbox_run", "compiled_entry", "execute"]
 
@@ -135,9 +135,15 @@ def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, 
     from .session import cleanup, environment, materialize
     from .startup import Started
 
-    run_dir = tempfile.mkdtemp(prefix="agentbox-run-")
+    run_dir = tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root())
     run_id = os.urandom(8).hex()
     started = None
+    # the decision log is written by this (host) process after the run, and bubblewrap is what starts it: neither
+    # may lie where the run can write (refused at the start, `refuse_writable_state`)
+    trusted = {"the --egress-log file": os.path.abspath(egress_log)} if egress_log else {}
+    bwrap = shutil.which("bwrap")
+    entry = {**entry, "trusted": {**entry.get("trusted", {}), **trusted,
+                                  **({"bubblewrap": bwrap} if bwrap else {})}}
     try:
         materialize(entry, run_dir)
         env = environment(entry, run_id)
@@ -198,7 +204,7 @@ def compiled_entry(profile_arg: str, workspace: str, cmd: list[str]) -> dict:
     visible = (ws, *(dst for _, _, dst in plan.sandbox.binds if not dst.startswith("/tmp/agentbox")))
     probe_paths = sorted({os.path.join(layer, s.path) for s in req.surfaces for layer in _layers(ws, s.discovery)}
                          | {os.path.join(ws, ".agentbox")})
-    entry = build_entry(plan, masks, hidden, visible, probe_paths)
+    entry = {**build_entry(plan, masks, hidden, visible, probe_paths), "trusted": {"the profile": loaded.source}}
     problem = _hidden_command(entry, cmd)
     if problem:
         raise SandboxError(problem)

@@ -20,7 +20,7 @@ import time
 
 from ..hot import which
 
-__all__ = ["MARKER", "RUN_DIR", "entry_from_plan", "make_backing", "write_config", "materialize", "environment",
+__all__ = ["MARKER", "RUN_DIR", "entry_from_plan", "writable_sources", "refuse_writable_state", "make_backing", "write_config", "materialize", "environment",
            "sandbox_argv", "marked", "kill_marked", "run_attached", "cleanup", "python_for_sandbox"]
 
 MARKER = "AGENTBOX_RUN_ID"
@@ -148,6 +148,54 @@ def environment(entry: dict, run_id: str | None = None, source=None, extra: dict
     return env
 
 
+def writable_sources(argv: list[str], run_dir: str) -> list[str]:
+    """The host folders a run can write through its binds (the source of each `--bind SRC DST`), the run's own
+    folders aside (its config home: what is read back from there is filtered, `profile_state`)."""
+    out = []
+    for i, arg in enumerate(argv[:-2]):
+        if arg == "--bind":
+            src = argv[i + 1].replace(RUN_DIR, run_dir)
+            if not _within(src, run_dir):
+                out.append(os.path.realpath(src))
+    return out
+
+
+def _within(child: str, parent: str) -> bool:
+    child, parent = os.path.realpath(child), os.path.realpath(parent)
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
+
+
+def refuse_writable_state(entry: dict, run_dir: str, env=None) -> None:
+    """Fail closed when anything Agent-Box trusts later lies where the run can write it: its run folder (the relay
+    sockets, the egress decision log), AGENTBOX_HOME (caches with the sandbox's own argv, compiled seccomp programs,
+    evidence, the run database, kept answers) and the entry's `trusted` paths (a launch's evidence store). A run
+    that could rewrite them would decide what the next run, or the next gate, does. `env`: the launcher's
+    environment (AGENTBOX_HOME), default this process's. An entry with `trust_writable_state` (a control of the
+    suite's, `agentbox.testing.weakened`) skips the check."""
+    from ..errors import SandboxError
+    from ..hot import agentbox_home
+
+    if entry.get("trust_writable_state"):
+        return
+    named = (env or {}).get("AGENTBOX_HOME")
+    home = os.path.abspath(os.path.expanduser(named)) if named else agentbox_home()
+
+    paths = {"the run folder": (run_dir, "remove the writable bind over /tmp"),
+             "AGENTBOX_HOME": (home, "set AGENTBOX_HOME to a folder outside it"),
+             # what runs on the host at the next command: Agent-Box's own code and the Python that runs it
+             "Agent-Box's own code": (_PACKAGE, "install Agent-Box outside it (pipx install agent-box)"),
+             "the Python that runs Agent-Box": (sys.prefix, "install Agent-Box with a Python outside it (pipx)"),
+             **{label: (path, "keep it outside the workspace") for label, path in entry.get("trusted", {}).items()}}
+    for src in writable_sources(entry["argv"], run_dir):
+        for label, (path, fix) in paths.items():
+            if path and _within(path, src):
+                raise SandboxError(
+                    f"{label} {path} is inside {src}, which this run can write (sandbox layer): a process of the run "
+                    f"could rewrite what Agent-Box reads back later; {fix}, or make that folder read-only in the "
+                    f"profile")
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LANDLOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock_scope.py")
 
 

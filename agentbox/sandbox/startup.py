@@ -165,7 +165,9 @@ class Started:
         """`env`: the run's environment, given the credentials' placeholders (and the model route's port) here;
         `source`: where the real values are read (default: this process's environment)."""
         from .credentials import issue
+        from .session import refuse_writable_state
 
+        refuse_writable_state(entry, run_dir, os.environ if source is None else source)  # before the run exists
         self.notes: list[str] = []  # what went wrong during the run (the proxy's death)
         self.fd: int | None = None
         self.proxy = None
@@ -264,7 +266,10 @@ def copy_decisions(run_dir: str, dest: str, notes: list[str]) -> None:
         return
     try:
         os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
-        with open(dest, "wb") as f:
+        # never through a link: the destination may lie in a folder the run could write, and a link it left there
+        # would have this (host) process overwrite whatever it names
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
     except OSError as exc:
         notes.append(f"could not keep the egress log at {dest}: {exc}")

@@ -30,7 +30,7 @@ import struct
 
 from ..hot import agentbox_home, sha256
 
-__all__ = ["program", "program_fd", "host_program", "describe", "apply"]
+__all__ = ["program", "program_fd", "host_program", "host_program_path", "describe", "apply"]
 
 _DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "seccomp")
 _DENYLIST = os.path.join(_DATA, "denylist.yaml")
@@ -93,6 +93,13 @@ def host_program(deny_unix: bool) -> bytes:
     """This host's program. Built once per version of the data (and of this compiler) and cached under
     $AGENTBOX_HOME/cache/seccomp; a cache hit reads a few small files and imports nothing more.
     """
+    path = host_program_path(deny_unix)
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def host_program_path(deny_unix: bool) -> str:
+    """The cached file of this host's program (built first when missing), for a loader that reads it by path."""
     machine = os.uname().machine  # platform.machine() without importing platform
     _abis(machine)
     digest = sha256()
@@ -101,17 +108,14 @@ def host_program(deny_unix: bool) -> bytes:
             digest.update(f.read())
     variant = "deny-unix" if deny_unix else "base"
     path = os.path.join(agentbox_home(), "cache", "seccomp", f"{digest.hexdigest()}-{machine}-{variant}.bpf")
-    try:
-        with open(path, "rb") as f:
-            code = f.read()
-    except FileNotFoundError:
+    if not os.path.exists(path):
         code = program(machine, deny_unix)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"  # concurrent runs share the cache: readers see all or nothing
         with open(tmp, "wb") as f:
             f.write(code)
         os.replace(tmp, path)
-    return code
+    return path
 
 
 def describe() -> list[dict]:

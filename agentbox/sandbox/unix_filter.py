@@ -90,9 +90,36 @@ def install(code: bytes) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
 
 
+def main(argv: list[str]) -> int:
+    """`python3 -I -S unix_filter.py PROGRAM -- CMD...`: install the seccomp program in file PROGRAM (a struct
+    sock_filter array, e.g. the host-built denylist) and exec CMD under it; exit 4 when it cannot be installed.
+    For a sandbox that cannot be handed a descriptor (`bwrap --seccomp FD`): the MCP tool inventory's."""
+    if len(argv) < 3 or argv[1] != "--":
+        os.write(2, b"usage: unix_filter.py PROGRAM -- CMD...\n")
+        return 2
+    try:
+        with open(argv[0], "rb") as f:
+            install(f.read())
+    except OSError as exc:
+        os.write(2, f"agent-box: the sandbox's seccomp filter cannot be applied ({exc}); refusing to start "
+                    f"{argv[2]}\n".encode())
+        return 4
+    try:
+        os.execvp(argv[2], argv[2:])
+    except OSError as exc:
+        os.write(2, f"agent-box: cannot start {argv[2]}: {exc.strerror or exc}\n".encode())
+        return 127
+
+
 def program_fd() -> int:
     """A readable, inheritable descriptor holding the filter, for `bwrap --seccomp FD`."""
     fd = os.memfd_create("agentbox-unix-filter", 0)  # no MFD_CLOEXEC: bwrap must inherit it
     os.write(fd, program())
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

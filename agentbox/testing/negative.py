@@ -25,6 +25,7 @@ import yaml
 from ..capability import load_declarations
 from ..sandbox.bwrap import backend_version as bwrap_version
 from ..egress.decisions import read_log
+from ..errors import SandboxError
 from ..evidence import EvidenceRecord, RunInfo, host_facts, privilege_level
 from ..refusal_kinds import Evidence, describe, expected_kinds, recognise
 from ..revision import suite_revision
@@ -231,6 +232,11 @@ class VectorRunner:
                 error, seen = self._run_harness(harness, probe, model, intent, steps, vector, targets, run_layer,
                                                 weaken=weaken if run_layer == "composed" else (), secrets=bound,
                                                 control=control)
+            if error and spec is None and vector.refused_at_start and re.search(vector.refused_at_start, error):
+                # the protection is the refusal itself: the run never started, so nothing else is looked for
+                attempt = self._observe(oracle, targets, seen)
+                if attempt.effect is False:
+                    return Attempt(False, f"{attempt.observation}; refused at the run's start: {' '.join(error.split())[:300]}")
             if error:
                 return Attempt(None, _with_egress(error, seen.egress))
             if spec is None and vector.proof is not None and not os.path.lexists(fill(vector.proof, values)):
@@ -272,7 +278,8 @@ class VectorRunner:
             profile = targets.root / "profile.yaml"
             profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent,
                                                "secrets": secrets or {}}))
-            env["AGENTBOX_HOME"] = str(targets.root / "agentbox-home")
+            # the vector's own AGENTBOX_HOME when its setup names one (one inside the workspace, to be refused)
+            env["AGENTBOX_HOME"] = targets.env.get("AGENTBOX_HOME") or str(targets.root / "agentbox-home")
             resolve = [a for name, address in targets.resolve.items() for a in ("--egress-resolve", f"{name}={address}")]
             changes = [*(a for w in weaken for a in ("--weaken", w)), *(["--mutate", mutation] if mutation else [])]
             runner = ["agentbox.testing.weakened", *changes] if changes else ["agentbox.cli", "sandbox", "run"]
@@ -361,16 +368,19 @@ class VectorRunner:
             extra_env=scripted_key_env(harness, targets.model_key), host_env={**os.environ, **targets.env},
             ro_binds=(package_root,), rw_binds=tuple(str(c.log.parent) for c in canaries.values()),
             resolve=dict(targets.resolve), entry_hook=entry_hook(weaken), upstream_ca=targets.suite_ca)
-        if self.mode == "tui":
-            from .tui import drive
+        try:
+            if self.mode == "tui":
+                from .tui import drive
 
-            out = drive(req, harness.name, probe.binary, done_text)
-        elif self.mode == "acp":
-            from .acp_drive import drive as drive_acp
+                out = drive(req, harness.name, probe.binary, done_text)
+            elif self.mode == "acp":
+                from .acp_drive import drive as drive_acp
 
-            out = drive_acp(req, harness.name, probe.binary, approve=control)
-        else:
-            out = run_harness(req)
+                out = drive_acp(req, harness.name, probe.binary, approve=control)
+            else:
+                out = run_harness(req)
+        except SandboxError as exc:  # refused before the harness started: judged as `sandbox run`'s refusal is
+            return f"agent-box refused to run it (exit {exc.exit_code}): {exc}", Seen([])
         results = [r.text for r in model.tool_results()]
         seen = Seen([out.stdout, out.stderr, *results], set(model.offered_tools()),
                     canaries, out.leftovers, out.egress if out.plan.sandbox.egress is not None and layer == "composed"
@@ -472,6 +482,16 @@ class VectorRunner:
             if not masks:
                 return Attempt(None, "no CapEff line was seen: the attempt's result never came back")
             return Attempt(bool(held), f"CapEff seen: {', '.join(sorted(set(masks)))}")
+        if kind == "not_setuid":
+            mode = os.lstat(oracle.path).st_mode if os.path.lexists(oracle.path) else 0
+            bits = mode & 0o6000
+            return Attempt(bool(bits), f"{oracle.path} " + (f"is setuid or setgid on the host (mode {mode & 0o7777:o})"
+                                                            if bits else "carries no setuid or setgid bit on the host"))
+        if kind == "host_setting_unchanged":
+            before, now = targets.setting.before, targets.setting.now()
+            return Attempt(now != before, f"the host's {targets.setting.path} "
+                                          + (f"changed from {before.strip()!r} to {now.strip()!r}" if now != before
+                                             else f"still reads {before.strip()!r}"))
         if kind == "not_offered":
             names = sorted(t for t in seen.offered if oracle.tool in t)
             return Attempt(bool(names), f"offered to the model: {', '.join(names) or 'nothing named ' + oracle.tool}")

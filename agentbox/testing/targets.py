@@ -6,6 +6,7 @@ started, so a vector that really escapes (the harness-alone layer has no sandbox
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import signal
@@ -33,9 +34,10 @@ class Listener:
     drains what is still queued, so an attempt that raced the thread is never missed.
     """
 
-    def __init__(self, kind: str, unix_path: str | None = None, tls=None):
-        """`tls`: a server SSLContext (kind "tls"): the listener speaks TLS with the suite's own CA first."""
-        self.kind, self.tls = kind, tls
+    def __init__(self, kind: str, unix_path: str | None = None, tls=None, reflect: bool = False):
+        """`tls`: a server SSLContext (kind "tls"): the listener speaks TLS with the suite's own CA first;
+        `reflect`: it answers with the request head it received."""
+        self.kind, self.tls, self.reflect = kind, tls, reflect
         family = {"tcp": socket.AF_INET, "tcp2": socket.AF_INET, "tls": socket.AF_INET, "udp": socket.AF_INET,
                   "tcp6": socket.AF_INET6, "unix": socket.AF_UNIX, "abstract": socket.AF_UNIX}[kind]
         stype = socket.SOCK_DGRAM if kind == "udp" else socket.SOCK_STREAM
@@ -72,7 +74,8 @@ class Listener:
                     data = _head(conn)
                     with self._lock:
                         self.received += data
-                    conn.sendall(b"HTTP/1.0 204 No Content\r\n\r\n")
+                    conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + data if self.reflect
+                                 else b"HTTP/1.0 204 No Content\r\n\r\n")
                 except OSError:
                     pass
                 conn.close()
@@ -139,8 +142,10 @@ class Targets:
     env: dict[str, str] = field(default_factory=dict)
     resolve: dict[str, str] = field(default_factory=dict)  # name -> listener address, for the egress proxy
     made_dirs: list[str] = field(default_factory=list)  # folders made outside the root (a listener's under /run)
+    made_links: list[str] = field(default_factory=list)  # links made outside the root
     segment: Any = None  # a host SysV shared-memory segment holding the secret ({shm_key})
     suite_ca: str | None = None  # the suite's own CA certificate ({suite_ca}), which the "tls" listener's chains to
+    setting: "HostSetting | None" = None  # a host kernel setting the attack tries to change (Setup.host_setting)
 
     def values(self) -> dict[str, str]:
         v = {"loopback": LOOPBACK, "ws": str(self.ws), "home": str(self.home), "parent": str(self.ws.parent),
@@ -149,6 +154,8 @@ class Targets:
              "sleeper_pid": str(self.sleeper.pid) if self.sleeper else "0",
              "shm_key": str(self.segment.key) if self.segment else "0"}
         v["suite_ca"] = self.suite_ca or ""
+        if self.setting is not None:
+            v["setting"], v["setting_changed"] = self.setting.before.strip(), self.setting.changed() or ""
         for kind, name in (("tcp", "port"), ("tcp2", "port2"), ("tcp6", "port6"), ("udp", "udp_port"),
                            ("tls", "port_tls"), ("unix", "unix_path"), ("abstract", "abstract_name")):
             if kind in self.listeners:
@@ -168,8 +175,50 @@ class Targets:
             os.unlink(self.tmp_probe)
         for folder in self.made_dirs:
             shutil.rmtree(folder, ignore_errors=True)
+        for link in self.made_links:
+            if os.path.islink(link):
+                os.unlink(link)
         if self.segment is not None:
             self.segment.close()
+        if self.setting is not None:
+            self.setting.restore()
+
+
+class HostSetting:
+    """A host kernel setting (a /proc/sys or /sys file) held for one vector run: a host-wide lock first, so that
+    no other run (another worker, another harness) changes it meanwhile, then its value, written back at the end
+    if the run changed it. Vectors that change host settings only ever aim at harmless ones."""
+
+    LOCKS = "/var/tmp/agentbox-host-settings"
+
+    def __init__(self, path: str):
+        os.makedirs(self.LOCKS, mode=0o1777, exist_ok=True)
+        self.path = path
+        self.lock = open(os.path.join(self.LOCKS, path.strip("/").replace("/", "_") + ".lock"), "a")
+        fcntl.flock(self.lock, fcntl.LOCK_EX)
+        with open(path) as f:
+            self.before = f.read()
+
+    def now(self) -> str:
+        with open(self.path) as f:
+            return f.read()
+
+    def changed(self) -> str | None:
+        """Another valid value: the first number one lower (one higher at 0), the rest as it is; None for a setting
+        that is not a number (core_pattern: the attack names its own value)."""
+        fields = self.before.split()
+        if not fields or not fields[0].isdigit():
+            return None
+        first = int(fields[0])
+        return " ".join([str(first - 1 if first > 0 else first + 1), *fields[1:]])
+
+    def restore(self) -> None:
+        try:
+            if self.now() != self.before:
+                with open(self.path, "w") as f:
+                    f.write(self.before)
+        finally:
+            self.lock.close()
 
 
 def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
@@ -182,7 +231,7 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
     # {run} is /run (an unprivileged pass names a folder of its own under it: AGENTBOX_VECTOR_RUN), {var_run}
     # the same folder through the /var/run link
     run = os.environ.get("AGENTBOX_VECTOR_RUN", "/run")
-    paths = {"nonce": nonce, "run": run, "var_run": "/var" + run if run.startswith("/run") else run}
+    paths = {"nonce": nonce, "run": run, "var_run": "/var" + run if run.startswith("/run") else run, "ws": str(ws)}
     unix_path = fill(setup.unix_path, paths) if setup.unix_path else str(outside / "host.sock")
     if setup.unix_path:
         os.makedirs(os.path.dirname(unix_path))  # a folder of its own, under a nonce: removed at close
@@ -192,12 +241,14 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
         tls = None
         if kind == "tls":
             tls, targets.suite_ca = suite_tls(root, [n for n, k in setup.names.items() if k == "tls"])
-        targets.listeners[kind] = Listener(kind, address, tls)
+        targets.listeners[kind] = Listener(kind, address, tls, reflect=setup.reflect and kind in ("tcp", "tcp2", "tls"))
     if setup.sleeper:
         targets.sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True,
                                            env={"PATH": os.environ.get("PATH", ""),
                                                 "AGENTBOX_SLEEPER_SECRET": targets.secret})
         _wait_for_environ(targets.sleeper.pid, targets.secret)
+    if setup.host_setting:
+        targets.setting = HostSetting(setup.host_setting)
     if setup.shm_secret:
         from .sysv_segment import Segment
 
@@ -207,12 +258,16 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
         subprocess.run(["git", "init", "-q", str(ws)], check=True)
     for d in setup.dirs:
         Path(fill(d, values)).mkdir(parents=True, exist_ok=True)
+        if not fill(d, values).startswith(str(root) + "/"):
+            targets.made_dirs.append(fill(d, values))  # outside the run's folder (another run's, under /tmp)
     for path, content in setup.files.items():
         p = Path(fill(path, values))
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(fill(content, values))
     for link, target in setup.symlinks.items():
         os.symlink(fill(target, values), fill(link, values))
+        if not fill(link, values).startswith(str(root) + "/"):
+            targets.made_links.append(fill(link, values))  # outside the run's folder: removed at close
     for link, target in setup.hardlinks.items():
         os.link(fill(target, values), fill(link, values))
     targets.env = {k: fill(v, values) for k, v in setup.env.items()}

@@ -16,7 +16,11 @@ taken out, and must then see the side effect. A vector's control names what it r
 - `host_tmp`, `host_home`: the host's /tmp, the host home, are not replaced by private ones;
 - `abstract_sockets`: no Landlock scope, so the host's abstract unix sockets are reachable on a shared network;
 - `credentials`: no placeholders and no swap: the real values of the run's credentials (the model key, the
-  profile's secrets) enter the sandbox as themselves.
+  profile's secrets) enter the sandbox as themselves;
+- `proc_writable`: /proc as bubblewrap mounts it, writable (host sysctls, other processes' memory by uid);
+- `relay_writable`: the run's relay folder bound writable (its socket paths replaceable);
+- `unix_sockets`: new unix sockets allowed (no seccomp rule refusing them);
+- `trusted_state`: a run is not refused when it could write Agent-Box's own state (AGENTBOX_HOME, its run folder).
 
 Test code only: nothing outside the conformance suite imports it, and `agent-box` has no spelling for it.
 
@@ -36,7 +40,7 @@ __all__ = ["MUTATIONS", "SINGLE", "NOT_APPLICABLE", "weaken", "mutate", "mutatio
 NOT_APPLICABLE = "agentbox-mutation-not-applicable"
 
 # How many arguments each bwrap option the backend emits takes: an option is dropped with its arguments.
-_ARITY = {"--ro-bind": 2, "--bind": 2, "--dev-bind": 2, "--symlink": 2, "--dev": 1, "--proc": 1, "--tmpfs": 1,
+_ARITY = {"--remount-ro": 1, "--ro-bind": 2, "--bind": 2, "--dev-bind": 2, "--symlink": 2, "--dev": 1, "--proc": 1, "--tmpfs": 1,
           "--dir": 1, "--chdir": 1, "--cap-drop": 1, "--cap-add": 1, "--seccomp": 1, "--uid": 1, "--gid": 1}
 
 
@@ -53,6 +57,8 @@ def _edit(argv: list[str], chosen: Callable[[list[str]], bool], how: str = "drop
         hit = True
         if how == "writable":
             out.extend(["--bind", *group[1:]])
+        elif how == "host":  # a private mount replaced by the host's own folder there, writable
+            out.extend(["--bind", group[1], group[1]])
     return out, hit
 
 
@@ -61,7 +67,9 @@ def _drop(argv: list[str], unwanted: Callable[[list[str]], bool]) -> list[str]:
 
 
 def _without_privilege(entry: dict) -> dict:
-    argv = _drop(entry["argv"], lambda g: g[0] in ("--unshare-user", "--disable-userns", "--cap-drop"))
+    # /proc writable too: a nested user namespace is set up through /proc/self/uid_map
+    argv = _drop(entry["argv"], lambda g: g[0] in ("--unshare-user", "--disable-userns", "--cap-drop")
+                 or g == ["--remount-ro", "/proc"])
     # Root keeps the host's own user namespace; anyone else needs one to hold capabilities in, and uid 0 in it
     # (mount(8) and umount(8) refuse any other uid before they ask the kernel).
     extra = [] if os.geteuid() == 0 else ["--unshare-user", "--uid", "0", "--gid", "0"]
@@ -94,6 +102,15 @@ def _with_host_home(entry: dict) -> dict:
     return {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--tmpfs" and g[1] in homes)}
 
 
+def _with_unix_sockets(entry: dict) -> dict:
+    # a run without a relay (a shared network): the denylist bwrap installs then leaves out its unix-socket rule
+    return {**entry, "unix_filter": False}
+
+
+def _trusting_writable_state(entry: dict) -> dict:
+    return {**entry, "trust_writable_state": True}
+
+
 def _with_real_credentials(entry: dict) -> dict:
     names = {c["variable"] for c in entry.get("credentials", ())}
     return {**entry, "credentials": [], "env_allow": sorted(set(entry["env_allow"]) | names)}
@@ -104,7 +121,9 @@ MUTATIONS: dict[str, Callable[[dict], dict]] = {
     "project_config": _without_config_masks, "backings": _with_backings_in_view,
     "policy_files": _single("writable-policy-files"), "root_writable": _single("writable-root"),
     "host_tmp": _single("no-private-tmp"), "host_home": _with_host_home,
-    "abstract_sockets": _single("no-abstract-scope"), "credentials": _with_real_credentials}
+    "abstract_sockets": _single("no-abstract-scope"), "credentials": _with_real_credentials,
+    "proc_writable": _single("writable-proc"), "relay_writable": _single("writable-relay"),
+    "unix_sockets": _with_unix_sockets, "trusted_state": _trusting_writable_state}
 
 
 # -- single protections, for the mutation check -----------------------------------------------------------
@@ -115,7 +134,11 @@ SINGLE: dict[str, tuple[tuple[str, ...], str]] = {
     "writable-root": (("--ro-bind", "/", "/"), "writable"),
     "writable-workspace": (("--ro-bind", "{ws}", "{ws}"), "writable"),
     "no-empty-workspace": (("--tmpfs", "{ws}"), "drop"),
-    "no-private-tmp": (("--tmpfs", "/tmp"), "drop"),
+    # the host's /tmp in view: bound, since bubblewrap makes the run's own folders under it (/tmp/agentbox), which it
+    # could not on the read-only host root of a machine where none was made yet
+    "no-private-tmp": (("--tmpfs", "/tmp"), "host"),
+    "writable-proc": (("--remount-ro", "/proc"), "drop"),
+    "writable-relay": (("--ro-bind", "{run_dir}/relay", "/tmp/agentbox/relay"), "writable"),
     "no-hidden-home": (("--tmpfs", "{home}"), "drop"),
     "no-private-run": (("--tmpfs", "/run"), "drop"),
     "no-hidden-backings": (("--tmpfs", "{ws}/.agentbox"), "drop"),
@@ -134,6 +157,7 @@ SINGLE: dict[str, tuple[tuple[str, ...], str]] = {
 _TOGETHER = {"no-unshare-user": ("no-disable-userns", (("--unshare-user",), "drop"))}
 NO_SECCOMP = "no-seccomp"  # the denylist (and the unix-socket filter) not installed
 NO_SCOPE = "no-abstract-scope"  # the Landlock scope over abstract unix sockets not applied
+NO_STATE_CHECK = "no-state-check"  # a run that could write Agent-Box's own state is not refused
 
 
 def _matches(group: list[str], pattern: tuple[str, ...], ws: str, home: str) -> bool:
@@ -150,17 +174,23 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
         return {**entry, "seccomp": False, "unix_filter": False} if had else None
     if name == NO_SCOPE:
         return {**entry, "landlock_scope": False} if entry.get("landlock_scope") else None
+    if name == NO_STATE_CHECK:
+        return _trusting_writable_state(entry)
     if name in _TOGETHER:
         first, (pattern, how) = _TOGETHER[name]
         entry = mutate(entry, first, ws, home) or entry
     else:
         pattern, how = SINGLE[name]
     argv, hit = _edit(entry["argv"], lambda g: _matches(g, pattern, ws, home), how)
-    return {**entry, "argv": argv} if hit else None
+    if not hit:
+        return None
+    # A host folder bound writable (the root, /tmp) may hold the run's own folder or AGENTBOX_HOME, and a run is
+    # refused when it could write those: the protection under test is the bind, so that refusal is set aside
+    return {**entry, "argv": argv, **({"trust_writable_state": True} if how != "drop" else {})}
 
 
 def mutation_names() -> list[str]:
-    return [*SINGLE, *_TOGETHER, NO_SECCOMP, NO_SCOPE]
+    return [*SINGLE, *_TOGETHER, NO_SECCOMP, NO_SCOPE, NO_STATE_CHECK]
 
 
 def weaken(entry: dict, names: Iterable[str]) -> dict:

@@ -91,3 +91,21 @@ def test_an_allowed_start_is_cached_and_a_later_start_is_served_from_the_cache(p
     assert asyncio.run(start()).protocol_version >= 1
     assert cached.stat().st_mtime_ns == first, "the second start read the cache and wrote nothing"
     assert [r["status"] for r in runs(place)] == ["finished", "finished"]
+
+
+def test_a_refusal_answers_into_files_as_into_pipes_when_a_person_tries_the_endpoint_by_hand(place, installed):
+    """`agent-box acp P < in.json > out.json`: asyncio takes only pipes, so the endpoint carries files itself (it
+    printed a traceback and exited 1 before, instead of the refusal's JSON-RPC error and exit 3)."""
+    profile = place.root / "reviewer.yaml"
+    profile.write_text(yaml.safe_dump({"name": "reviewer", "harness": "codex", "permission_intent": {
+        "shell": {"access": "deny"}}}))
+    request = place.root / "in.json"
+    request.write_text(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                   "params": {"protocolVersion": acp.PROTOCOL_VERSION}}) + "\n")
+    answer = place.root / "out.json"
+    with open(request, "rb") as stdin, open(answer, "wb") as stdout:
+        done = subprocess.run([sys.executable, "-m", "agentbox.cli", "acp", str(profile), "--cwd", str(place.ws)],
+                              stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, env=place.env(), timeout=120)
+    assert done.returncode == 3, done.stderr.decode()[-500:]
+    (line,) = answer.read_text().splitlines()
+    assert json.loads(line)["error"]["code"] == -32003

@@ -13,12 +13,14 @@ from agentbox.sandbox.session import entry_from_plan
 
 def test_an_endpoint_run_starts_from_the_kept_answers_and_keeps_its_own_when_it_closes(tmp_path, capfd):
     profile = Profile.model_validate({"name": "p", "harness": "claude-code"})
-    plan = compile_plan(LoadedProfile(profile=profile, source="<t>", digest="d"), str(tmp_path),
+    project = tmp_path / "project"  # beside the run folder and the kept state: a run may write neither
+    project.mkdir()
+    plan = compile_plan(LoadedProfile(profile=profile, source="<t>", digest="d"), str(project),
                         harness_version="2.1.332", home="/home/u")
     entry, state = entry_from_plan(plan, ()), tmp_path / "state"
     state.mkdir()
     (state / ".claude.json").write_text(json.dumps({"numStartups": 4}))
-    run = SandboxedRun.open(entry, str(tmp_path / "run"), "r1", str(tmp_path), {}, str(state))
+    run = SandboxedRun.open(entry, str(tmp_path / "run"), "r1", str(project), {}, str(state))
     file = tmp_path / "run" / "config" / ".claude.json"
     answers = json.loads(file.read_text())
     assert answers["numStartups"] == 4 and answers["hasCompletedOnboarding"] is True

@@ -25,7 +25,7 @@ def plan_for(**req):
 
 def test_restricted_unshares_the_network_and_its_policy_is_the_model_plus_exactly_the_allowlist():
     plan = plan_for()
-    assert "--unshare-net" in plan.argv and ("bind", "{run_dir}/relay", relay.RELAY_DIR) in plan.binds
+    assert "--unshare-net" in plan.argv and ("ro-bind", "{run_dir}/relay", relay.RELAY_DIR) in plan.binds
     assert str(plan.egress.model_endpoint) == "127.0.0.1:40123"
     assert plan.egress.allow_domains == ("pypi.org", "*.corp.test:8443") and plan.egress.resolver_overrides == {}
     assert plan.egress.decide("pypi.org", 443).allowed and not plan.egress.decide("corp.test", 8443).allowed
@@ -68,10 +68,11 @@ def test_network_none_with_a_loopback_model_allows_only_the_model():
     assert not plan.egress.decide("pypi.org", 443).allowed
 
 
-def test_unrestricted_shares_the_network_with_no_proxy_and_no_filter():
+def test_unrestricted_shares_the_network_with_no_proxy_but_keeps_the_unix_socket_filter():
+    # a host socket is reachable by path from a shared network namespace too, wherever it lives
     plan = plan_for(network="unrestricted", allow_domains=(), model_endpoint=None)
     assert "--unshare-net" not in plan.argv and plan.egress is None and plan.relay == ()
-    assert not plan.unix_filter and "HTTP_PROXY" not in plan.env and plan.model_route is None
+    assert plan.unix_filter and "HTTP_PROXY" not in plan.env and plan.model_route is None
 
 
 def test_unrestricted_still_sends_the_model_through_the_model_route_on_a_loopback_port_of_the_host():

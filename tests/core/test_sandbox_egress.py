@@ -92,7 +92,7 @@ def test_a_proxy_that_cannot_start_refuses_the_run_before_the_command(tmp_path, 
     deep = tmp_path / ("d" * 100)
     deep.mkdir()
     marker = ws / "ran"
-    done = sandbox_run({**env, "TMPDIR": str(deep)}, profile(tmp_path, restricted(80)), ws, "--",
+    done = sandbox_run({**env, "AGENTBOX_RUN_ROOT": str(deep)}, profile(tmp_path, restricted(80)), ws, "--",
                        "touch", str(marker))
     assert done.returncode == 4 and done.stderr.startswith("agent-box: egress proxy cannot listen")
     assert not marker.exists()

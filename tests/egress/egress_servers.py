@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 
-__all__ = ["Origin", "exchange", "client_hello", "read_log", "wait_log", "self_signed", "connect_tunnel"]
+__all__ = ["Origin", "Reflector", "exchange", "client_hello", "read_log", "wait_log", "self_signed", "connect_tunnel"]
 
 
 class Origin:
@@ -102,6 +102,113 @@ class Origin:
     def _count(self, data: bytes) -> None:
         with self._lock:
             self.received += len(data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Reflector:
+    """A loopback HTTP server that hands the request's credential back, as header-echo endpoints do (httpbin's
+    /headers, an error page quoting what it got). The path says how; the credential is the value of the
+    request's Authorization (or x-api-key) header without its scheme word:
+
+    /header     in a response header          /body      in a JSON body, as httpbin does
+    /split      in a JSON body written twice, cut inside the value, with a pause between
+    /chunked    in a chunked body, each chunk written apart, the chunk boundary inside the value
+    /base64     base64 of `user:credential`    /percent   percent-encoded    /json   JSON with `\\/`
+    /upper      upper-cased                    /gzip      in a gzip body, whatever Accept-Encoding says
+    /prefix-then-wait  a body ending in the credential's first 3 characters; the connection then stays open
+    /ends-cut   a body ending in the credential's first 12 characters (an echo cut short)
+
+    Each connection takes one request and is closed after its response (after a pause for /prefix-then-wait).
+    """
+
+    def __init__(self, tls: ssl.SSLContext | None = None, pause: float = 0.3):
+        self.tls, self.pause = tls, pause
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.requests: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn: socket.socket) -> None:
+        conn.settimeout(10)
+        try:
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                head += data
+            self.requests.append(head)
+            lines = head.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+            fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+            credential = (fields.get("authorization") or fields.get("x-api-key") or "").split(" ")[-1]
+            for part in self._answer(lines[0].split(" ")[1], fields, credential):
+                if isinstance(part, float):
+                    time.sleep(part)
+                else:
+                    conn.sendall(part)
+            if self.tls is None:
+                conn.shutdown(socket.SHUT_WR)
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            conn.close()
+
+    def _answer(self, path: str, fields: dict, credential: str) -> list:
+        import base64
+        import urllib.parse
+
+        def whole(body: str, *extra: str) -> list:
+            data = body.encode()
+            head = "".join(f"{h}\r\n" for h in extra)
+            return [f"HTTP/1.1 200 OK\r\n{head}Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
+                    + data]
+
+        mid = len(credential) // 2
+        if path == "/header":
+            return whole("ok", f"X-Seen-Credential: {credential}")
+        if path == "/body":
+            return whole(json.dumps({"headers": fields}))
+        if path == "/split":
+            [reply] = whole(json.dumps({"credential": credential}))
+            cut = reply.index(credential.encode()) + mid
+            return [reply[:cut], self.pause, reply[cut:]]
+        if path == "/chunked":
+            body = json.dumps({"credential": credential}).encode()
+            cut = body.index(credential.encode()) + mid
+            return [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+                    b"%x\r\n%s\r\n" % (cut, body[:cut]), self.pause,
+                    b"%x\r\n%s\r\n" % (len(body) - cut, body[cut:]), b"0\r\n\r\n"]
+        if path == "/base64":
+            return whole(base64.b64encode(f"user:{credential}".encode()).decode())
+        if path == "/percent":
+            return whole(urllib.parse.quote(credential, safe=""))
+        if path == "/json":
+            return whole(json.dumps({"credential": credential}).replace("/", "\\/"))
+        if path == "/upper":
+            return whole(credential.upper())
+        if path == "/gzip":
+            import gzip
+
+            data = gzip.compress(json.dumps({"credential": credential}).encode())
+            return [b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                    % (len(data), data)]
+        if path == "/prefix-then-wait":
+            return [*whole(f"ok {credential[:3]}"), 3.0]
+        if path == "/ends-cut":
+            return whole(f"ok {credential[:12]}")
+        return whole("unknown path")
 
     def close(self) -> None:
         self.sock.close()

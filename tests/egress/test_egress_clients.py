@@ -1,5 +1,5 @@
-"""Real clients honour the proxy: curl's plain proxying, its CONNECT tunnel (-p) for HTTP and for a raw
-TCP protocol, and HTTPS through CONNECT with the SNI check passing."""
+"""Real clients honour the proxy: curl's plain proxying, its CONNECT tunnel (-p) for HTTP (and a raw TCP
+protocol refused in one), and HTTPS through CONNECT with the SNI check passing."""
 
 from __future__ import annotations
 
@@ -32,13 +32,15 @@ def test_curl_proxytunnel_connect_for_http(world, proxy):
     assert wait_log(proxy.log_path)[-1]["method"] == "CONNECT"
 
 
-def test_curl_connect_to_a_plain_tcp_echo(world, start_proxy, origins):
+def test_curl_connect_for_a_raw_tcp_protocol_is_refused_without_reaching_the_host(world, start_proxy, origins):
+    """A tunnel carries only TLS and HTTP/1.x, which the proxy can check; a raw protocol is neither."""
     echo = origins("line", name="line")
     proxy = start_proxy(world.policy.model_copy(update={"allow_domains": (f"echo.test:{echo.port}",)}))
     out = curl("-p", "-x", proxy.proxy_url, f"telnet://echo.test:{echo.port}", stdin=b"hello through\n")
-    assert out.returncode == 0 and out.stdout == b"hello through\n"
+    assert b"hello through" not in out.stdout and echo.settle().connections == 0
     assert curl("-p", "-x", proxy.proxy_url, f"telnet://denied.test:{world.denied.port}").returncode == 56
-    assert [line["allowed"] for line in wait_log(proxy.log_path, 2)] == [True, False]
+    assert [(line["allowed"], line["reason"]) for line in wait_log(proxy.log_path, 2)] == [
+        (False, "not_tls_or_http"), (False, "not_allowed")]
 
 
 def test_curl_https_through_connect_with_a_matching_sni(world, start_proxy, origins, short_dir):

@@ -175,13 +175,28 @@ def test_a_client_hello_naming_the_target_goes_through(world, proxy):
     assert echoed == hello and world.echo.settle().received == len(hello)
 
 
-def test_another_protocol_is_spliced_both_ways_with_half_close(world, proxy):
+def test_a_tls_session_is_spliced_both_ways_with_half_close(world, proxy):
     # after the shut the echo sees EOF, finishes, and closes its side
-    echoed = through_tunnel(proxy, f"echo.test:{world.echo.port}", b"SSH-2.0-test\r\n" + bytes(range(256)) * 1000,
-                            shut=True)
-    assert echoed == b"SSH-2.0-test\r\n" + bytes(range(256)) * 1000
+    sent = client_hello("echo.test") + bytes(range(256)) * 1000
+    echoed = through_tunnel(proxy, f"echo.test:{world.echo.port}", sent, shut=True)
+    assert echoed == sent
     [line] = last(proxy)
     assert line["allowed"] and line["bytes_up"] == line["bytes_down"] == len(echoed)
+
+
+@pytest.mark.parametrize("first", [
+    b"SSH-2.0-test\r\n",
+    b"\x0cGET /x HTTP/1.1\r\nHost: denied.test\r\n\r\n",  # a lenient server skips the form feed
+    b"\x00ping",
+    b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",  # HTTP/2 names its host in frames the proxy does not read
+    client_hello(None),  # the server would answer for its default host
+], ids=["ssh", "form-feed-then-GET", "nul", "http2-prior-knowledge", "tls-without-sni"])
+def test_what_a_tunnel_cannot_check_is_refused_before_anything_is_dialled(world, proxy, first):
+    assert through_tunnel(proxy, f"echo.test:{world.echo.port}", first) == b""
+    assert world.echo.settle().connections == 0
+    [line] = last(proxy)
+    assert not line["allowed"] and line["reason"] in ("not_tls_or_http", "bad_request_in_tunnel", "bad_client_hello")
+    assert line["bytes_up"] == 0
 
 
 @pytest.mark.parametrize("data, status, reason", [
@@ -260,10 +275,13 @@ def test_a_model_endpoint_on_loopback_by_name_is_reachable(start_proxy, origins)
 def test_an_idle_tunnel_is_closed_and_logged(world, start_proxy):
     proxy = start_proxy(world.policy, Limits(idle_timeout=0.3))
     sock, _ = connect_tunnel(proxy.tcp_address, f"echo.test:{world.echo.port}")
+    hello = client_hello("echo.test")
     with sock:
         sock.settimeout(10)
-        sock.sendall(b"\x00ping")
-        assert sock.recv(16) == b"\x00ping"
+        sock.sendall(hello)
+        echoed = b""
+        while len(echoed) < len(hello):
+            echoed += sock.recv(65536)
         started = time.monotonic()
         assert sock.recv(1) == b""
     assert time.monotonic() - started < 5
@@ -317,12 +335,15 @@ def test_the_unix_socket_serves_the_same_proxy(world, proxy):
 def test_stop_logs_open_tunnels_and_removes_the_socket(world, short_dir):
     proxy = EgressProxy(world.policy, f"{short_dir}/log.jsonl", socket_path=f"{short_dir}/s.sock", tcp_port=0).start()
     sock, _ = connect_tunnel(proxy.tcp_address, f"echo.test:{world.echo.port}")
-    sock.sendall(b"\x00ping")
-    assert sock.recv(16) == b"\x00ping"  # through both ways before the stop
+    hello = client_hello("echo.test")
+    sock.sendall(hello)
+    echoed = b""
+    while len(echoed) < len(hello):  # through both ways before the stop
+        echoed += sock.recv(65536)
     proxy.stop()
     sock.close()
     [line] = read_log(f"{short_dir}/log.jsonl")
-    assert line["allowed"] and line["bytes_up"] == 5
+    assert line["allowed"] and line["bytes_up"] == len(hello)
     with pytest.raises(OSError):
         exchange(f"{short_dir}/s.sock", b"x")
 

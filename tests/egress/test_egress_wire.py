@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 from egress_servers import client_hello
 
-from agentbox.egress.http1 import (BadRequest, forward_head, framing, host_matches, parse_absolute, parse_request,
-                                   split_authority)
+from agentbox.egress.http1 import (BadRequest, check_trailer, forward_head, framing, host_matches, parse_absolute,
+                                   parse_request, split_authority)
+from agentbox.egress.dial import Refused
 from agentbox.egress.sniff import BadHello, classify, client_hello_sni
+from agentbox.egress.tunnel import first_message
 
 
 def head(*lines: str) -> bytes:
@@ -29,6 +31,13 @@ def test_a_request_head_parses_into_method_target_version_and_headers():
     head("GET / HTTP/2.0"),
     head("GET / HTTP/1.1", "X: a\x00b"),
     b"GET / HTTP/1.1\r\nHost: a\r\n",
+    b"GET / HTTP/1.1\n\r\nHost: a\r\n\r\n",  # a bare LF ending the request line: h11 ends the head there
+    head("GET / HTTP/1.1", "Host: a\n"),  # and a header line
+    head("GET /\xe9 HTTP/1.1"),  # a target is printable ASCII
+    head("GET\t/ HTTP/1.1"),
+    head(" GET / HTTP/1.1"),
+    head("GET / HTTP/1.1 "),
+    head("GET / HTTP/1.1", "\x0cHost: a"),
 ])
 def test_ambiguous_heads_are_bad_requests(raw):
     with pytest.raises(BadRequest):
@@ -61,6 +70,8 @@ def test_framing(lines, expected):
     ["Content-Length: -1"],
     ["Transfer-Encoding: gzip, chunked"],
     ["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"],
+    ["Content-Length: \xb2"],  # str.isdigit() says yes to a superscript two
+    ["Content-Length: 5, 5"],
 ])
 def test_framing_a_smuggler_could_use_is_refused(lines):
     with pytest.raises(BadRequest):
@@ -88,6 +99,16 @@ def test_host_header_must_name_the_same_host_and_port():
     assert not host_matches("a.test", "a.test", 8080)  # no port means 80
     assert not host_matches("b.test:8080", "a.test", 8080)
     assert not host_matches("a.test:8080 b.test", "a.test", 8080)
+    for spelled in ("a.test\xa0", "a.te\xdft", "a\u3002test", "a.test\t"):  # normalized to a.test, not by every server
+        assert not host_matches(spelled, "a.test", 80)
+
+
+def test_a_trailer_is_a_strict_field_that_neither_frames_nor_routes():
+    check_trailer(b"X-Checksum: abc\r\n")
+    for bad in (b"X-Checksum abc\r\n", b" folded\r\n", b"Host: denied.test\r\n", b"Content-Length: 5\r\n",
+                b"Transfer-Encoding: chunked, identity\r\n", b"X: a\nb\r\n"):
+        with pytest.raises(BadRequest):
+            check_trailer(bad)
 
 
 def test_forwarded_heads_lose_hop_by_hop_headers_but_never_framing():
@@ -113,9 +134,31 @@ def test_forwarded_heads_lose_hop_by_hop_headers_but_never_framing():
     (b"EHLO mail.test\r\n", "opaque"),
     (b"\x00\x00\x00\x08\x04\xd2\x16\x2f", "opaque"),
     (b"hello\n", "opaque"),
+    (b"\x0cGET /x HTTP/1.1\r\nHost: denied.test\r\n\r\n", "opaque"),  # a form feed a lenient server skips
+    (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "http"),  # then refused by the strict parser: HTTP/1.x only
 ])
 def test_first_bytes_classification(data, expected):
     assert classify(data) == expected
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"SSH-2.0-OpenSSH_9.6\r\n", "not_tls_or_http"),
+    (b"\x0cGET /x HTTP/1.1\r\nHost: denied.test\r\n\r\n", "not_tls_or_http"),
+    (b"G" * 40000, "unclassifiable"),
+    (client_hello(None), "bad_client_hello"),  # without SNI the server picks its default host
+    (client_hello("denied.test"), "host_mismatch"),
+], ids=["ssh", "form-feed", "endless-token", "hello-without-sni", "hello-for-another-host"])
+def test_a_tunnel_refuses_first_bytes_it_cannot_check(data, reason):
+    with pytest.raises(Refused) as refused:
+        first_message(data, "allowed.test", 32768)
+    assert refused.value.reason == reason
+
+
+def test_a_tunnel_splices_only_a_whole_client_hello_naming_its_target():
+    hello = client_hello("allowed.test")
+    assert [first_message(hello[:n], "allowed.test", 32768) for n in (1, 5, len(hello) - 1)] == ["more"] * 3
+    assert first_message(hello, "allowed.test", 32768) == "tls"
+    assert first_message(b"GET / HTTP/1.1\r\n", "allowed.test", 32768) == "http"
 
 
 def test_sni_of_real_client_hellos():
@@ -138,6 +181,7 @@ def test_a_client_hello_split_across_records_and_reads():
     b"\x16\x03\x01\x00\x04\x02\x00\x00\x00",  # a ServerHello, not a ClientHello
     b"\x16\x03\x01\x00\x00",
     b"\x16\x03\x01\x00\x05\x01\x00\x00\x01\x00",  # a hello too short for its own fields
+    b"\x16\x03\x01\x00\x2d\x01\x00\x00\x29\x07\x07" + bytes(32) + b"\x00\x00\x02\x13\x01\x01\x00",  # no TLS version
 ])
 def test_malformed_hellos_are_refused(data):
     with pytest.raises(BadHello):

@@ -59,8 +59,10 @@ def test_each_example_profile_compiles_and_launches_with_evidence_for_its_build(
     append(store, posing_as_observed(proving_records(CATALOGUE, data["harness"], version, sha, needed)))
     short = Path(f"/tmp/agentbox-example-{os.getpid()}-{file[:6]}")  # the run folder's sockets need a short path
     short.mkdir()
-    env = {**os.environ, "TMPDIR": str(short)}
-    done = cli("launch", path, "--cwd", tmp_path, "--evidence", store, "--binary", binary, "--", "--version", env=env)
+    env = {**os.environ, "AGENTBOX_RUN_ROOT": str(short)}
+    project = tmp_path / "project"  # beside AGENTBOX_HOME, which a read_write run must not be able to write
+    project.mkdir()
+    done = cli("launch", path, "--cwd", project, "--evidence", store, "--binary", binary, "--", "--version", env=env)
     assert done.returncode == 0, done.stderr
     assert version in done.stdout
     [run] = json.loads(cli("runs", "list", "--json", env=env).stdout)

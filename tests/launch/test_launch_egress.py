@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import pytest
 
@@ -57,12 +56,12 @@ def test_a_launch_whose_proxy_cannot_start_is_refused_before_the_harness(tmp_pat
         raise AssertionError("the harness must not start without its egress proxy")
 
     monkeypatch.setattr(os, "posix_spawn", forbidden)
-    monkeypatch.setenv("TMPDIR", str(long_tmp))
+    monkeypatch.setenv("AGENTBOX_RUN_ROOT", str(long_tmp))
     rc = agentbox_cli.main(["launch", str(with_model(tmp_path, NONE_WITH_MODEL)), "--cwd", str(ws), "--evidence",
                             str(store), "--binary", str(real_codex), "--", "--version"])
     assert rc == 4
     err = capsys.readouterr().err
-    assert "egress proxy cannot listen" in err and "point TMPDIR at a shorter folder" in err
+    assert "egress proxy cannot listen" in err and "point AGENTBOX_RUN_ROOT at a shorter folder" in err
     [run] = json.loads(cli("runs", "list", "--json").stdout)  # a new process: the patches stay here
     assert (run["status"], run["exit_status"]) == ("failed", 4)
     assert list(long_tmp.iterdir()) == []  # the run folder is gone too
@@ -82,8 +81,11 @@ def test_a_harness_run_whose_proxy_cannot_start_raises_before_the_harness(tmp_pa
     request = harness_run.RunRequest(loaded=load_profile(str(with_model(tmp_path, NONE_WITH_MODEL))),
                                      probe=get_adapter("codex").probe(str(real_codex)), workspace=str(ws),
                                      home=str(home), prompt="hi")
+    from agentbox.sandbox.bwrap import backend_version
+
+    backend_version()  # asked once per process (`bwrap --version`): before Popen is forbidden, whatever ran before
     monkeypatch.setattr(harness_run.subprocess, "Popen", forbidden)
-    monkeypatch.setattr(tempfile, "tempdir", str(long_tmp))
+    monkeypatch.setenv("AGENTBOX_RUN_ROOT", str(long_tmp))
     with pytest.raises(SandboxError, match="egress proxy cannot listen") as raised:
         harness_run.run_harness(request)
     assert raised.value.exit_code == 4

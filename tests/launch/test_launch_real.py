@@ -25,7 +25,7 @@ def setup(tmp_path, abhome, ws, real_codex):
     prove(store, real_codex, ["workspace.read_write"])
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
-    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    env = {**os.environ, "AGENTBOX_RUN_ROOT": str(tmpdir)}
     return ["launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store], env
 
 

@@ -31,7 +31,7 @@ def project(ws):
 def test_a_launch_without_evidence_exits_3_and_leaves_everything_as_it_was(tmp_path, abhome, project, real_codex):
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
-    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    env = {**os.environ, "AGENTBOX_RUN_ROOT": str(tmpdir)}
     (tmp_path / "empty").mkdir()  # a store with no records yet
     before = snapshot(project)
     done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", project, "--evidence", tmp_path / "empty",
