@@ -88,7 +88,7 @@ def probe_and_check(loaded: LoadedProfile, binary: str | None, cwd: str | None =
     """The harness's probe, and what a cached answer built on it must find unchanged (`launch.plan_current`):
     the binary `find_binary` picks and its build, the user, bubblewrap and each MCP server's command. The
     caller adds the project's config surfaces once its plan is compiled. `cwd`: the project, where a binary
-    under a read_write workspace is refused before it is run (`refuse_planted`)."""
+    is refused before it is run (`refuse_planted`)."""
     from .hot import which
     from .sandbox import bwrap
 
@@ -208,10 +208,8 @@ def _entry(built: Built) -> tuple[dict, bool]:
 def trusted(built: Built) -> dict[str, str]:
     """What the next launch reads back and must not be the run's to write (checked at every start, cached or
     not: `sandbox.session.refuse_writable_state`): the evidence store the gate read, the profile, the binary."""
-    from .hot import which
-
     return {"the evidence store": built.check["evidence"], "the profile": built.loaded.source,
-            "the harness binary": built.probe.binary, "bubblewrap": which("bwrap") or ""}
+            "the harness binary": built.probe.binary}
 
 
 def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None = None,

@@ -138,12 +138,10 @@ def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, 
     run_dir = tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root())
     run_id = os.urandom(8).hex()
     started = None
-    # the decision log is written by this (host) process after the run, and bubblewrap is what starts it: neither
-    # may lie where the run can write (refused at the start, `refuse_writable_state`)
-    trusted = {"the --egress-log file": os.path.abspath(egress_log)} if egress_log else {}
-    bwrap = shutil.which("bwrap")
-    entry = {**entry, "trusted": {**entry.get("trusted", {}), **trusted,
-                                  **({"bubblewrap": bwrap} if bwrap else {})}}
+    # the decision log is written by this (host) process after the run: never where the run can write (refused at
+    # the start, `refuse_writable_state`)
+    if egress_log:
+        entry = {**entry, "trusted": {**entry.get("trusted", {}), "the --egress-log file": os.path.abspath(egress_log)}}
     try:
         materialize(entry, run_dir)
         env = environment(entry, run_id)

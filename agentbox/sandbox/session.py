@@ -185,6 +185,8 @@ def refuse_writable_state(entry: dict, run_dir: str, env=None) -> None:
              # what runs on the host at the next command: Agent-Box's own code and the Python that runs it
              "Agent-Box's own code": (_PACKAGE, "install Agent-Box outside it (pipx install agent-box)"),
              "the Python that runs Agent-Box": (sys.prefix, "install Agent-Box with a Python outside it (pipx)"),
+             # bubblewrap as the run will find it on PATH: a wrapper there would drop every flag on the host
+             "bubblewrap": (which("bwrap") or "", "install bubblewrap outside it (apt-get install bubblewrap)"),
              **{label: (path, "keep it outside the workspace") for label, path in entry.get("trusted", {}).items()}}
     for src in writable_sources(entry["argv"], run_dir):
         for label, (path, fix) in paths.items():
