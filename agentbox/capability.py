@@ -28,7 +28,7 @@ Support = Literal["exact", "partial", "unsupported"]
 _RANK = {"exact": 0, "partial": 1, "unsupported": 2}
 
 # Values that ask for no restriction: any layer satisfies them without a mechanism.
-TRIVIAL = frozenset({"shell.allow", "command_network.unrestricted", "host_home.visible"})
+TRIVIAL = frozenset({"shell.allow", "command_network.unrestricted", "host_home.visible", "host_executed.writable"})
 
 
 def weakest(a: Support, b: Support) -> Support:

@@ -100,6 +100,9 @@ def compile_plan(loaded: LoadedProfile, cwd: str, *, harness_version: str | None
     context = CompileContext(cwd=cwd, home=home, harness_version=version, mcp_tools=mcp_tools or {},
                              mcp_problems=mcp_problems or {}, **given)
     native = adapter.compile(profile, context)
+    # the OS sandbox's own item: no adapter states it, every plan carries it
+    native = native.model_copy(update={"requirements": native.requirements.model_copy(update={
+        "host_executed": intent.host_executed.access, "host_writable": intent.host_executed.writable})})
     credentials: tuple[Credential, ...] = ()
     if sandboxed:
         native, credentials = credentials_of(native, profile)

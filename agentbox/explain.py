@@ -18,6 +18,8 @@ def explanation(plan: EffectiveRunPlan) -> dict[str, Any]:
     for item in plan.items:
         value = plan.intent[item.item]
         shown = value.get("access") or ", ".join(value.get("allow", ()) or value.get("servers", ())) or "(none)"
+        if value.get("writable"):
+            shown += f" (writable by name: {', '.join(value['writable'])})"
         items.append({"item": item.item, "capability": item.capability, "value": shown,
                       "requirement": item.requirement, "provenance": item.provenance, "effective": item.effective,
                       "layers": [{"layer": layer.layer, "support": layer.support, "mechanism": layer.mechanism,
@@ -30,7 +32,17 @@ def explanation(plan: EffectiveRunPlan) -> dict[str, Any]:
     return {"profile": plan.profile, "harness": plan.harness, "harness_version": plan.harness_version,
             "dialect": plan.dialect, "sandbox_backend": plan.sandbox.backend, "project": plan.cwd,
             "plan_hash": plan.hash, "portable": plan.portable, "items": items, "overrides": overrides,
-            "warnings": list(plan.warnings), "errors": list(plan.errors)}
+            "backings": _backings(plan), "warnings": list(plan.warnings), "errors": list(plan.errors)}
+
+
+def _backings(plan: EffectiveRunPlan) -> list[dict[str, str]]:
+    """Each project config the plan masks, its profile backing, and whether Agent-Box wrote that backing."""
+    from .sandbox.backings import status
+    from .sandbox.session import state_home
+
+    home = state_home()
+    return [{"target": dst, "backing": src, "status": status(src, home)} for mode, src, dst in plan.sandbox.binds
+            if mode == "ro-bind" and "/.agentbox/profiles/" in src]
 
 
 def explain(plan: EffectiveRunPlan) -> str:
@@ -49,6 +61,8 @@ def explain(plan: EffectiveRunPlan) -> str:
                 out.append(f"  {'':<8} {'':<11} bypass: {', '.join(layer['bypass_surfaces'])}")
         if item["gap"]:
             out.append(f"  gap: {item['gap']}")
+    for b in data["backings"]:
+        out.append(f"backing of {b['target']}: {b['backing']} ({b['status']})")
     for ov in data["overrides"]:
         if ov["applied"] and ov["weakens"]:
             tag = "UNSAFE OVERRIDE" if ov["unsafe_override"] else "override"

@@ -20,6 +20,7 @@ __all__ = [
     "McpIntent",
     "HostHomeIntent",
     "EnvironmentIntent",
+    "HostExecutedIntent",
     "PermissionIntent",
     "ITEMS",
     "LEVELS",
@@ -39,6 +40,7 @@ WorkspaceAccess = Literal["none", "read_only", "read_write"]
 ShellAccess = Literal["deny", "ask", "allow"]
 NetworkAccess = Literal["none", "restricted", "unrestricted"]
 HomeAccess = Literal["hidden", "visible"]
+HostExecutedAccess = Literal["protected", "writable"]
 
 # Ordered from strongest (most restrictive) to weakest; `strength` compares two values of an item.
 LEVELS: dict[str, tuple[str, ...]] = {
@@ -46,6 +48,7 @@ LEVELS: dict[str, tuple[str, ...]] = {
     "shell": ("deny", "ask", "allow"),
     "command_network": ("none", "restricted", "unrestricted"),
     "host_home": ("hidden", "visible"),
+    "host_executed": ("protected", "writable"),
 }
 
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -135,6 +138,31 @@ class EnvironmentIntent(_Item):
         return tuple(sorted(set(value)))
 
 
+class HostExecutedIntent(_Item):
+    """What programs on the host run or load later from a writable workspace (git's hooks and config, editors'
+    tasks, rc files, the harnesses' project configs: agentbox/data/host_executed.yaml). `protected`: read-only to
+    the run, and not creatable where absent at the root, except the names in `writable` (a bare name frees it
+    everywhere, a path with a slash that one path). `writable`: the run may write all of them."""
+
+    access: HostExecutedAccess
+    writable: tuple[str, ...] = ()
+
+    @field_validator("writable")
+    @classmethod
+    def _paths(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from .paths import check_relative
+
+        for path in value:
+            check_relative(path)
+        return tuple(sorted(set(value)))
+
+    @model_validator(mode="after")
+    def _names_fit_access(self) -> "HostExecutedIntent":
+        if self.access == "writable" and self.writable:
+            raise ValueError("writable names only apply to access 'protected': 'writable' frees every one already")
+        return self
+
+
 def _shorthand(key: str):
     """Let `host_home: hidden` stand for `host_home: {access: hidden}`."""
 
@@ -156,6 +184,12 @@ class PermissionIntent(BaseModel):
     mcp: McpIntent = McpIntent(requirement=_ADVISORY)
     host_home: HostHomeIntent = HostHomeIntent(access="hidden", requirement=_ADVISORY)
     environment: EnvironmentIntent = EnvironmentIntent(requirement=_ADVISORY)
+    host_executed: HostExecutedIntent = HostExecutedIntent(access="protected", requirement=_ADVISORY)
+
+    @field_validator("host_executed", mode="before")
+    @classmethod
+    def _host_executed_shorthand(cls, value: Any) -> Any:
+        return _shorthand("access")(value)
 
     @field_validator("host_home", mode="before")
     @classmethod

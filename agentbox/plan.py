@@ -120,6 +120,10 @@ class RuntimeRequirements(_Frozen):
     model_endpoint: str | None = None  # host:port the harness must reach for its model
     model_tls: bool = False  # that endpoint speaks https (set by core from model.base_url)
     writable_tmp: bool = True
+    # what programs on the host run later from the workspace (host_executed): read-only to the run unless
+    # `writable`; the names the profile frees (`host_writable`)
+    host_executed: Literal["protected", "writable"] = "protected"
+    host_writable: tuple[str, ...] = ()
 
 
 class Placeholder(_Frozen):
@@ -263,6 +267,10 @@ class SandboxPlan(_Frozen):
     credentials: tuple[Credential, ...] = ()  # placeholders in, real values swapped in by the egress proxy
     # a secret is bound to a host: the run's CA (made at its start) is trusted inside, for the TLS the proxy ends
     run_ca: bool = False
+    # the workspace's host-executed paths to hold at each run's start (agentbox.sandbox.host_guard): the names to
+    # look for, the depth, the names the profile frees; None when nothing of the workspace is writable or the
+    # profile frees them all
+    host_executed: dict[str, Any] | None = None
 
 
 class EffectiveRunPlan(_Frozen):

@@ -14,7 +14,7 @@ import os
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -33,18 +33,18 @@ Layer = Literal["sandbox", "harness", "composed", "acp"]
 
 # The ways an attempt can reach the host. A declaration's bypass_surfaces name these, so each
 # vector's expected outcome follows from the declarations alone.
-SURFACES = ("shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process", "unix_socket",
-            "harness_env", "background_process", "dangerous_command", "kernel_socket", "acp_client", "kernel_setting",
-            "agentbox_state")
 # harness_env: what the harness itself is given (its model key) and its children inherit or read
 # kernel_socket: a socket of a kernel family a network namespace does not confine (AF_VSOCK, AF_NETLINK)
 # acp_client: what an ACP client does for the agent on the host (its file system, terminals, permission answers,
 # the session options it passes on)
 # kernel_setting: a host kernel setting (/proc/sys, /sys) the kernel lets its owner's uid write, capability or not
 # agentbox_state: what Agent-Box itself reads back after a run (its caches, run folders, evidence, kept answers)
+# host_executed: what programs on the host run later from a writable workspace (git hooks, editor tasks, rc files);
+# host_executed_nested: the same made in a folder the run creates below the workspace's root
 Surface = Literal["shell", "file_tool", "fetch_tool", "mcp_tool", "mcp_server", "project_config", "process",
                   "unix_socket", "harness_env", "background_process", "dangerous_command", "kernel_socket",
-                  "acp_client", "kernel_setting", "agentbox_state"]
+                  "acp_client", "kernel_setting", "agentbox_state", "host_executed", "host_executed_nested"]
+SURFACES: tuple[str, ...] = get_args(Surface)
 
 
 # Kernel features an attack may need to exist at all, as a claim's condition names them.

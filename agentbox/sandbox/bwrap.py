@@ -18,6 +18,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 from ..capability import TRIVIAL, capability_id, load_declarations
 from ..egress import inside
@@ -236,6 +237,7 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
                        syscall_filter=True,
                        # a network namespace of its own has its own abstract sockets; a shared one has the host's
                        abstract_unix_scope=not unshares_net(req) and landlock_scope.supported(),
+                       host_executed=host_executed_spec(request),
                        model_route=None if policy is None or policy.model_endpoint is None
                        else "relay" if relay else "tcp", proxy_tcp=proxy_tcp, run_ca=run_ca,
                        credentials=tuple(c for c in request.credentials if not c.model or policy is not None))
@@ -299,6 +301,7 @@ def coverage(request: SandboxRequest, version: str | None) -> dict[str, LayerCov
         "mcp": {},
         "host_home": {"access": req.host_home},
         "environment": {},
+        "host_executed": {"access": req.host_executed},
     }
     mechanisms = {
         "workspace": {"none": "workspace hidden by tmpfs", "read_only": "--ro-bind workspace",
@@ -307,6 +310,7 @@ def coverage(request: SandboxRequest, version: str | None) -> dict[str, LayerCov
         "host_home": "--tmpfs over the home" if req.host_home == "hidden" else "home visible read-only",
         "environment": _environment_mechanism(request),
         "mcp": "none",
+        "host_executed": _host_executed_mechanism(req),
     }
     out: dict[str, LayerCoverage] = {}
     for item, value in values.items():
@@ -336,11 +340,48 @@ def _environment_mechanism(request: SandboxRequest) -> str:
     return text
 
 
+def _host_executed_mechanism(req: RuntimeRequirements) -> str:
+    if req.workspace != "read_write":
+        return f"nothing of the workspace is writable ({req.workspace})"
+    if req.host_executed == "writable":
+        return "none (the profile lets the run write them)"
+    freed = f"; writable by the profile's name: {', '.join(req.host_writable)}" if req.host_writable else ""
+    return ("at each start, --ro-bind over each host-executed path of the workspace, --bind over the folders above "
+            f"a nested one, an empty read-only placeholder where one is absent at the root{freed}")
+
+
+_HOST_EXECUTED = Path(__file__).parent.parent / "data" / "host_executed.yaml"
+
+
+@lru_cache(maxsize=None)
+def _host_executed_names() -> dict:
+    import yaml
+
+    raw = yaml.safe_load(_HOST_EXECUTED.read_text())
+    files = {}
+    for item in raw["anywhere"]["files"]:
+        name, text = next(iter(item.items())) if isinstance(item, dict) else (item, "")
+        files[name] = text or ""
+    return {"files": files, "directories": list(raw["anywhere"]["directories"]),
+            "home_files": list(raw["home"]["files"]), "home_directories": list(raw["home"]["directories"]),
+            "skip": list(raw["skip"]), "depth": int(raw["depth"]), "git_depth": int(raw["git_depth"])}
+
+
+def host_executed_spec(request: SandboxRequest) -> dict | None:
+    """What each run's start holds of the workspace (agentbox.sandbox.host_guard), or None when nothing needs it."""
+    req = request.requirements
+    if req.workspace != "read_write" or req.host_executed != "protected":
+        return None
+    return {"workspace": request.workspace, "home": request.home, "writable": list(req.host_writable),
+            **_host_executed_names()}
+
+
 def enforced_items(req: RuntimeRequirements) -> tuple[str, ...]:
     """The intent items this backend enforces exactly for every process of a run (what an adapter may rely on);
     an item that restricts nothing (an unrestricted network, a visible home) is not among them."""
     request = SandboxRequest(requirements=req, workspace="/", home="/")  # coverage reads only the requirements
-    values = {"workspace": req.workspace, "command_network": req.network, "host_home": req.host_home}
+    values = {"workspace": req.workspace, "command_network": req.network, "host_home": req.host_home,
+              "host_executed": req.host_executed}
     # what the mechanism does, whatever the installed version's claims: the tested range speaks to evidence
     tested = load_declarations("bwrap").tested_range.get("max")
     return tuple(item for item, cov in coverage(request, tested).items()

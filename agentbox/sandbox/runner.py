@@ -163,6 +163,10 @@ def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, 
         print(f"agent-box: {exc}", file=sys.stderr)
         return exc.exit_code
     finally:
+        left = started.release_guard() if started is not None else []
+        if left:  # a host program wrote there while the run lasted: what it wrote is the user's to judge
+            print(f"agent-box: after the run: kept the host-executed placeholders written meanwhile: "
+                  f"{', '.join(left)}", file=sys.stderr)
         cleanup(run_id, run_dir, started, egress_copy=egress_log)
 
 

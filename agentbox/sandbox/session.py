@@ -20,7 +20,7 @@ import time
 
 from ..hot import which
 
-__all__ = ["MARKER", "RUN_DIR", "entry_from_plan", "writable_sources", "refuse_writable_state", "make_backing", "write_config", "materialize", "environment",
+__all__ = ["MARKER", "RUN_DIR", "entry_from_plan", "writable_sources", "state_home", "refuse_writable_state", "make_backing", "write_config", "materialize", "environment",
            "sandbox_argv", "marked", "kill_marked", "run_attached", "cleanup", "python_for_sandbox"]
 
 MARKER = "AGENTBOX_RUN_ID"
@@ -51,6 +51,7 @@ def entry_from_plan(plan, masks) -> dict:
         "model_route": sandbox.model_route,
         "proxy_tcp": sandbox.proxy_tcp,
         "run_ca": sandbox.run_ca,
+        "host_executed": sandbox.host_executed,
         "credentials": [c.model_dump(mode="json") for c in sandbox.credentials],
     }
 
@@ -83,13 +84,17 @@ def settle_key_approvals(entry: dict, run_dir: str, env: dict[str, str]) -> None
             json.dump(state, f)
 
 
-def make_backing(path: str, kind: str, default_text: str) -> None:
+def make_backing(path: str, kind: str, default_text: str, home: str | None = None) -> None:
     """Create one private backing, blank, if it is missing; never copy anything from the host entry.
 
     A symlink anywhere on the way, or an existing entry of the other type, is refused: either would
-    let the project decide what the mask shows or where the harness's writes land.
+    let the project decide what the mask shows or where the harness's writes land. So is one that Agent-Box
+    did not write (`backings`: it came with a clone). `home`: AGENTBOX_HOME, where the digests are kept.
     """
     from ..errors import SandboxError
+    from .backings import record, refuse_unrecorded
+
+    home = home or state_home()
 
     parts = os.path.abspath(path).split(os.sep)
     for i in range(2, len(parts)):
@@ -98,17 +103,18 @@ def make_backing(path: str, kind: str, default_text: str) -> None:
             raise SandboxError(f"private backing path {parent} is a symlink; refusing")
     if os.path.islink(path):
         raise SandboxError(f"private backing {path} is a symlink; refusing")
+    if os.path.lexists(path):
+        if os.path.isdir(path) != (kind == "directory"):
+            raise SandboxError(f"private backing {path} should be a {kind}")
+        refuse_unrecorded(path, home)
+        return
     if kind == "directory":
-        if os.path.lexists(path) and not os.path.isdir(path):
-            raise SandboxError(f"private backing {path} should be a directory")
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path)
     else:
-        if os.path.lexists(path) and not os.path.isfile(path):
-            raise SandboxError(f"private backing {path} should be a file")
-        if not os.path.exists(path):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "x") as f:  # "x": a file that appeared meanwhile is never overwritten
-                f.write(default_text)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "x") as f:  # "x": a file that appeared meanwhile is never overwritten
+            f.write(default_text)
+    record(path, home)
 
 
 def write_config(files: dict[str, str], config_dir: str) -> list[str]:
@@ -165,6 +171,14 @@ def _within(child: str, parent: str) -> bool:
     return child == parent or child.startswith(parent.rstrip("/") + "/")
 
 
+def state_home(env=None) -> str:
+    """AGENTBOX_HOME as the launcher's environment `env` names it (default: this process's)."""
+    from ..hot import agentbox_home
+
+    named = (env or {}).get("AGENTBOX_HOME")
+    return os.path.abspath(os.path.expanduser(named)) if named else agentbox_home()
+
+
 def refuse_writable_state(entry: dict, run_dir: str, env=None) -> None:
     """Fail closed when anything Agent-Box trusts later lies where the run can write it: its run folder (the relay
     sockets, the egress decision log), AGENTBOX_HOME (caches with the sandbox's own argv, compiled seccomp programs,
@@ -173,12 +187,10 @@ def refuse_writable_state(entry: dict, run_dir: str, env=None) -> None:
     environment (AGENTBOX_HOME), default this process's. An entry with `trust_writable_state` (a control of the
     suite's, `agentbox.testing.weakened`) skips the check."""
     from ..errors import SandboxError
-    from ..hot import agentbox_home
 
     if entry.get("trust_writable_state"):
         return
-    named = (env or {}).get("AGENTBOX_HOME")
-    home = os.path.abspath(os.path.expanduser(named)) if named else agentbox_home()
+    home = state_home(env)
 
     paths = {"the run folder": (run_dir, "remove the writable bind over /tmp"),
              "AGENTBOX_HOME": (home, "set AGENTBOX_HOME to a folder outside it"),
@@ -201,9 +213,14 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LANDLOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock_scope.py")
 
 
-def sandbox_argv(entry: dict, run_dir: str, seccomp_fd: int | None = None) -> list[str]:
+def sandbox_argv(entry: dict, run_dir: str, seccomp_fd: int | None = None, guard: list[str] = ()) -> list[str]:
+    """`guard`: the options holding the workspace's host-executed paths (host_guard), mounted after every
+    other: over the workspace's own bind, never under it."""
     argv = [a.replace(RUN_DIR, run_dir) for a in entry["argv"]]
     argv[0] = which("bwrap") or argv[0]
+    if guard:
+        at = argv.index("--chdir") if "--chdir" in argv else len(argv)
+        argv[at:at] = guard
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
     if entry.get("landlock_scope"):
@@ -360,6 +377,10 @@ def cleanup(run_id: str, run_dir: str | None, started=None, keep_run_dir: bool =
     notes = list(started.notes) if started is not None else []
     if started is not None:
         started.close()
+        left = started.release_guard()
+        if left:
+            notes.append("left the host-executed placeholders a host program wrote while the run lasted: "
+                         + ", ".join(left))
     leftovers = kill_marked(run_id)
     if leftovers:
         notes.append(f"killed {len(leftovers)} leftover process(es): "

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 
 from ..egress.inside import LOG_NAME, MODEL_PORT_TOKEN, PROXY_PORT_TOKEN
-from .session import kill_marked, python_for_sandbox, sandbox_argv
+from .host_guard import Guard
+from .session import RUN_DIR, kill_marked, python_for_sandbox, sandbox_argv, state_home
 
 __all__ = ["Started", "start_egress", "run_authority", "fill_ports", "relay_prefix", "filter_fd", "end_run_if_proxy_dies",
            "read_decisions", "copy_decisions"]
@@ -168,6 +169,11 @@ class Started:
         from .session import refuse_writable_state
 
         refuse_writable_state(entry, run_dir, os.environ if source is None else source)  # before the run exists
+        self.guard = None
+        if entry.get("host_executed"):
+            # scanned now, not at compile time: a cached entry would miss what the project gained since
+            self.guard = Guard(entry["host_executed"], [a.replace(RUN_DIR, run_dir) for a in entry["argv"]], run_dir,
+                               state_home(os.environ if source is None else source))
         self.notes: list[str] = []  # what went wrong during the run (the proxy's death)
         self.fd: int | None = None
         self.proxy = None
@@ -197,9 +203,11 @@ class Started:
             if not serve_later:
                 end_run_if_proxy_dies(self.proxy, run_id, self.notes)
             self.fd = filter_fd(entry)
-            self.argv = [*sandbox_argv(entry, run_dir, self.fd), "--", *relay_prefix(entry, run_dir)]
+            self.argv = [*sandbox_argv(entry, run_dir, self.fd, self.guard.args if self.guard else ()), "--",
+                         *relay_prefix(entry, run_dir)]
         except BaseException:
             self.close()
+            self.release_guard()
             raise
 
     def serve(self) -> None:
@@ -215,6 +223,11 @@ class Started:
         finally:
             bound.close()  # whatever start_egress did not take
         end_run_if_proxy_dies(self.proxy, run_id, self.notes)
+
+    def release_guard(self) -> list[str]:
+        """Let the workspace's placeholders go (once the run has ended); the ones left behind."""
+        guard, self.guard = self.guard, None
+        return guard.release() if guard is not None else []
 
     @property
     def pass_fds(self) -> tuple[int, ...]:

@@ -81,13 +81,21 @@ def _sharing_processes(entry: dict) -> dict:
                                                                       "--new-session"))}
 
 
+def _without_host_guard(entry: dict) -> dict:
+    # the host-executed guard holds the project's harness configs and .agentbox read-only too (defence in depth):
+    # a control that shows a mask's or the hidden backings' own effect goes without both
+    return {**entry, "host_executed": None}
+
+
 def _without_config_masks(entry: dict) -> dict:
     backings = {backing for backing, _kind, _content in entry.get("masks", [])}
-    return {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--ro-bind" and g[1] in backings)}
+    return _without_host_guard(
+        {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--ro-bind" and g[1] in backings)})
 
 
 def _with_backings_in_view(entry: dict) -> dict:
-    return {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--tmpfs" and g[1].endswith("/.agentbox"))}
+    return _without_host_guard(
+        {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--tmpfs" and g[1].endswith("/.agentbox"))})
 
 
 def _single(name: str) -> Callable[[dict], dict]:
@@ -141,9 +149,7 @@ SINGLE: dict[str, tuple[tuple[str, ...], str]] = {
     "writable-relay": (("--ro-bind", "{run_dir}/relay", "/tmp/agentbox/relay"), "writable"),
     "no-hidden-home": (("--tmpfs", "{home}"), "drop"),
     "no-private-run": (("--tmpfs", "/run"), "drop"),
-    "no-hidden-backings": (("--tmpfs", "{ws}/.agentbox"), "drop"),
     "writable-policy-files": (("--ro-bind", "{run_dir}/config/*", "*"), "writable"),
-    "no-config-masks": (("--ro-bind", "{ws}/.agentbox/profiles/*", "*"), "drop"),
     "no-unshare-net": (("--unshare-net",), "drop"),
     "no-unshare-pid": (("--unshare-pid",), "drop"),
     "no-unshare-ipc": (("--unshare-ipc",), "drop"),
@@ -154,10 +160,14 @@ SINGLE: dict[str, tuple[tuple[str, ...], str]] = {
     "no-new-session": (("--new-session",), "drop"),
 }
 # bwrap refuses --disable-userns without --unshare-user, so the user namespace goes with both flags
-_TOGETHER = {"no-unshare-user": ("no-disable-userns", (("--unshare-user",), "drop"))}
+# and the masks and the hidden backings each go with the host-executed guard, which holds the same paths read-only
+_TOGETHER = {"no-unshare-user": ("no-disable-userns", (("--unshare-user",), "drop")),
+             "no-hidden-backings": ("no-host-guard", (("--tmpfs", "{ws}/.agentbox"), "drop")),
+             "no-config-masks": ("no-host-guard", (("--ro-bind", "{ws}/.agentbox/profiles/*", "*"), "drop"))}
 NO_SECCOMP = "no-seccomp"  # the denylist (and the unix-socket filter) not installed
 NO_SCOPE = "no-abstract-scope"  # the Landlock scope over abstract unix sockets not applied
 NO_STATE_CHECK = "no-state-check"  # a run that could write Agent-Box's own state is not refused
+NO_HOST_GUARD = "no-host-guard"  # the workspace's host-executed paths not held (agentbox.sandbox.host_guard)
 
 
 def _matches(group: list[str], pattern: tuple[str, ...], ws: str, home: str) -> bool:
@@ -176,6 +186,8 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
         return {**entry, "landlock_scope": False} if entry.get("landlock_scope") else None
     if name == NO_STATE_CHECK:
         return _trusting_writable_state(entry)
+    if name == NO_HOST_GUARD:
+        return _without_host_guard(entry) if entry.get("host_executed") else None
     if name in _TOGETHER:
         first, (pattern, how) = _TOGETHER[name]
         entry = mutate(entry, first, ws, home) or entry
@@ -190,7 +202,7 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
 
 
 def mutation_names() -> list[str]:
-    return [*SINGLE, *_TOGETHER, NO_SECCOMP, NO_SCOPE, NO_STATE_CHECK]
+    return [*SINGLE, *_TOGETHER, NO_SECCOMP, NO_SCOPE, NO_STATE_CHECK, NO_HOST_GUARD]
 
 
 def weaken(entry: dict, names: Iterable[str]) -> dict:

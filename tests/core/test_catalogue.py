@@ -12,6 +12,10 @@ CATALOGUE = load_catalogue(default_catalogue_dir())
 OTHER_STEPS = {
     "net-restricted-connect-mismatch": "the egress proxy has no mode that lets a mismatched CONNECT through; "
                                        "the control tunnels to the allowed name itself",
+    # The proxy has no mode that passes a tunnel's bytes on uninspected: each control opens the same tunnel and
+    # sends the same request with an honest first line and one Host, which the listener must hear.
+    "net-tunnel-formfeed": "the proxy has no uninspected tunnel; the control sends the request without the form feed",
+    "net-tunnel-duplicate-host": "the proxy has no uninspected tunnel; the control sends the request with one Host",
 }
 
 

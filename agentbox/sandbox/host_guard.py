@@ -1,0 +1,336 @@
+"""What the host runs later stays out of a writable workspace's reach (agentbox/data/host_executed.yaml).
+
+Under `workspace: read_write` a run may write the project, but not what programs on the host run or load from it
+afterwards, outside any sandbox: git's hooks and config, an editor's tasks, direnv's .envrc, the harnesses' own
+project configs, a shell's rc files where the workspace is the home. At each run's start (the hot path: the
+cached entry carries the names, this module needs neither YAML nor pydantic) the workspace is scanned, and the
+bwrap argv gains:
+- `--ro-bind P P` over every such path that exists (a mount point can be neither written, replaced, removed nor
+  renamed from inside);
+- `--bind A A` over every folder between the workspace and a nested one (a renamed parent would carry the
+  read-only mount away and leave the name free);
+- an empty, read-only placeholder at every such name absent from the workspace's root (bwrap creates its mount
+  point, an empty file or folder, on the host; the last run of the workspace removes it at its end).
+A link at such a path is refused: the link itself could be replaced.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+
+from ..errors import SandboxError
+
+__all__ = ["Guard", "scan", "guard_args"]
+
+_MOUNTS = {"--bind": 2, "--ro-bind": 2, "--dev-bind": 2, "--tmpfs": 1, "--remount-ro": 1, "--dir": 1,
+           "--symlink": 2, "--dev": 1, "--proc": 1}
+
+
+def _destinations(argv: list[str]) -> list[str]:
+    out, i = [], 0
+    while i < len(argv):
+        n = _MOUNTS.get(argv[i])
+        if n:
+            out.append(argv[i + n])
+            i += n + 1
+        else:
+            i += 1
+    return out
+
+
+def _within(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
+
+
+def _opted_out(rel: str, writable: set[str]) -> bool:
+    """A bare name in `writable` frees that name everywhere; a path with a slash frees that one path."""
+    return rel in writable or os.path.basename(rel) in writable
+
+
+def _git_pointers(ws: str, gitdir: str) -> list[str]:
+    """What else inside the workspace a repository makes git run or read as config: its common folder (a
+    worktree's `commondir`), every file its config includes, and core.hooksPath, read by git itself (one-line
+    sections, includes of includes), and by a plain reading of `path =` lines besides (an includeIf whose
+    condition git cannot judge from a lone file)."""
+    out = []
+    common = os.path.join(gitdir, "commondir")
+    try:
+        with open(common, errors="replace") as f:
+            out.append(os.path.normpath(os.path.join(gitdir, f.read().strip())))
+    except OSError:
+        pass
+    config = os.path.join(gitdir, "config")
+    worktree = os.path.dirname(gitdir)
+    for key, value, origin in _git_config(config):
+        if origin:
+            out.append(origin)
+        if key == "core.hookspath":
+            out.append(os.path.normpath(os.path.join(worktree, os.path.expanduser(value))))
+        elif key.endswith(".path") and key.startswith("include"):
+            out.append(os.path.normpath(os.path.join(os.path.dirname(origin or config), os.path.expanduser(value))))
+    return [p for p in dict.fromkeys(out) if _within(p, ws) and p != ws and p != config]
+
+
+def _git_config(config: str) -> list[tuple[str, str, str]]:
+    """(key, value, the file it came from) of every entry of `config` and what it includes; a plain reading of
+    the file alone where git is missing or refuses it."""
+    import shutil
+    import subprocess
+
+    out: list[tuple[str, str, str]] = []
+    git = shutil.which("git")
+    if git and os.path.isfile(config):
+        done = subprocess.run([git, "config", "--file", config, "--includes", "--list", "--show-origin", "-z"],
+                              capture_output=True, timeout=10, env={"PATH": os.environ.get("PATH", ""),
+                                                                    "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"})
+        if done.returncode == 0:
+            parts = done.stdout.decode(errors="replace").split("\0")
+            for origin, item in zip(parts[0::2], parts[1::2]):
+                key, _, value = item.partition("\n")
+                out.append((key.lower(), value, origin[len("file:"):] if origin.startswith("file:") else ""))
+    for line in _lines(config):
+        key, sep, value = line.strip().partition("=")
+        key = key.strip().lower()
+        if sep and key in ("path", "hookspath"):
+            out.append(("include.path" if key == "path" else "core.hookspath", value.strip().strip('"'), ""))
+    return out
+
+
+def _lines(path: str) -> list[str]:
+    """The lines of a text file, none when it cannot be read."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
+
+
+def _yarn_pointers(ws: str, rc: str) -> list[str]:
+    """What a .yarnrc.yml makes every yarn command run: its yarnPath and its plugins' paths."""
+    out = []
+    for line in _lines(rc):
+        key, sep, value = line.strip().lstrip("- ").partition(":")
+        if sep and key.strip() in ("yarnPath", "path"):
+            path = os.path.normpath(os.path.join(os.path.dirname(rc), value.strip().strip("'\"")))
+            if _within(path, ws) and path != ws:
+                out.append(path)
+    return out
+
+
+def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """(existing, absent): the host-executed paths of the workspace that exist, with their kind ("file" or
+    "directory"), and the ones absent from the root (and from the home, when it lies inside), with the
+    placeholder's kind and text. Reads the file system, writes nothing."""
+    ws = spec["workspace"]
+    home = os.path.realpath(spec["home"]) if spec.get("home") else ""  # the workspace is a real path too
+    writable = set(spec.get("writable", ()))
+    files: dict[str, str] = spec["files"]
+    dirs = set(spec["directories"])
+    home_files, home_dirs = set(spec.get("home_files", ())), set(spec.get("home_directories", ()))
+    skip = set(spec.get("skip", ()))
+    existing: dict[str, str] = {}
+    absent: list[tuple[str, str, str]] = []
+    git_depth = spec.get("git_depth", spec["depth"])
+    stack = [(ws, 0, False)]
+    while stack:
+        folder, depth, git_only = stack.pop()
+        try:
+            entries = {e.name: e for e in os.scandir(folder)}
+        except OSError:
+            continue  # unreadable to the host user: nothing a host program of that user finds there either
+        at_home = folder == home
+        wanted = {**{n: "file" for n in files}, **{n: "directory" for n in dirs}}
+        if at_home:
+            wanted.update({n: "file" for n in home_files} | {n: "directory" for n in home_dirs})
+        if git_only:
+            wanted = {".git": "directory"}
+        for name, e in entries.items():
+            path = e.path
+            kind = wanted.get(name)
+            if kind is not None and not _opted_out(rel := os.path.relpath(path, ws), writable):
+                if e.is_symlink():
+                    raise SandboxError(
+                        f"host-executed path {path} is a symbolic link (sandbox layer): a process of the run could "
+                        "replace the link, and a host program would then run what it points at; replace the link "
+                        f"with what it points at, or make it writable by name (host_executed: {{writable: [{rel}]}})")
+                existing[path] = "directory" if e.is_dir(follow_symlinks=False) else "file"
+                if name == ".git":
+                    gitdir = path if existing[path] == "directory" else _gitfile_target(path)
+                    if gitdir and _within(gitdir, ws) and gitdir != path:
+                        existing[gitdir] = "directory"
+                    pointed = _git_pointers(ws, gitdir or path)
+                elif name == ".yarnrc.yml":
+                    pointed = _yarn_pointers(ws, path)
+                else:
+                    pointed = []
+                for p in pointed:
+                    if os.path.lexists(p) and not _opted_out(os.path.relpath(p, ws), writable):
+                        existing[p] = "directory" if os.path.isdir(p) else "file"
+                continue  # a protected folder is read-only whole: nothing below it needs a scan
+            if e.is_dir(follow_symlinks=False) and depth + 1 < git_depth:
+                shallow = depth + 1 < spec["depth"] and name not in skip and not git_only
+                stack.append((path, depth + 1, not shallow))
+        if (folder == ws or at_home) and not git_only:
+            for name, kind in sorted(wanted.items()):
+                if name not in entries and not _opted_out(os.path.relpath(os.path.join(folder, name), ws), writable):
+                    absent.append((os.path.join(folder, name), kind, files.get(name) or ""))
+    return sorted(existing.items()), absent
+
+
+def _gitfile_target(path: str) -> str | None:
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read(4096)
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = text[len("gitdir:"):].strip()
+    return os.path.normpath(os.path.join(os.path.dirname(path), target))
+
+
+def guard_args(spec: dict, argv: list[str], run_dir: str, registered: set[str] = frozenset()) -> tuple[list[str], list[tuple[str, str]]]:
+    """The bwrap options that hold the workspace's host-executed paths, and the placeholders they create.
+
+    `argv`: the plan's own options (a path it already mounts over, a profile mask, the hidden .agentbox, is left
+    to it); `registered`: placeholders another run of this workspace holds right now (empty files on the host,
+    which count as absent)."""
+    ws = spec["workspace"]
+    taken = [d for d in _destinations(argv) if d != ws and _within(d, ws)]
+    existing, absent = scan(spec)
+    existing = [(p, k) for p, k in existing if p not in registered]
+    absent += [(p, k, spec["files"].get(os.path.basename(p), "")) for p, k in
+               ((p, "directory" if os.path.isdir(p) else "file") for p in sorted(registered))
+               if not any(a[0] == p for a in absent)]
+
+    def free(path: str) -> bool:
+        return not any(_within(path, t) for t in taken)
+
+    pins: set[str] = set()
+    out: list[str] = []
+    for path, _ in existing:
+        if not free(path):
+            continue
+        parent = os.path.dirname(path)
+        while parent != ws and _within(parent, ws):
+            pins.add(parent)
+            parent = os.path.dirname(parent)
+    for pin in sorted(pins, key=len):
+        if free(pin):
+            out += ["--bind", pin, pin]
+    for path, _ in existing:
+        if free(path):
+            out += ["--ro-bind", path, path]
+    made: list[tuple[str, str]] = []
+    folder = os.path.join(run_dir, "guard")
+    for i, (path, kind, text) in enumerate(absent):
+        if not free(path):
+            continue
+        source = os.path.join(folder, "empty" if kind == "directory" else f"file-{i}")
+        if kind == "directory":
+            os.makedirs(source, exist_ok=True)
+        else:
+            os.makedirs(folder, exist_ok=True)
+            with open(source, "w") as f:
+                f.write(text)
+        out += ["--ro-bind", source, path]
+        made.append((path, kind))
+    return out, made
+
+
+class Guard:
+    """One run's hold on its workspace's host-executed paths: the options to add to bwrap's argv, and the
+    placeholders to take away when the workspace's last run ends.
+
+    Runs of one workspace share a record of the placeholders (under AGENTBOX_HOME, never in the workspace). Each
+    holds a shared lock on an `alive` file while it runs; the record itself is changed only under a second lock,
+    held for an instant. The run that ends last (it gets the `alive` lock alone) removes the placeholders. An
+    earlier one must not: removing a mount point on the host takes the mount away inside every other run too."""
+
+    def __init__(self, spec: dict, argv: list[str], run_dir: str, state_home: str):
+        key = hashlib.sha256(spec["workspace"].encode()).hexdigest()[:24]
+        folder = os.path.join(state_home, "guards")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        self._record = os.path.join(folder, f"{key}.json")
+        self._lock = os.path.join(folder, f"{key}.lock")
+        self._fd: int | None = os.open(os.path.join(folder, f"{key}.alive"), _OPEN, 0o600)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_SH)  # held while the run lasts
+            with _Mutex(self._lock):
+                registered = self._load()
+                self.args, made = guard_args(spec, argv, run_dir, set(registered))
+                registered.update(dict(made))
+                self._save(registered)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def _load(self) -> dict[str, str]:
+        try:
+            with open(self._record) as f:
+                return dict(json.load(f))
+        except (OSError, ValueError):
+            return {}
+
+    def _save(self, registered: dict[str, str]) -> None:
+        tmp = f"{self._record}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(registered, f)
+        os.replace(tmp, self._record)
+
+    def release(self) -> list[str]:
+        """End this run's hold; when no other run of the workspace holds one, remove the placeholders (only while
+        they are still empty: a host program that wrote one keeps what it wrote). Returns what was left."""
+        if self._fd is None:
+            return []
+        fd, self._fd = self._fd, None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return []  # another run of this workspace still holds them
+            with _Mutex(self._lock):
+                return self._remove_placeholders()
+        finally:
+            os.close(fd)
+
+    def _remove_placeholders(self) -> list[str]:
+        left: list[str] = []
+        for path, kind in self._load().items():
+            try:
+                if kind == "directory":
+                    os.rmdir(path)
+                elif os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
+                    os.unlink(path)
+                elif os.path.lexists(path):
+                    left.append(path)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                left.append(path)
+        try:
+            os.unlink(self._record)
+        except FileNotFoundError:
+            pass
+        return left
+
+
+_OPEN = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+
+
+class _Mutex:
+    """An exclusive lock on `path` for the length of a `with` block."""
+
+    def __init__(self, path: str):
+        self._path = path
+
+    def __enter__(self) -> None:
+        self._fd = os.open(self._path, _OPEN, 0o600)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc) -> None:
+        os.close(self._fd)

@@ -1,0 +1,203 @@
+"""What the host runs later stays out of a writable workspace's reach, and a backing Agent-Box did not write is
+never used. Observed through `agent-box sandbox run` and the real bubblewrap; the scan's own rules directly."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from agentbox.errors import SandboxError
+from agentbox.intent import PermissionIntent
+from agentbox.sandbox.backings import record, status
+from agentbox.sandbox.bwrap import _host_executed_names
+from agentbox.sandbox.host_guard import Guard, guard_args, scan
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+RW = "  workspace: {access: read_write}\n  shell: {access: allow}\n"
+
+
+def profile(tmp_path, extra: str = "", name: str = "t") -> str:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\nharness: codex\npermission_intent:\n{RW}{extra}")
+    return str(path)
+
+
+def sandbox_run(env, prof, ws, script):
+    return subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws), "--",
+                           "sh", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+
+
+def spec(ws, home="/nonexistent", writable=()):
+    return {"workspace": str(ws), "home": home, "writable": list(writable), **_host_executed_names()}
+
+
+@needs_bwrap
+def test_a_run_cannot_write_a_git_hook_an_editor_task_or_rename_a_nested_repository_away(tmp_path, env, ws):
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".vscode").mkdir()
+    (ws / "pkg" / "lib" / ".git").mkdir(parents=True)
+    done = sandbox_run(env, profile(tmp_path), ws,
+                       "echo x > .git/hooks/post-checkout; echo x > .vscode/tasks.json; mv pkg moved; touch ok")
+    assert "Read-only file system" in done.stderr and "Device or resource busy" in done.stderr
+    assert not (ws / ".git/hooks/post-checkout").exists() and not (ws / ".vscode/tasks.json").exists()
+    assert (ws / "pkg/lib/.git").is_dir() and (ws / "ok").exists()
+
+
+@needs_bwrap
+def test_a_name_absent_at_the_root_cannot_be_created_and_its_placeholder_is_gone_after_the_run(tmp_path, env, ws):
+    done = sandbox_run(env, profile(tmp_path), ws, "echo 'touch ran' > .envrc; mkdir .claude/x; cat .mcp.json")
+    assert "Read-only file system" in done.stderr
+    assert '{"mcpServers": {}}' in done.stdout  # what a harness reads there is still valid JSON
+    assert sorted(os.listdir(ws)) == []
+
+
+@needs_bwrap
+def test_a_name_the_profile_frees_is_writable_and_the_others_stay_held(tmp_path, env, ws):
+    prof = profile(tmp_path, "  host_executed: {access: protected, writable: [.vscode]}\n")
+    done = sandbox_run(env, prof, ws, "mkdir .vscode && echo x > .vscode/tasks.json; echo x > .envrc")
+    assert (ws / ".vscode/tasks.json").exists() and not (ws / ".envrc").exists(), done.stderr
+
+
+@needs_bwrap
+def test_host_executed_writable_lets_the_run_write_them_all(tmp_path, env, ws):
+    done = sandbox_run(env, profile(tmp_path, "  host_executed: writable\n"), ws, "echo x > .envrc")
+    assert (ws / ".envrc").exists(), done.stderr
+
+
+# per harness: a project config it reads, and what a clone could ship as its backing
+SHIPPED = {"claude-code": (".claude", "settings.json"), "codex": (".codex", "config.toml"),
+           "opencode": (".opencode", "opencode.json"), "hermes": (".hermes", "config.yaml")}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("shipped_for", sorted(SHIPPED))
+def test_a_backing_that_came_with_the_project_is_refused_by_name_and_a_blank_one_made_after_it_is_removed(
+        tmp_path, env, ws, shipped_for):
+    folder, name = SHIPPED[shipped_for]
+    (ws / folder).mkdir()
+    (ws / folder / name).write_text("the project's own\n")
+    shipped = ws / ".agentbox/profiles/t/root" / folder
+    shipped.mkdir(parents=True)
+    (shipped / name).write_text("shipped with the clone\n")
+    prof = tmp_path / "t.yaml"
+    prof.write_text(f"name: t\nharness: {shipped_for}\npermission_intent:\n{RW}")
+    done = sandbox_run(env, str(prof), ws, f"cat {folder}/{name}")
+    assert done.returncode == 4 and "shipped" not in done.stdout
+    assert f"profile backing {shipped} is not written by Agent-Box" in done.stderr
+    shutil.rmtree(ws / ".agentbox")
+    done = sandbox_run(env, str(prof), ws, f"ls -A {folder}")
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+
+
+def test_a_backing_changed_since_agentbox_wrote_it_is_refused(tmp_path):
+    backing = tmp_path / "b.json"
+    backing.write_text("{}")
+    record(str(backing), str(tmp_path / "home"))
+    assert status(str(backing), str(tmp_path / "home")) == "written by Agent-Box"
+    backing.write_text('{"hooks": {}}')
+    assert status(str(backing), str(tmp_path / "home")) == "changed since Agent-Box wrote it"
+
+
+def test_a_link_at_a_host_executed_path_is_refused(tmp_path, ws):
+    (ws / ".envrc").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SandboxError, match=r"host-executed path .*\.envrc is a symbolic link"):
+        scan(spec(ws))
+
+
+def test_the_scan_finds_repositories_deeper_and_in_dependencies_but_no_other_names_there(tmp_path, ws):
+    (ws / "a/b/.git").mkdir(parents=True)
+    (ws / "node_modules/x/.git").mkdir(parents=True)
+    (ws / "node_modules/x/.vscode").mkdir()
+    (ws / "third_party/github.com/org/lib/.git").mkdir(parents=True)
+    existing, _ = scan(spec(ws))
+    assert [p for p, _ in existing] == [str(ws / "a/b/.git"), str(ws / "node_modules/x/.git"),
+                                        str(ws / "third_party/github.com/org/lib/.git")]
+
+
+def test_a_worktree_holds_its_common_repository_too(tmp_path, ws):
+    subprocess.run(["git", "init", "-q", "--bare", str(ws / "repo.git")], check=True)
+    (ws / "main/.git").parent.mkdir()
+    (ws / "main/.git").write_text(f"gitdir: {ws}/repo.git/worktrees/main\n")
+    (ws / "repo.git/worktrees/main").mkdir(parents=True)
+    (ws / "repo.git/worktrees/main/commondir").write_text("../..\n")
+    existing = dict(scan(spec(ws))[0])
+    assert existing[str(ws / "repo.git")] == "directory"
+
+
+def test_a_hooks_path_written_on_one_line_or_in_an_included_file_is_held(tmp_path, ws):
+    (ws / ".git").mkdir()
+    (ws / ".git/config").write_text("[include]\n\tpath = ../project.gitconfig\n")
+    (ws / "project.gitconfig").write_text("[core] hooksPath = scripts/hooks\n")
+    (ws / "scripts/hooks").mkdir(parents=True)
+    existing = dict(scan(spec(ws))[0])
+    assert str(ws / "project.gitconfig") in existing and str(ws / "scripts/hooks") in existing
+
+
+def test_what_a_yarnrc_makes_every_yarn_command_run_is_held(tmp_path, ws):
+    (ws / ".yarnrc.yml").write_text("yarnPath: .yarn/releases/yarn-4.1.0.cjs\n")
+    (ws / ".yarn/releases").mkdir(parents=True)
+    (ws / ".yarn/releases/yarn-4.1.0.cjs").write_text("")
+    assert str(ws / ".yarn/releases/yarn-4.1.0.cjs") in dict(scan(spec(ws))[0])
+
+
+def test_the_home_is_known_through_a_link_or_a_trailing_slash(tmp_path, ws):
+    (ws / ".bashrc").write_text("")
+    link = tmp_path / "homelink"
+    link.symlink_to(ws)
+    for home in (str(link), f"{ws}/"):
+        assert str(ws / ".bashrc") in dict(scan(spec(ws, home=home))[0])
+
+
+def test_a_backing_holding_a_link_is_refused_even_where_its_files_match(tmp_path):
+    backing = tmp_path / "root/.claude"
+    backing.mkdir(parents=True)
+    record(str(backing), str(tmp_path / "home"))
+    (tmp_path / "evil").mkdir()
+    (backing / "commands").symlink_to(tmp_path / "evil")
+    assert status(str(backing), str(tmp_path / "home")).startswith("holding a symbolic link")
+
+
+def test_core_hooks_path_elsewhere_in_the_workspace_is_held_too(tmp_path, ws):
+    (ws / ".git").mkdir()
+    (ws / ".git/config").write_text("[core]\n\thooksPath = tools/hooks\n")
+    (ws / "tools/hooks").mkdir(parents=True)
+    existing, _ = scan(spec(ws))
+    assert (str(ws / "tools/hooks"), "directory") in existing
+
+
+def test_a_folder_above_a_nested_one_is_pinned_before_the_nested_one_is_bound(tmp_path, ws):
+    (ws / "a/b/.vscode").mkdir(parents=True)
+    args, _ = guard_args(spec(ws), [], str(tmp_path / "run"))
+    assert args[:6] == ["--bind", str(ws / "a"), str(ws / "a"), "--bind", str(ws / "a/b"), str(ws / "a/b")]
+    assert ["--ro-bind", str(ws / "a/b/.vscode"), str(ws / "a/b/.vscode")] == args[6:9]
+
+
+def test_what_the_plan_already_mounts_over_is_left_to_it(tmp_path, ws):
+    (ws / ".agentbox").mkdir()
+    args, made = guard_args(spec(ws), ["--tmpfs", str(ws / ".agentbox")], str(tmp_path / "run"))
+    assert str(ws / ".agentbox") not in args and str(ws / ".agentbox") not in dict(made)
+
+
+def test_the_last_run_of_a_workspace_removes_the_placeholders_and_an_earlier_one_does_not(tmp_path, ws):
+    first = Guard(spec(ws), [], str(tmp_path / "run1"), str(tmp_path / "home"))
+    second = Guard(spec(ws), [], str(tmp_path / "run2"), str(tmp_path / "home"))
+    (ws / ".envrc").touch()  # what bwrap would have made as the placeholder's mount point
+    assert first.release() == [] and (ws / ".envrc").exists()
+    assert second.release() == [] and not (ws / ".envrc").exists()
+
+
+def test_a_placeholder_a_host_program_wrote_meanwhile_is_kept(tmp_path, ws):
+    guard = Guard(spec(ws), [], str(tmp_path / "run"), str(tmp_path / "home"))
+    (ws / ".envrc").write_text("export A=1\n")
+    assert guard.release() == [str(ws / ".envrc")] and (ws / ".envrc").exists()
+
+
+def test_host_executed_writable_names_are_clean_relative_paths_and_only_under_protected():
+    assert PermissionIntent.model_validate({"host_executed": "writable"}).host_executed.access == "writable"
+    with pytest.raises(ValueError, match="climbs out"):
+        PermissionIntent.model_validate({"host_executed": {"access": "protected", "writable": ["../x"]}})
+    with pytest.raises(ValueError, match="only apply to access 'protected'"):
+        PermissionIntent.model_validate({"host_executed": {"access": "writable", "writable": [".vscode"]}})
