@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from agentbox.evidence import privilege_level
-from agentbox.testing.negative import VectorRunner
+from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
 from agentbox.testing.weakened import NOT_APPLICABLE, mutation_names
 
@@ -32,7 +32,9 @@ def test_removing_one_protection_lets_some_vector_escape(request, mutation):
     catalogue = session.catalogue()
     runner = VectorRunner(catalogue, session.timeout, request.node.nodeid)
     aims = _DATA["aims"].get(mutation, [])
-    vectors = [v for v in catalogue.vectors if "sandbox" in v.run_layers() and v.applies_to(None, privilege_level())]
+    # a vector that escapes the whole sandbox through a declared bypass proves nothing about one protection
+    vectors = [v for v in catalogue.vectors if "sandbox" in v.run_layers() and v.applies_to(None, privilege_level())
+               and expected_for(v, "sandbox", None, None) == "blocked"]
     vectors.sort(key=lambda v: (aims.index(v.capability) if v.capability in aims else len(aims), v.id))
     tried, errors = 0, []
     for vector in vectors:

@@ -271,6 +271,13 @@ async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hoo
 
     if not isinstance(policy, SurfacePolicy):
         policy = policy()
+    # what the client may write for the agent is what the run itself can: its view is the started run's argv,
+    # which holds the workspace's host-executed paths too (bound at the start, after the plan's own mounts)
+    from dataclasses import replace
+
+    from .view import SandboxView, mounts_of
+
+    policy = replace(policy, view=SandboxView(mounts_of(sbx.started.argv)))
     proc = await SandboxedRun.adopt(agent)
     # the run's processes are the endpoint's descendants only where each sandbox has a PID namespace of its own
     still = (Hold() if "--unshare-pid" in entry["argv"] else CannotHold()) if hold else NoHold()

@@ -23,8 +23,8 @@ def digest(path: str) -> str:
         with open(path, "rb") as f:
             h.update(b"file\0" + f.read())
         return h.hexdigest()
-    for folder, dirs, files in sorted(os.walk(path)):
-        dirs.sort()
+    for folder, dirs, files in os.walk(path):
+        dirs.sort()  # walked in name order, so the same tree always hashes the same
         rel = os.path.relpath(folder, path)
         h.update(b"dir\0" + rel.encode() + b"\0")
         for name in sorted(files):
@@ -47,6 +47,15 @@ def _first_link(path: str) -> str | None:
             if os.path.islink(os.path.join(folder, name)):
                 return os.path.join(folder, name)
     return None
+
+
+def _blank(path: str, default_text: str) -> bool:
+    if os.path.islink(path):
+        return False
+    if os.path.isdir(path):
+        return not os.listdir(path)
+    with open(path, "rb") as f:
+        return f.read() == default_text.encode()
 
 
 def _record_path(path: str, home: str) -> str:
@@ -81,11 +90,17 @@ def status(path: str, home: str) -> str:
     return "written by Agent-Box"
 
 
-def refuse_unrecorded(path: str, home: str) -> None:
-    """Fail closed on a backing Agent-Box did not write as it is."""
+def refuse_unrecorded(path: str, home: str, default_text: str = "") -> None:
+    """Fail closed on a backing Agent-Box did not write as it is. One without a record that is exactly blank (an
+    empty folder, or a file holding the surface's `default_text`: what Agent-Box makes, an earlier version
+    without digests, or another start of this project a moment ago) is recorded instead: it can show the
+    harness nothing the profile would not."""
     from ..errors import SandboxError
 
     found = status(path, home)
+    if found.startswith("not written") and _blank(path, default_text):
+        record(path, home)
+        return
     if found not in ("missing", "written by Agent-Box"):
         raise SandboxError(
             f"profile backing {path} is {found} (sandbox layer): the harness would see it in place of the "

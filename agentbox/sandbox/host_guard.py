@@ -20,26 +20,11 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 
 from ..errors import SandboxError
 
 __all__ = ["Guard", "scan", "guard_args"]
-
-_MOUNTS = {"--bind": 2, "--ro-bind": 2, "--dev-bind": 2, "--tmpfs": 1, "--remount-ro": 1, "--dir": 1,
-           "--symlink": 2, "--dev": 1, "--proc": 1}
-
-
-def _destinations(argv: list[str]) -> list[str]:
-    out, i = [], 0
-    while i < len(argv):
-        n = _MOUNTS.get(argv[i])
-        if n:
-            out.append(argv[i + n])
-            i += n + 1
-        else:
-            i += 1
-    return out
-
 
 def _within(child: str, parent: str) -> bool:
     return child == parent or child.startswith(parent.rstrip("/") + "/")
@@ -50,28 +35,51 @@ def _opted_out(rel: str, writable: set[str]) -> bool:
     return rel in writable or os.path.basename(rel) in writable
 
 
-def _git_pointers(ws: str, gitdir: str) -> list[str]:
+def _no_link_on_the_way(ws: str, path: str) -> None:
+    """Refuse `path` when it, or a folder between the workspace and it, is a link: a mount lands on what a link
+    points at, and the link itself stays replaceable by the run."""
+    rel = os.path.relpath(path, ws)
+    here = ws
+    for part in rel.split(os.sep):
+        here = os.path.join(here, part)
+        if os.path.islink(here):
+            raise SandboxError(
+                f"host-executed path {here} is a symbolic link (sandbox layer): a process of the run could replace "
+                "the link, and a host program would then run what it points at; replace the link with what it "
+                f"points at, or make it writable by name (host_executed: {{writable: [{os.path.relpath(here, ws)}]}})")
+
+
+def _regular(path: str) -> bool:
+    """Whether `path` is a regular file (not a FIFO a run made to stall the next start's read)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _git_pointers(ws: str, gitdir: str, worktree: str) -> list[str]:
     """What else inside the workspace a repository makes git run or read as config: its common folder (a
     worktree's `commondir`), every file its config includes, and core.hooksPath, read by git itself (one-line
     sections, includes of includes), and by a plain reading of `path =` lines besides (an includeIf whose
     condition git cannot judge from a lone file)."""
     out = []
-    common = os.path.join(gitdir, "commondir")
-    try:
-        with open(common, errors="replace") as f:
-            out.append(os.path.normpath(os.path.join(gitdir, f.read().strip())))
-    except OSError:
-        pass
-    config = os.path.join(gitdir, "config")
-    worktree = os.path.dirname(gitdir)
-    for key, value, origin in _git_config(config):
-        if origin:
-            out.append(origin)
-        if key == "core.hookspath":
-            out.append(os.path.normpath(os.path.join(worktree, os.path.expanduser(value))))
-        elif key.endswith(".path") and key.startswith("include"):
-            out.append(os.path.normpath(os.path.join(os.path.dirname(origin or config), os.path.expanduser(value))))
-    return [p for p in dict.fromkeys(out) if _within(p, ws) and p != ws and p != config]
+    lines = _lines(os.path.join(gitdir, "commondir"))
+    common = os.path.normpath(os.path.join(gitdir, lines[0].strip())) if lines else None
+    if common:
+        out.append(common)
+    # a linked worktree reads the common repository's config, then its own config.worktree
+    configs = [os.path.join(d, name) for d in dict.fromkeys(filter(None, (common, gitdir)))
+               for name in ("config", "config.worktree")]
+    for config in configs:
+        for key, value, origin in _git_config(config):
+            if origin:
+                out.append(origin)
+            if key == "core.hookspath":
+                out.append(os.path.normpath(os.path.join(worktree, os.path.expanduser(value))))
+            elif key.endswith(".path") and key.startswith("include"):
+                out.append(os.path.normpath(os.path.join(os.path.dirname(origin or config),
+                                                         os.path.expanduser(value))))
+    return [p for p in dict.fromkeys(out) if _within(p, ws) and p != ws and p not in configs]
 
 
 def _git_config(config: str) -> list[tuple[str, str, str]]:
@@ -82,10 +90,15 @@ def _git_config(config: str) -> list[tuple[str, str, str]]:
 
     out: list[tuple[str, str, str]] = []
     git = shutil.which("git")
-    if git and os.path.isfile(config):
-        done = subprocess.run([git, "config", "--file", config, "--includes", "--list", "--show-origin", "-z"],
-                              capture_output=True, timeout=10, env={"PATH": os.environ.get("PATH", ""),
-                                                                    "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"})
+    if git and _regular(config):
+        try:
+            done = subprocess.run([git, "config", "--file", config, "--includes", "--list", "--show-origin", "-z"],
+                                  capture_output=True, timeout=10,
+                                  env={"PATH": os.environ.get("PATH", ""), "GIT_CONFIG_NOSYSTEM": "1",
+                                       "HOME": "/nonexistent"})
+        except subprocess.TimeoutExpired:
+            raise SandboxError(f"git did not read {config} within 10 s (sandbox layer): something it includes "
+                               "never ends (a FIFO); the run's host-executed paths cannot be known") from None
         if done.returncode == 0:
             parts = done.stdout.decode(errors="replace").split("\0")
             for origin, item in zip(parts[0::2], parts[1::2]):
@@ -100,7 +113,9 @@ def _git_config(config: str) -> list[tuple[str, str, str]]:
 
 
 def _lines(path: str) -> list[str]:
-    """The lines of a text file, none when it cannot be read."""
+    """The lines of a regular text file, none when it is not one or cannot be read."""
+    if not _regular(path):
+        return []
     try:
         with open(path, errors="replace") as f:
             return f.read().splitlines()
@@ -161,13 +176,14 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
                     gitdir = path if existing[path] == "directory" else _gitfile_target(path)
                     if gitdir and _within(gitdir, ws) and gitdir != path:
                         existing[gitdir] = "directory"
-                    pointed = _git_pointers(ws, gitdir or path)
+                    pointed = _git_pointers(ws, gitdir or path, folder) if gitdir else []
                 elif name == ".yarnrc.yml":
                     pointed = _yarn_pointers(ws, path)
                 else:
                     pointed = []
                 for p in pointed:
                     if os.path.lexists(p) and not _opted_out(os.path.relpath(p, ws), writable):
+                        _no_link_on_the_way(ws, p)
                         existing[p] = "directory" if os.path.isdir(p) else "file"
                 continue  # a protected folder is read-only whole: nothing below it needs a scan
             if e.is_dir(follow_symlinks=False) and depth + 1 < git_depth:
@@ -181,14 +197,10 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
 
 
 def _gitfile_target(path: str) -> str | None:
-    try:
-        with open(path, errors="replace") as f:
-            text = f.read(4096)
-    except OSError:
+    lines = _lines(path)
+    if not lines or not lines[0].startswith("gitdir:"):
         return None
-    if not text.startswith("gitdir:"):
-        return None
-    target = text[len("gitdir:"):].strip()
+    target = lines[0][len("gitdir:"):].strip()
     return os.path.normpath(os.path.join(os.path.dirname(path), target))
 
 
@@ -198,8 +210,14 @@ def guard_args(spec: dict, argv: list[str], run_dir: str, registered: set[str] =
     `argv`: the plan's own options (a path it already mounts over, a profile mask, the hidden .agentbox, is left
     to it); `registered`: placeholders another run of this workspace holds right now (empty files on the host,
     which count as absent)."""
+    from ..acp_endpoint.view import mounts_of
+
     ws = spec["workspace"]
-    taken = [d for d in _destinations(argv) if d != ws and _within(d, ws)]
+    mounts = list(mounts_of(argv))
+    # what the plan mounts over inside the workspace after binding it (a mask, the hidden .agentbox) is left to
+    # it; a mount before the workspace's bind is covered by it, so does not count
+    at = max((i for i, m in enumerate(mounts) if m.target == ws), default=-1)
+    taken = [m.target for m in mounts[at + 1:] if m.target != ws and _within(m.target, ws)]
     existing, absent = scan(spec)
     existing = [(p, k) for p, k in existing if p not in registered]
     absent += [(p, k, spec["files"].get(os.path.basename(p), "")) for p, k in

@@ -132,7 +132,7 @@ def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, 
     Refusals (a proxy that cannot start, one that dies during the run) print one line and return 4.
     """
     from ..errors import SandboxError
-    from .session import cleanup, environment, materialize
+    from .session import KEPT_PLACEHOLDERS, cleanup, environment, materialize
     from .startup import Started
 
     run_dir = tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root())
@@ -163,11 +163,10 @@ def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, 
         print(f"agent-box: {exc}", file=sys.stderr)
         return exc.exit_code
     finally:
-        left = started.release_guard() if started is not None else []
-        if left:  # a host program wrote there while the run lasted: what it wrote is the user's to judge
-            print(f"agent-box: after the run: kept the host-executed placeholders written meanwhile: "
-                  f"{', '.join(left)}", file=sys.stderr)
-        cleanup(run_id, run_dir, started, egress_copy=egress_log)
+        note = cleanup(run_id, run_dir, started, egress_copy=egress_log)
+        kept = [n for n in note.split("; ") if n.startswith(KEPT_PLACEHOLDERS)]
+        if kept:  # what a host program wrote there is the user's to judge
+            print(f"agent-box: after the run: {kept[0]}", file=sys.stderr)
 
 
 def build_entry(plan, masks, hidden: tuple[str, ...], visible: tuple[str, ...], probe_paths: list[str]) -> dict:

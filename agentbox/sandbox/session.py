@@ -24,6 +24,7 @@ __all__ = ["MARKER", "RUN_DIR", "entry_from_plan", "writable_sources", "state_ho
            "sandbox_argv", "marked", "kill_marked", "run_attached", "cleanup", "python_for_sandbox"]
 
 MARKER = "AGENTBOX_RUN_ID"
+KEPT_PLACEHOLDERS = "kept the host-executed placeholders a host program wrote while the run lasted"
 RUN_DIR = "{run_dir}"
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH)
 
@@ -106,14 +107,18 @@ def make_backing(path: str, kind: str, default_text: str, home: str | None = Non
     if os.path.lexists(path):
         if os.path.isdir(path) != (kind == "directory"):
             raise SandboxError(f"private backing {path} should be a {kind}")
-        refuse_unrecorded(path, home)
+        refuse_unrecorded(path, home, default_text)
         return
-    if kind == "directory":
-        os.makedirs(path)
-    else:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "x") as f:  # "x": a file that appeared meanwhile is never overwritten
-            f.write(default_text)
+    try:
+        if kind == "directory":
+            os.makedirs(path)
+        else:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "x") as f:  # "x": a file that appeared meanwhile is never overwritten
+                f.write(default_text)
+    except FileExistsError:  # another start of this project made it a moment ago: judged as any found one
+        refuse_unrecorded(path, home, default_text)
+        return
     record(path, home)
 
 
@@ -377,14 +382,14 @@ def cleanup(run_id: str, run_dir: str | None, started=None, keep_run_dir: bool =
     notes = list(started.notes) if started is not None else []
     if started is not None:
         started.close()
-        left = started.release_guard()
-        if left:
-            notes.append("left the host-executed placeholders a host program wrote while the run lasted: "
-                         + ", ".join(left))
     leftovers = kill_marked(run_id)
     if leftovers:
         notes.append(f"killed {len(leftovers)} leftover process(es): "
                      + "; ".join(f"{pid} {cmd[:80]}" for pid, cmd in leftovers))
+    # only once no process of the run is left: a placeholder removed on the host is unmounted inside too
+    left = started.release_guard() if started is not None else []
+    if left:
+        notes.append(f"{KEPT_PLACEHOLDERS}: {', '.join(left)}")
     if run_dir and egress_copy:
         from .startup import copy_decisions
 

@@ -170,10 +170,6 @@ class Started:
 
         refuse_writable_state(entry, run_dir, os.environ if source is None else source)  # before the run exists
         self.guard = None
-        if entry.get("host_executed"):
-            # scanned now, not at compile time: a cached entry would miss what the project gained since
-            self.guard = Guard(entry["host_executed"], [a.replace(RUN_DIR, run_dir) for a in entry["argv"]], run_dir,
-                               state_home(os.environ if source is None else source))
         self.notes: list[str] = []  # what went wrong during the run (the proxy's death)
         self.fd: int | None = None
         self.proxy = None
@@ -202,6 +198,10 @@ class Started:
                     fill_ports(run_dir, env, ports)
             if not serve_later:
                 end_run_if_proxy_dies(self.proxy, run_id, self.notes)
+            if entry.get("host_executed"):
+                # scanned now, not at compile time: a cached entry would miss what the project gained since
+                self.guard = Guard(entry["host_executed"], [a.replace(RUN_DIR, run_dir) for a in entry["argv"]],
+                                   run_dir, state_home(os.environ if source is None else source))
             self.fd = filter_fd(entry)
             self.argv = [*sandbox_argv(entry, run_dir, self.fd, self.guard.args if self.guard else ()), "--",
                          *relay_prefix(entry, run_dir)]

@@ -175,10 +175,43 @@ def test_a_folder_above_a_nested_one_is_pinned_before_the_nested_one_is_bound(tm
     assert ["--ro-bind", str(ws / "a/b/.vscode"), str(ws / "a/b/.vscode")] == args[6:9]
 
 
-def test_what_the_plan_already_mounts_over_is_left_to_it(tmp_path, ws):
+def test_what_the_plan_mounts_over_after_the_workspace_is_left_to_it_and_what_it_mounted_before_is_not(
+        tmp_path, ws):
     (ws / ".agentbox").mkdir()
-    args, made = guard_args(spec(ws), ["--tmpfs", str(ws / ".agentbox")], str(tmp_path / "run"))
+    (ws / ".vscode").mkdir()
+    argv = ["bwrap", "--ro-bind", str(ws / ".vscode"), str(ws / ".vscode"), "--bind", str(ws), str(ws),
+            "--tmpfs", str(ws / ".agentbox")]
+    args, made = guard_args(spec(ws), argv, str(tmp_path / "run"))
     assert str(ws / ".agentbox") not in args and str(ws / ".agentbox") not in dict(made)
+    assert f"--ro-bind {ws / '.vscode'} {ws / '.vscode'}" in " ".join(args)  # the workspace's bind covered the first
+
+
+def test_a_link_on_the_way_to_what_a_config_points_at_is_refused(tmp_path, ws):
+    (tmp_path / "real/releases").mkdir(parents=True)
+    (tmp_path / "real/releases/yarn.cjs").write_text("")
+    (ws / ".yarn").symlink_to(tmp_path / "real")
+    (ws / ".yarnrc.yml").write_text("yarnPath: .yarn/releases/yarn.cjs\n")
+    with pytest.raises(SandboxError, match=r"host-executed path .*/\.yarn is a symbolic link"):
+        scan(spec(ws))
+
+
+def test_a_linked_worktree_holds_the_hooks_path_its_common_config_names(tmp_path, ws):
+    main = ws / "main"
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    subprocess.run(["git", "-C", str(main), "config", "core.hooksPath", "tools/hooks"], check=True)
+    subprocess.run(["git", "-C", str(main), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(ws / "wt")], check=True)
+    (ws / "wt/tools/hooks").mkdir(parents=True)
+    assert str(ws / "wt/tools/hooks") in dict(scan(spec(ws))[0])
+
+
+def test_a_fifo_in_place_of_a_config_stalls_no_start(tmp_path, ws):
+    (ws / "sub/.git").mkdir(parents=True)
+    os.mkfifo(ws / "sub/.git/config")
+    os.mkfifo(ws / ".yarnrc.yml")
+    existing = dict(scan(spec(ws))[0])
+    assert str(ws / "sub/.git") in existing
 
 
 def test_the_last_run_of_a_workspace_removes_the_placeholders_and_an_earlier_one_does_not(tmp_path, ws):
@@ -201,3 +234,13 @@ def test_host_executed_writable_names_are_clean_relative_paths_and_only_under_pr
         PermissionIntent.model_validate({"host_executed": {"access": "protected", "writable": ["../x"]}})
     with pytest.raises(ValueError, match="only apply to access 'protected'"):
         PermissionIntent.model_validate({"host_executed": {"access": "writable", "writable": [".vscode"]}})
+
+
+def test_a_blank_backing_without_a_record_is_taken_as_agentbox_made_it(tmp_path):
+    from agentbox.sandbox.session import make_backing
+
+    backing = tmp_path / "root/.mcp.json"
+    backing.parent.mkdir(parents=True)
+    backing.write_text('{"mcpServers": {}}')  # as an earlier Agent-Box, without digests, made it
+    make_backing(str(backing), "file", '{"mcpServers": {}}', home=str(tmp_path / "home"))
+    assert status(str(backing), str(tmp_path / "home")) == "written by Agent-Box"
