@@ -23,12 +23,9 @@ import os
 import stat
 
 from ..errors import SandboxError
+from ..paths import is_within
 
 __all__ = ["Guard", "scan", "guard_args"]
-
-def _within(child: str, parent: str) -> bool:
-    return child == parent or child.startswith(parent.rstrip("/") + "/")
-
 
 def _opted_out(rel: str, writable: set[str]) -> bool:
     """A bare name in `writable` frees that name everywhere; a path with a slash frees that one path."""
@@ -79,7 +76,7 @@ def _git_pointers(ws: str, gitdir: str, worktree: str) -> list[str]:
             elif key.endswith(".path") and key.startswith("include"):
                 out.append(os.path.normpath(os.path.join(os.path.dirname(origin or config),
                                                          os.path.expanduser(value))))
-    return [p for p in dict.fromkeys(out) if _within(p, ws) and p != ws and p not in configs]
+    return [p for p in dict.fromkeys(out) if is_within(p, ws) and p != ws and p not in configs]
 
 
 def _git_config(config: str) -> list[tuple[str, str, str]]:
@@ -130,7 +127,7 @@ def _yarn_pointers(ws: str, rc: str) -> list[str]:
         key, sep, value = line.strip().lstrip("- ").partition(":")
         if sep and key.strip() in ("yarnPath", "path"):
             path = os.path.normpath(os.path.join(os.path.dirname(rc), value.strip().strip("'\"")))
-            if _within(path, ws) and path != ws:
+            if is_within(path, ws) and path != ws:
                 out.append(path)
     return out
 
@@ -149,6 +146,9 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
     existing: dict[str, str] = {}
     absent: list[tuple[str, str, str]] = []
     git_depth = spec.get("git_depth", spec["depth"])
+    anywhere = {**{n: "file" for n in files}, **{n: "directory" for n in dirs}}
+    at_home_too = {**anywhere, **{n: "file" for n in home_files}, **{n: "directory" for n in home_dirs}}
+    git_only_names = {".git": "directory"}
     stack = [(ws, 0, False)]
     while stack:
         folder, depth, git_only = stack.pop()
@@ -157,11 +157,7 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
         except OSError:
             continue  # unreadable to the host user: nothing a host program of that user finds there either
         at_home = folder == home
-        wanted = {**{n: "file" for n in files}, **{n: "directory" for n in dirs}}
-        if at_home:
-            wanted.update({n: "file" for n in home_files} | {n: "directory" for n in home_dirs})
-        if git_only:
-            wanted = {".git": "directory"}
+        wanted = git_only_names if git_only else at_home_too if at_home else anywhere
         for name, e in entries.items():
             path = e.path
             kind = wanted.get(name)
@@ -174,7 +170,7 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
                 existing[path] = "directory" if e.is_dir(follow_symlinks=False) else "file"
                 if name == ".git":
                     gitdir = path if existing[path] == "directory" else _gitfile_target(path)
-                    if gitdir and _within(gitdir, ws) and gitdir != path:
+                    if gitdir and is_within(gitdir, ws) and gitdir != path:
                         existing[gitdir] = "directory"
                     pointed = _git_pointers(ws, gitdir or path, folder) if gitdir else []
                 elif name == ".yarnrc.yml":
@@ -217,36 +213,32 @@ def guard_args(spec: dict, argv: list[str], run_dir: str, registered: set[str] =
     # what the plan mounts over inside the workspace after binding it (a mask, the hidden .agentbox) is left to
     # it; a mount before the workspace's bind is covered by it, so does not count
     at = max((i for i, m in enumerate(mounts) if m.target == ws), default=-1)
-    taken = [m.target for m in mounts[at + 1:] if m.target != ws and _within(m.target, ws)]
-    existing, absent = scan(spec)
-    existing = [(p, k) for p, k in existing if p not in registered]
+    taken = [m.target for m in mounts[at + 1:] if m.target != ws and is_within(m.target, ws)]
+    def free(path: str) -> bool:
+        return not any(is_within(path, t) for t in taken)
+
+    found, absent = scan(spec)
+    existing = [p for p, _ in found if p not in registered and free(p)]
     absent += [(p, k, spec["files"].get(os.path.basename(p), "")) for p, k in
                ((p, "directory" if os.path.isdir(p) else "file") for p in sorted(registered))
                if not any(a[0] == p for a in absent)]
-
-    def free(path: str) -> bool:
-        return not any(_within(path, t) for t in taken)
+    absent = [a for a in absent if free(a[0])]
 
     pins: set[str] = set()
-    out: list[str] = []
-    for path, _ in existing:
-        if not free(path):
-            continue
+    for path in existing:
         parent = os.path.dirname(path)
-        while parent != ws and _within(parent, ws):
+        while parent != ws and is_within(parent, ws):
             pins.add(parent)
             parent = os.path.dirname(parent)
+    out: list[str] = []
     for pin in sorted(pins, key=len):
         if free(pin):
             out += ["--bind", pin, pin]
-    for path, _ in existing:
-        if free(path):
-            out += ["--ro-bind", path, path]
+    for path in existing:
+        out += ["--ro-bind", path, path]
     made: list[tuple[str, str]] = []
     folder = os.path.join(run_dir, "guard")
     for i, (path, kind, text) in enumerate(absent):
-        if not free(path):
-            continue
         source = os.path.join(folder, "empty" if kind == "directory" else f"file-{i}")
         if kind == "directory":
             os.makedirs(source, exist_ok=True)
