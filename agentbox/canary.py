@@ -14,6 +14,11 @@ and the key a baseline entry (`canary_baseline`) must equal to expect it:
     codex@0.147.0:untested_range                 outside the adapter's tested range and not verified
     test:conformance/test_smokes.py::test_x[...] a test that failed without recording a vector run
 
+A canary never passes on nothing: a build (or the sandbox alone) it set out to re-verify for which no test
+recorded a vector run fails it (the suite was not collected, or everything was deselected), and so does a
+canary with no harness build to look at, unless the caller said that is expected (`allow_empty`). Neither
+can be baselined: lost proof is never expected.
+
 As in the Model Context Protocol conformance suite, a listed failure does not fail the run, an
 unlisted one does, and a listed one that no longer happens fails the run as stale, so the baseline
 shrinks as upstream fixes land instead of hiding them.
@@ -91,10 +96,15 @@ class CanaryReport(BaseModel):
     stale_baseline: list[Expected] = []  # listed, evaluated by this run, and no longer happening
     unevaluated_baseline: list[Expected] = []  # listed, but nothing in this run could confirm or refute it
     baseline: str | None = None
+    # what this run set out to re-verify ("codex@0.171.0", "bwrap 0.11.0 (sandbox alone)") and ran no vector for
+    ran_nothing_for: list[str] = []
+    empty: bool = False  # no harness build was under test
+    allow_empty: bool = False  # ... and the caller said that is expected
 
     @property
     def passed(self) -> bool:
-        return not self.unexpected and not self.stale_baseline
+        return (not self.unexpected and not self.stale_baseline and not self.ran_nothing_for
+                and (self.allow_empty or not self.empty))
 
     @property
     def unexpected(self) -> list[CanaryFailure]:
@@ -128,9 +138,24 @@ class CanaryReport(BaseModel):
             out.append(f"FAIL stale baseline entry {e.key().text()} ({e.reason}): it no longer happens; remove it")
         for e in self.unevaluated_baseline:
             out.append(f"note: baseline entry {e.key().text()} was not evaluated by this run")
-        out.append("canary: " + ("passed" if self.passed else
-                                 f"FAILED ({len(self.unexpected)} unexpected failure(s), "
-                                 f"{len(self.stale_baseline)} stale baseline entr(ies))"))
+        for what in self.ran_nothing_for:
+            out.append(f"FAIL {what}: to be re-verified, and no vector ran for it: nothing was verified (was the "
+                       f"suite collected? `pytest --agentbox-canary` collects the package's; a -k or -m that "
+                       f"deselects every vector proves nothing)")
+        if self.empty:
+            out.append(("note" if self.allow_empty else "FAIL") + ": no harness build to verify: none is installed "
+                       "or selected (agent-box harness install NAME@VERSION, or --agentbox-harness NAME@VERSION)"
+                       + ("" if self.allow_empty else "; pass --agentbox-canary-allow-empty if that is expected"))
+        if self.passed:
+            out.append("canary: passed")
+        else:
+            reasons = [f"{len(self.unexpected)} unexpected failure(s)", f"{len(self.stale_baseline)} stale baseline "
+                       "entr(ies)"]
+            if self.ran_nothing_for:
+                reasons.append(f"{len(self.ran_nothing_for)} re-verification(s) that ran no vector")
+            if self.empty and not self.allow_empty:
+                reasons.append("nothing to verify")
+            out.append(f"canary: FAILED ({', '.join(reasons)})")
         return out
 
 
@@ -143,12 +168,15 @@ def _counts(changes: list[str]) -> dict[str, int]:
 
 def build_report(table: ClaimsTable, builds: Iterable[Build], *, suite_revision: str,
                  sandbox: Iterable[Freshness] = (), failed_tests: Iterable[str] = (), ran_tests: Iterable[str] = (),
-                 recorded: Iterable[EvidenceRecord] = (), baseline: Baseline | None = None) -> CanaryReport:
+                 recorded: Iterable[EvidenceRecord] = (), baseline: Baseline | None = None,
+                 allow_empty: bool = False, sandbox_runs: bool = True) -> CanaryReport:
     """The report for `builds`, judged on `table` (the claims of the whole store after the run).
 
     `recorded`: the records this run's tests handed over, each naming its test; they tell which vector
-    run a failed test was, and which runs this run evaluated. `ran_tests`: the tests that passed."""
-    builds = list(builds)
+    run a failed test was, which runs this run evaluated, and whether a re-verification ran anything at
+    all. `ran_tests`: the tests that passed. `sandbox_runs`: whether this run's mode runs the sandbox-alone
+    vectors at all (only headless runs do: they drive no harness, so their records hold for every mode)."""
+    builds, recorded, sandbox = list(builds), list(recorded), list(sandbox)
     by_version: dict[tuple[str, str], list[Claim]] = {}
     for c in table.claims:
         by_version.setdefault((c.harness, c.version), []).append(c)
@@ -177,8 +205,19 @@ def build_report(table: ClaimsTable, builds: Iterable[Build], *, suite_revision:
         if entry.key() not in happening:
             (stale if evaluated(entry.key()) else unevaluated).append(entry)
     return CanaryReport(suite_revision=suite_revision, catalogue_digest=table.catalogue_digest, targets=targets,
-                        sandbox=list(sandbox), failures=failures, stale_baseline=stale,
-                        unevaluated_baseline=unevaluated, baseline=baseline.source if baseline else None)
+                        sandbox=sandbox, failures=failures, stale_baseline=stale,
+                        unevaluated_baseline=unevaluated, baseline=baseline.source if baseline else None,
+                        ran_nothing_for=_ran_nothing(builds, sandbox if sandbox_runs else [], recorded), empty=not builds,
+                        allow_empty=allow_empty)
+
+
+def _ran_nothing(builds: list[Build], sandbox: list[Freshness], recorded: list[EvidenceRecord]) -> list[str]:
+    """What was to be re-verified and has no vector run among this run's records."""
+    ran = {(r.run_info.harness, r.run_info.version) for r in recorded}
+    out = [b.key for b in builds if b.action == "reverified" and (b.harness, b.version) not in ran]
+    if not any(r.run_info.harness is None for r in recorded):
+        out += [f"{s.subject} (sandbox alone)" for s in sandbox if not s.current]
+    return out
 
 
 def _previous(build: Build, by_version: dict[tuple[str, str], list[Claim]]) -> str | None:

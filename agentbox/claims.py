@@ -172,6 +172,39 @@ class ClaimsTable(BaseModel):
         return ([fmt.format(*r).rstrip() for r in (head, *rows)] + [f"note: {n}" for n in self.notes]
                 + (list(KEY) if rows else []))
 
+    def markdown(self) -> list[str]:
+        """The same rows as a Markdown table, for a documentation page or a pull-request comment. A backend row
+        names no harness (`-`), its version is the backend's and its backend reads `bwrap (alone)`."""
+        head = ("harness", "version", "backend", "ran as", "mode", "capability", "declared", "claim",
+                "vectors blocked / run", "as declared", "notes")
+        rows = [(c.harness, c.version, f"{c.backend} (alone)" if c.harness == NO_HARNESS else c.backend, c.privilege,
+                 c.mode, c.capability, c.declared, c.label, f"{c.blocked} / {c.run} of {c.total}",
+                 f"{c.as_declared}/{c.total}", c.note_text()) for c in self.claims]
+        # Under the table, as in `lines()`: the store's notes, then the key, one list item each.
+        below = [f"note: {n}" for n in self.notes] + (key_entries() if rows else [])
+        return ([_md_row(head), "|" + "---|" * len(head), *(_md_row(r) for r in rows)]
+                + ([""] + [f"- {_md_cell(entry)}" for entry in below] if below else []))
+
+
+def _md_cell(text: str) -> str:
+    # A `|` would end the cell, a newline the row; `blocked / run` counts hold neither, notes might.
+    return " ".join(text.replace("\\", "\\\\").replace("|", "\\|").split())
+
+
+def _md_row(cells: Iterable[str]) -> str:
+    return "| " + " | ".join(_md_cell(c) for c in cells) + " |"
+
+
+def key_entries() -> list[str]:
+    """KEY's entries with their continuation lines joined: one entry a line, as a Markdown list wants them."""
+    entries: list[str] = []
+    for line in KEY:
+        if line.startswith("  ") and entries:
+            entries[-1] += " " + line.strip()
+        else:
+            entries.append(line)
+    return entries
+
 
 # Printed under the table, so that it reads without the README.
 KEY = (

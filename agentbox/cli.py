@@ -191,9 +191,9 @@ def cmd_evidence_claims(args) -> int:
     if args.json:
         print(claims.model_dump_json(indent=2))
     elif not claims.claims:
-        print(f"no evidence in {store} for this catalogue; run the negative suite (pytest negative)")
+        print(f"no evidence in {store} for this catalogue; run the escape suite (pytest --agentbox-suite)")
     else:
-        print("\n".join(claims.lines()))
+        print("\n".join(claims.markdown() if args.markdown else claims.lines()))
     return 0
 
 
@@ -309,6 +309,13 @@ def _acp_fast(argv: list[str]) -> int | None:
 
     return acp_main(parsed["profile"], parsed["cwd"], evidence=parsed["evidence"],
                     accept_unverified=tuple(parsed["accept_unverified"]), binary=parsed["binary"])
+
+
+def cmd_prove(args) -> int:
+    from .prove import prove
+
+    return prove(args.profile, args.cwd, evidence=args.evidence, mode=args.mode, again=args.again,
+                 timeout=args.timeout, as_json=args.json)
 
 
 def cmd_acp(args) -> int:
@@ -513,6 +520,21 @@ def _parser() -> "argparse.ArgumentParser":
     lch.add_argument("--binary", metavar="PATH", help="launch this harness binary instead of the installed one")
     lch.set_defaults(fn=cmd_launch, harness_args=[])
 
+    prv = _command(sub, "prove", "run exactly the escape vectors a profile's required items need on its harness build, "
+                   "then say whether launch would pass", "agent-box prove reviewer --cwd ~/src/app",
+                   "agent-box prove reviewer --mode acp --json")
+    _profile(prv)
+    prv.add_argument("--mode", choices=("tui", "headless", "acp"), default="tui",
+                     help="the launch mode to prove: tui (what `agent-box launch` starts, the default), acp (what "
+                          "`agent-box acp` starts) or headless")
+    prv.add_argument("--evidence", metavar="DIR", help=EVIDENCE_HELP)
+    prv.add_argument("--again", action="store_true",
+                     help="run every required item's vectors, not only those of the items the gate refuses")
+    prv.add_argument("--timeout", type=float, metavar="SECONDS", help="bound on each harness run (default 120)")
+    prv.add_argument("--json", action="store_true", help="print the passes, the items' claims and the gate's answer "
+                     "as JSON to stdout (pytest's progress goes to stderr)")
+    prv.set_defaults(fn=cmd_prove)
+
     acp = _command(sub, "acp", "serve an editor as an ACP agent on stdio: gate, then the harness's ACP agent in the "
                    "sandbox", "agent-box acp reviewer --cwd ~/src/app",
                    'Zed settings.json: "agent_servers": {"Agent-Box reviewer": {"command": "agent-box", '
@@ -544,7 +566,10 @@ def _parser() -> "argparse.ArgumentParser":
                    "agent-box evidence claims --evidence merged --json")
     clm.add_argument("--evidence", metavar="DIR", help=EVIDENCE_HELP)
     clm.add_argument("--catalogue", metavar="DIR", help=CATALOGUE_HELP)
-    clm.add_argument("--json", action="store_true", help=JSON_HELP)
+    # Markdown for a documentation page or a pull-request comment: the docs' claims tables are this output.
+    clm_format = clm.add_mutually_exclusive_group()
+    clm_format.add_argument("--json", action="store_true", help=JSON_HELP)
+    clm_format.add_argument("--markdown", action="store_true", help="print the table as Markdown to stdout")
     clm.set_defaults(fn=cmd_evidence_claims)
     els = _command(evd, "list", "every record, newest last", "agent-box evidence list --json")
     els.add_argument("--evidence", metavar="DIR", help=EVIDENCE_HELP)

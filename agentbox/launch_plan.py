@@ -248,7 +248,8 @@ def _with_remedies(built: Built) -> Decision:
     from .claims import default_catalogue_dir, reconcile
     from .evidence import EvidenceRecord, privilege_level
     from .evidence_index import observed
-    from .refusal import Remedies
+    from .home import evidence_store
+    from .refusal import Remedies, prove_command
     from .revision import suite_revision
     from .sandbox import bwrap
     from .testing.tui import unsupported
@@ -264,4 +265,7 @@ def _with_remedies(built: Built) -> Decision:
     stated = {v.item: intent.item(v.item).model_dump(mode="json", exclude_defaults=True) for v in decision.refused}
     proven = proven_elsewhere(table.claims, target, decision.mode, kernel_lacks_here())
     driver = unsupported(target.harness) if decision.mode == "tui" else None
-    return replace(decision, remedies=Remedies(stated=stated, proven_elsewhere=proven, driver_missing=driver))
+    store = None if target.evidence_dir == str(evidence_store(None)) else target.evidence_dir
+    prove = prove_command(built.loaded.source, built.plan.cwd, store, decision.mode)
+    return replace(decision, remedies=Remedies(stated=stated, proven_elsewhere=proven, driver_missing=driver,
+                                               prove=prove))

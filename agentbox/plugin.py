@@ -7,8 +7,12 @@ is installed. Run state lives on a session object in `config.stash`; fixtures li
 
 from __future__ import annotations
 
+from fnmatch import fnmatch
+from pathlib import Path
+
 import pytest
 
+from .suite import SUITE_DIR
 from .testing.session import AgentBoxSession, session_key
 
 pytest_plugins = ["agentbox.testing.fixtures"]
@@ -16,6 +20,13 @@ pytest_plugins = ["agentbox.testing.fixtures"]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbox", "Agent-Box conformance")
+    group.addoption("--agentbox-suite", action="store_true",
+                    help="collect the suite that ships with the package (compile goldens, launch and ACP smokes, "
+                         "the escape vectors), in any folder; with no paths given, only it (implied by "
+                         "--agentbox-canary)")
+    group.addoption("--agentbox-capability", action="append", default=[], metavar="CAPABILITY",
+                    help="run only the escape vectors of this capability (e.g. workspace.read_only); repeatable; "
+                         "the evidence still counts toward the whole catalogue's claims")
     group.addoption("--agentbox-harness", action="append", default=[], metavar="NAME[@VERSION]",
                     help="harness (and version) to test; repeatable; default: every installed harness")
     group.addoption("--agentbox-matrix", default=None, metavar="FILE",
@@ -43,9 +54,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "harness version and outcome; canary/README.md); one that no longer happens fails as stale")
     group.addoption("--agentbox-canary-report", default=None, metavar="FILE",
                     help="where the canary writes its JSON report (default <evidence dir>/canary-report.json)")
+    group.addoption("--agentbox-canary-allow-empty", action="store_true",
+                    help="a canary with no harness build to verify passes (by default it fails: it proved nothing)")
+
+
+def _covers(config: pytest.Config, arg: str) -> bool:
+    """Whether a path argument already collects the packaged suite (or a part of it): it is not added again."""
+    path = (config.invocation_params.dir / arg.split("::")[0]).resolve()
+    return path == SUITE_DIR or SUITE_DIR in path.parents or path in SUITE_DIR.parents
+
+
+def _collect_suite(config: pytest.Config) -> None:
+    """Adds the packaged suite to what pytest collects. With no paths on the command line the suite alone is
+    collected: a project's own tests say nothing about a harness (and must not fail the canary by failing to
+    import). xdist workers get the controller's arguments, which already hold it."""
+    if not (config.getoption("--agentbox-suite") or config.getoption("--agentbox-canary")):
+        return
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args[:] = [str(SUITE_DIR)]
+    elif not any(_covers(config, arg) for arg in config.args):
+        config.args.append(str(SUITE_DIR))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """The suite's modules are collected whatever a project sets `python_files` to."""
+    if file_path.suffix != ".py" or not file_path.name.startswith("test_") or SUITE_DIR not in file_path.parents:
+        return None
+    if any(fnmatch(file_path.name, pattern) for pattern in parent.config.getini("python_files")):
+        return None  # pytest's own collector takes it
+    return pytest.Module.from_parent(parent, path=file_path)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _collect_suite(config)
     for marker in (
         "agentbox_capability(item, value=None): the intent capability a test proves",
         "negative: an escape vector that must be blocked",
@@ -58,6 +99,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     session = AgentBoxSession(config)
     config.stash[session_key] = session
+    if config.getoption("--agentbox-capability"):
+        session.selected_vectors()  # a capability no vector bears is a usage error now, not a collection error
     # Only the controller writes evidence: xdist workers hand their reports (and the records they
     # carry) to it, so the store has one writer however many workers run.
     if not hasattr(config, "workerinput"):
@@ -73,8 +116,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from .testing.canary import CanaryPlugin
 
         config.pluginmanager.register(CanaryPlugin(config, session), "agentbox-canary")
-    elif config.getoption("--agentbox-baseline"):
-        raise pytest.UsageError("--agentbox-baseline applies to the canary: add --agentbox-canary")
+    else:
+        for option in ("--agentbox-baseline", "--agentbox-canary-allow-empty"):
+            if config.getoption(option):
+                raise pytest.UsageError(f"{option} applies to the canary: add --agentbox-canary")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -87,6 +132,27 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     canary = config.pluginmanager.get_plugin("agentbox-canary")
     if canary is not None:
         config.pluginmanager.unregister(canary)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test of the packaged suite once: a checkout's entry points (`conformance/`, `negative/`) re-export
+    its tests, and `--agentbox-suite` may collect the same ones again from the package. The first copy stays."""
+    seen: set[tuple] = set()
+    keep, again = [], []
+    for item in items:
+        function = getattr(item, "function", None)
+        module = getattr(function, "__module__", "") or ""
+        if not module.startswith(f"{__package__}.suite."):
+            keep.append(item)
+            continue
+        callspec = getattr(item, "callspec", None)
+        key = (module, function.__qualname__, callspec.id if callspec else None)
+        (again if key in seen else keep).append(item)
+        seen.add(key)
+    if again:
+        config.hook.pytest_deselected(items=again)
+        items[:] = keep
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -12,8 +12,9 @@ The options, in the order a user can take them:
 - add the sandbox layer, for an item whose plan has none;
 - pick a harness or version on which the evidence proves the item, if the store has any
   (`Remedies.proven_elsewhere`);
-- record the missing evidence for this exact build (the `pytest negative` command, in the mode the
-  launch reads, or headless with the reason where no driver can run the harness in that mode);
+- record the missing evidence for this exact build (`agent-box prove`, which runs exactly the vectors of
+  the refused items in the mode the launch reads, or headless with the reason where no driver can run the
+  harness in that mode);
 - accept the unverified items by name (never a refuted or partial one).
 """
 
@@ -29,7 +30,7 @@ import yaml
 if TYPE_CHECKING:
     from .gate import Decision, ItemVerdict, Target
 
-__all__ = ["WIDTH", "Remedies", "render", "evidence_command", "fill"]
+__all__ = ["WIDTH", "Remedies", "render", "evidence_command", "prove_command", "fill"]
 
 WIDTH = 100
 _SHOWN = 8  # vector ids named per item; the rest are counted
@@ -51,11 +52,28 @@ class Remedies:
     proven_elsewhere: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # why the harness cannot be driven in the mode the launch reads evidence of, when it cannot
     driver_missing: str | None = None
+    # the `agent-box prove` command for this profile, folder, store and mode (`prove.prove_command`)
+    prove: str | None = None
+
+
+def prove_command(profile: str, cwd: str | None, evidence: str | None = None, mode: str = "tui") -> str:
+    """The `agent-box prove` command a refusal names: it runs exactly what that launch needs. `mode`: the
+    launch's (tui, `launch`'s own, is left unsaid); `evidence`: a store other than the default."""
+    words = ["agent-box", "prove", shlex.quote(profile)]
+    if cwd:
+        words += ["--cwd", shlex.quote(cwd)]
+    if evidence:
+        words += ["--evidence", shlex.quote(evidence)]
+    if mode != "tui":
+        words += ["--mode", mode]
+    return " ".join(words)
 
 
 def evidence_command(target: "Target", mode: str = "headless") -> str:
+    """The whole suite for this build, where no profile is at hand to `agent-box prove`."""
     spec = f"{target.harness}@{target.version}" if target.version else target.harness
-    command = f"pytest negative --agentbox-harness {spec} --agentbox-evidence-dir {shlex.quote(target.evidence_dir)}"
+    command = (f"pytest --agentbox-suite -m negative --agentbox-harness {spec} "
+               f"--agentbox-evidence-dir {shlex.quote(target.evidence_dir)}")
     return command if mode == "headless" else f"{command} --agentbox-mode {mode}"
 
 
@@ -139,7 +157,7 @@ def _evidence(decision: "Decision", composed: list[str]) -> list[str]:
     driver = decision.remedies.driver_missing
     mode = "headless" if driver else decision.mode
     lines = _para(f"record the evidence for this exact build ({', '.join(composed)}):", "  - ", "    ")
-    lines += _command(evidence_command(decision.target, mode), "      ")
+    lines += _command(decision.remedies.prove or evidence_command(decision.target, mode), "      ")
     if driver:
         lines += _para(f"{decision.target.harness} cannot be driven in its {decision.mode} ({driver}): that run "
                        f"records headless evidence, which proves an item for a launch only where the sandbox alone "
@@ -171,7 +189,7 @@ def render(decision: "Decision", lead: str = "") -> str:
         lines += _evidence(decision, composed)
     elif decision.unproven:
         lines += _para("re-run the suite for this exact build with:", "  - ", "    ")
-        lines += _command(evidence_command(decision.target, decision.mode), "      ")
+        lines += _command(decision.remedies.prove or evidence_command(decision.target, decision.mode), "      ")
     unverified = [v.item for v in refused if v.claim == "unverified" and v.layer in ("composed", "acp")]
     if unverified:
         flags = [f"--accept-unverified {name}" for name in unverified]

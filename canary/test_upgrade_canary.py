@@ -1,6 +1,7 @@
 """The upgrade canary end to end: two real codex builds, a small vector catalogue, three runs.
 
-The first run finds no evidence and re-verifies both versions (goldens, smokes, vectors) and diffs
+Each run is `pytest --agentbox-canary` in an empty folder outside this checkout, as a user runs it. The first
+run finds no evidence and re-verifies both versions (goldens, smokes, vectors) and diffs
 0.171.0 against 0.147.0; the second finds everything current and reuses it without starting a
 harness; the third carries a baseline entry that no longer fails and must fail as stale.
 """
@@ -18,7 +19,6 @@ import yaml
 
 from agentbox.claims import default_catalogue_dir
 
-ROOT = Path(__file__).resolve().parents[1]
 OLD, NEW = "0.147.0", "0.171.0"
 # One vector per capability keeps the run short while every layer and the diff are exercised.
 SUBSET = ("shell-deny-runs-nothing", "ws-ro-shell-redirect", "mcp-denied-tool-call", "net-curl")
@@ -47,11 +47,15 @@ def catalogue(tmp_path_factory):
 
 
 def _canary(evidence: Path, catalogue: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
-    argv = [sys.executable, "-m", "pytest", "conformance", "negative", "-q", "-p", "no:randomly",
+    """The canary as a user runs it: in a project folder of their own (empty here), with no test files, so
+    the suite it runs is the one the package ships."""
+    project = evidence.parent / f"{evidence.name}-project"
+    project.mkdir(exist_ok=True)
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly",
             "--agentbox-canary", f"--agentbox-harness=codex@{OLD}", f"--agentbox-harness=codex@{NEW}",
             "--agentbox-require-harnesses", f"--agentbox-catalogue={catalogue}", f"--agentbox-evidence-dir={evidence}",
             "-n", "2", *extra]
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=1800)
     report = evidence / "canary-report.json"
     return done, (json.loads(report.read_text()) if report.exists() else {})
 
@@ -116,3 +120,14 @@ def test_a_baseline_entry_that_no_longer_fails_fails_the_canary_as_stale(first_r
     assert done.returncode == 1, done.stdout[-4000:]
     assert report["stale_baseline"] == [stale]
     assert f"stale baseline entry codex@{NEW} bwrap/shell.deny refuted" in done.stdout
+
+
+def test_a_canary_that_runs_no_vector_for_a_build_it_was_to_reverify_fails_naming_the_build(codex_versions, catalogue,
+                                                                                           tmp_path):
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    done, report = _canary(evidence, catalogue, "-k", "no_test_is_called_this")
+    assert done.returncode == 1, done.stdout[-4000:]
+    assert report["ran_nothing_for"] == [f"codex@{OLD}", f"codex@{NEW}", f"{report['sandbox'][0]['subject']} (sandbox alone)"]
+    assert f"FAIL codex@{NEW}: to be re-verified, and no vector ran for it" in done.stdout
+    assert "canary: FAILED (" in done.stdout

@@ -152,7 +152,9 @@ class CanaryPlugin:
             table = reconcile(self._records(), self.session.catalogue())
             self.report = build_report(table, self.builds, suite_revision=suite_revision(), sandbox=self.sandbox,
                                        failed_tests=self.failed, ran_tests=passed,
-                                       recorded=self.recorded.values(), baseline=self.baseline)
+                                       recorded=self.recorded.values(), baseline=self.baseline,
+                                       allow_empty=self.config.getoption("--agentbox-canary-allow-empty"),
+                                       sandbox_runs=self.session.mode == "headless")
             self._write(self.report)
         except (AgentBoxError, OSError) as exc:
             self.report_error = str(exc)

@@ -65,6 +65,20 @@ class AgentBoxSession:
                 raise pytest.UsageError(f"--agentbox-catalogue: {exc}") from None
         return self._catalogue
 
+    def selected_vectors(self) -> list:
+        """The catalogue's vectors this run parametrizes: all of them, or those of the capabilities that
+        `--agentbox-capability` names (a name no vector bears is a typo, never an empty pass)."""
+        vectors = self.catalogue().vectors
+        wanted = self.config.getoption("--agentbox-capability")
+        if not wanted:
+            return list(vectors)
+        known = {v.capability for v in vectors}
+        unknown = sorted(set(wanted) - known)
+        if unknown:
+            raise pytest.UsageError(f"--agentbox-capability: no vector of the catalogue bears {', '.join(unknown)} "
+                                    f"(known: {', '.join(sorted(known))})")
+        return [v for v in vectors if v.capability in wanted]
+
     @property
     def require_harnesses(self) -> bool:
         return bool(self.config.getoption("--agentbox-require-harnesses"))

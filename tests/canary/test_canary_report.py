@@ -6,6 +6,7 @@ from agentbox.canary import Build, build_report
 from agentbox.canary_baseline import (Baseline, ExpectedClaim, ExpectedTestFailure, ExpectedUntestedRange,
                                       ExpectedVector)
 from agentbox.claims import Claim, ClaimsTable, Drift, reconcile
+from agentbox.evidence import EvidenceRecord, RunInfo
 from agentbox.freshness import Freshness
 from synthetic import declarations, make_record
 
@@ -20,7 +21,14 @@ def build(version, in_range=True, action="reverified", harness="codex"):
                  freshness=Freshness(subject=f"{harness} {version}", state="missing", reason="no evidence recorded"))
 
 
+def ran(b):
+    """A vector run of `b` this canary recorded (the verdict asks only whose run it was)."""
+    return EvidenceRecord.model_construct(run_info=RunInfo.model_construct(harness=b.harness, version=b.version),
+                                          nodeid=None)
+
+
 def report(claims, builds, **kw):
+    kw["recorded"] = [*kw.get("recorded", ()), *(ran(b) for b in builds)]
     return build_report(ClaimsTable(catalogue_digest="d", claims=claims), builds, suite_revision="r", **kw)
 
 
@@ -61,9 +69,9 @@ def test_a_version_outside_the_tested_range_with_unverified_claims_fails():
 
 
 def test_a_failing_test_that_recorded_no_vector_run_fails_the_canary_unless_the_baseline_names_it():
-    assert not report([], [], failed_tests=["t::a"]).passed
+    assert not report([], [], failed_tests=["t::a"], allow_empty=True).passed
     listed = Baseline(expected_failures=[ExpectedTestFailure(test="t::a", reason="upstream bug")])
-    r = report([], [], failed_tests=["t::a"], baseline=listed)
+    r = report([], [], failed_tests=["t::a"], baseline=listed, allow_empty=True)
     assert r.passed and r.failures[0].expected == "upstream bug"
 
 
@@ -168,7 +176,7 @@ def upgrade(catalogue, file_tool_alone, baseline=None, harness_declares="unsuppo
     table = reconcile(records, catalogue, declarations(harness_support=harness_declares))
     toy = Build(harness="toy", version="2.0", binary_sha256="sha-a", in_tested_range=True, action="reverified",
                 freshness=Freshness(subject="toy 2.0", state="stale", reason="binary changed"))
-    return build_report(table, [toy], suite_revision="test", baseline=baseline)
+    return build_report(table, [toy], suite_revision="test", baseline=baseline, recorded=records)
 
 
 def test_a_harness_layer_that_weakened_is_a_regression_even_when_the_composed_claim_holds(catalogue):
@@ -200,3 +208,37 @@ def test_a_weakened_layer_is_expected_only_by_an_entry_naming_its_vector_layer_v
     assert upgrade(catalogue, "escaped", Baseline(expected_failures=[entry])).passed
     for other in ({"layer": "composed"}, {"vector": "ro-shell"}, {"version": "1.0"}, {"outcome": "error"}):
         assert not upgrade(catalogue, "escaped", Baseline(expected_failures=[entry.model_copy(update=other)])).passed
+
+
+def test_a_build_to_be_reverified_for_which_no_vector_ran_fails_the_canary_and_no_baseline_expects_it():
+    r = build_report(ClaimsTable(catalogue_digest="d", claims=[claim("2.0")]), [build("2.0")], suite_revision="r",
+                     baseline=Baseline(expected_failures=[ExpectedUntestedRange(harness="codex", version="2.0", untested_range=True,
+                                                                                reason="any")]))
+    assert r.ran_nothing_for == ["codex@2.0"]
+    assert not r.passed
+    assert any(line.startswith("FAIL codex@2.0: to be re-verified, and no vector ran for it") for line in r.summary_lines())
+    assert r.summary_lines()[-1].startswith("canary: FAILED (")
+
+
+def test_a_reused_build_needs_no_run_of_its_own():
+    r = build_report(ClaimsTable(catalogue_digest="d", claims=[claim("2.0")]), [build("2.0", action="reused")],
+                     suite_revision="r")
+    assert r.ran_nothing_for == [] and r.passed
+
+
+def test_a_stale_sandbox_that_ran_no_vector_fails_only_in_a_mode_that_runs_the_sandbox_alone():
+    stale = Freshness(subject="bwrap 0.11.0", state="stale", reason="another suite revision")
+    headless = build_report(ClaimsTable(catalogue_digest="d", claims=[]), [build("2.0", action="reused")],
+                            suite_revision="r", sandbox=[stale])
+    tui = build_report(ClaimsTable(catalogue_digest="d", claims=[]), [build("2.0", action="reused")],
+                       suite_revision="r", sandbox=[stale], sandbox_runs=False)
+    assert headless.ran_nothing_for == ["bwrap 0.11.0 (sandbox alone)"] and not headless.passed
+    assert tui.ran_nothing_for == [] and tui.passed
+
+
+def test_a_canary_with_no_build_to_verify_fails_unless_that_is_expected():
+    nothing = build_report(ClaimsTable(catalogue_digest="d", claims=[]), [], suite_revision="r")
+    allowed = build_report(ClaimsTable(catalogue_digest="d", claims=[]), [], suite_revision="r", allow_empty=True)
+    assert nothing.empty and not nothing.passed
+    assert "FAIL: no harness build to verify" in "\n".join(nothing.summary_lines())
+    assert allowed.passed and "note: no harness build to verify" in "\n".join(allowed.summary_lines())

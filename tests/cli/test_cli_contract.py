@@ -106,7 +106,8 @@ JSON_ARGS = {
     "evidence verify": lambda ctx: [],
     "evidence repair": lambda ctx: [],
 }
-JSON_ELSEWHERE = {"evidence merge": "tests/report/test_merge.py", "report": "tests/report/test_report_cli.py"}
+JSON_ELSEWHERE = {"evidence merge": "tests/report/test_merge.py", "report": "tests/report/test_report_cli.py",
+                  "prove": "tests/launch/test_prove.py"}
 
 
 @pytest.fixture

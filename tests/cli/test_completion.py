@@ -45,8 +45,8 @@ def test_the_bash_script_is_valid_bash(tmp_path):
 
 
 def test_bash_completes_the_subcommands_of_each_level(tmp_path):
-    assert complete_in_bash(tmp_path, "") == ["permission", "sandbox", "harness", "matrix", "launch", "acp", "runs",
-                                              "evidence", "report", "completion"]
+    assert complete_in_bash(tmp_path, "") == ["permission", "sandbox", "harness", "matrix", "launch", "prove", "acp",
+                                              "runs", "evidence", "report", "completion"]
     assert complete_in_bash(tmp_path, "ev") == ["evidence"]
     assert complete_in_bash(tmp_path, "-q", "evidence", "") == ["claims", "list", "merge", "verify", "repair"]
 

@@ -20,6 +20,11 @@ def test_the_readme_and_the_help_name_the_same_exit_codes():
     assert {int(c) for c in re.findall(r"\b(\d) ", EXIT_CODES)} == set(CODES)
 
 
+def test_the_commands_page_of_the_docs_says_the_same_sentence():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text()
+    assert SENTENCE in " ".join(page.split())
+
+
 def test_a_profile_that_does_not_exist_is_bad_input(abhome, tmp_path, capsys):
     assert main(["permission", "compile", str(tmp_path / "nope.yaml"), "--harness-version", "0.171.0"]) == 2
     assert CODES[2].startswith("bad input") and "nope.yaml: no such file" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from agentbox.claims import KEY, UNTESTED, ClaimsTable, reconcile
+from agentbox.claims import KEY, UNTESTED, ClaimsTable, key_entries, reconcile
 
 from synthetic import declarations
 
@@ -166,6 +166,21 @@ def test_the_table_ends_with_a_key_to_its_counts_and_claims(catalogue, record):
     assert any(line.startswith("run n of m:") for line in KEY)
     assert any(line.startswith("as declared n/m:") for line in KEY)
     assert all(state in " ".join(KEY) for state in ("exact", "partial", "unverified", "refuted", "+drift"))
+
+
+def test_the_markdown_table_names_the_backend_row_alone_escapes_pipes_and_lists_the_key(catalogue, record):
+    table = reconcile([*as_declared(record), record("gone-vector", "composed", "escaped")], catalogue, declarations())
+    table = table.model_copy(update={"notes": [*table.notes, "a | b"]})
+    lines = table.markdown()
+    rows = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))] for line in lines[2:4]]
+    assert [r[:3] for r in rows] == [["-", "0.8.0", "box (alone)"], ["toy", "1.0", "box"]]
+    assert rows[1][6:9] == ["exact", "exact", "2 / 2 of 2"]
+    below = lines[lines.index("") + 1:]
+    assert below[:2] == ["- note: 1 record(s) name vectors that are not in this catalogue; ignored", "- note: a \\| b"]
+    assert below[2:] == [f"- {entry}" for entry in key_entries()]
+    # the key's continuation lines joined to their entry: run, as declared, claim, inapplicable
+    assert [entry.split(":")[0] for entry in key_entries()] == ["run n of m", "as declared n/m", "claim",
+                                                                "inapplicable"]
 
 
 def test_as_declared_counts_a_declared_bypass_that_escaped_where_blocked_does_not(catalogue, record):

@@ -33,6 +33,28 @@ def test_claims_as_json_carry_the_catalogue_digest_and_every_claim(tmp_path, cat
         ("codex", "unverified", {"ro-file-tool": "missing"})]
 
 
+def test_claims_as_markdown_are_a_table_of_the_same_rows_with_the_key_below(tmp_path, catalogue, record, capsys):
+    append(tmp_path / "ev", [record("ro-shell", "composed", "blocked", harness="codex", version="0.1.0",
+                                    backend="bwrap")])
+    assert main(["evidence", "claims", "--markdown", "--evidence", str(tmp_path / "ev"),
+                 "--catalogue", str(tmp_path / "vectors")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("| harness | version | backend | ran as | mode | capability | declared | claim | "
+                        "vectors blocked / run | as declared | notes |")
+    assert lines[1] == "|" + "---|" * 11
+    cells = [cell.strip() for cell in lines[2].strip("|").split("|")]
+    assert cells[:8] == ["codex", "0.1.0", "bwrap", "root", "headless", "workspace.read_only", "exact", "unverified"]
+    assert cells[8:] == ["1 / 1 of 2", "1/2", "missing: ro-file-tool"]
+    assert lines[3] == "" and lines[4].startswith("- run n of m: ")
+    assert all(line.startswith("- ") for line in lines[4:])
+
+
+def test_claims_take_json_or_markdown_not_both(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["evidence", "claims", "--json", "--markdown", "--evidence", str(tmp_path)])
+    assert exit_.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
 def test_claims_refuse_a_store_of_an_unknown_schema_version_with_exit_2(tmp_path, catalogue, record, capsys):
     line = json.loads(record("ro-shell", "composed", "blocked").model_dump_json())
     (tmp_path / "ev").mkdir()

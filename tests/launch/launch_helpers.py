@@ -56,6 +56,6 @@ def prove(store, binary, capabilities, version="0.171.0", **kw) -> int:
                                                             capabilities, **kw)))
 
 
-def cli(*args, env=None, **kw) -> subprocess.CompletedProcess:
+def cli(*args, env=None, timeout=120, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "agentbox.cli", *map(str, args)], env=env or os.environ.copy(),
-                          capture_output=True, text=True, timeout=120, **kw)
+                          capture_output=True, text=True, timeout=timeout, **kw)

@@ -97,7 +97,7 @@ def test_the_refusal_names_the_item_its_claim_the_layer_the_vectors_and_the_comm
     assert "ws-ro-tee" in message
     assert "host_home (host_home.hidden)" in message and "plan layer" in message
     assert evidence_command(TARGET) in message
-    assert evidence_command(TARGET) == ("pytest negative --agentbox-harness codex@0.171.0 "
+    assert evidence_command(TARGET) == ("pytest --agentbox-suite -m negative --agentbox-harness codex@0.171.0 "
                                         "--agentbox-evidence-dir /store")
     assert "--accept-unverified" not in message  # nothing here is merely unverified
 

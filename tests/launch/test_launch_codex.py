@@ -52,7 +52,7 @@ def test_codex_is_refused_without_evidence_and_the_refusal_is_recorded(tmp_path,
     done = cli("launch", write_profile(tmp_path, RO + HIDDEN_HOME), "--cwd", ws, "--evidence", tmp_path / "ev",
                "--", "--version")
     assert done.returncode == 3 and "codex-cli" not in done.stdout
-    assert f"--agentbox-harness codex@{REAL.version}" in done.stderr
+    assert "agent-box prove" in done.stderr and f"--cwd {ws}" in done.stderr
     [run] = json.loads(cli("runs", "list", "--json").stdout)
     assert (run["status"], run["exit_status"]) == ("refused", 3)
     assert {run["claims"][i]["claim"] for i in ("workspace", "host_home")} == {"unverified"}

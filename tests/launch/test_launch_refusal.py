@@ -34,11 +34,12 @@ def test_a_launch_without_evidence_exits_3_and_leaves_everything_as_it_was(tmp_p
     env = {**os.environ, "AGENTBOX_RUN_ROOT": str(tmpdir)}
     (tmp_path / "empty").mkdir()  # a store with no records yet
     before = snapshot(project)
-    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", project, "--evidence", tmp_path / "empty",
+    profile = write_profile(tmp_path, RW)
+    done = run_cli("launch", profile, "--cwd", project, "--evidence", tmp_path / "empty",
                    "--binary", real_codex, "--", "touch", env=env)
     assert done.returncode == 3, done.stderr
     assert "workspace (workspace.read_write): claim unverified" in one_line(done.stderr)
-    command = f"pytest negative --agentbox-harness codex@0.171.0 --agentbox-evidence-dir {tmp_path / 'empty'}"
+    command = f"agent-box prove {profile} --cwd {project} --evidence {tmp_path / 'empty'}"
     assert command in one_line(done.stderr)
     assert snapshot(project) == before  # no STARTED (the harness never ran), no .agentbox, masks untouched
     assert list(tmpdir.iterdir()) == []  # no private config home
@@ -134,12 +135,12 @@ def test_records_that_do_not_say_where_they_came_from_are_refused_with_the_comma
     store = tmp_path / "ev"
     append(store, [r.model_copy(update={"run_info": r.run_info.model_copy(update={"provenance": None})})
                    for r in records])
-    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
-                   "--", "touch")
+    profile = write_profile(tmp_path, RW)
+    done = run_cli("launch", profile, "--cwd", ws, "--evidence", store, "--binary", real_codex, "--", "touch")
     assert done.returncode == 3, done.stderr
     assert "whose records do not say where they came from" in one_line(done.stderr)
     assert "re-run the suite to prove this build" in one_line(done.stderr)
-    assert f"pytest negative --agentbox-harness codex@0.171.0 --agentbox-evidence-dir {store}" in one_line(done.stderr)
+    assert f"agent-box prove {profile} --cwd {ws} --evidence {store}" in one_line(done.stderr)
 
 
 def test_a_required_item_the_plan_cannot_cover_exactly_is_refused_with_its_layers(tmp_path, abhome, ws, real_codex):
@@ -169,8 +170,8 @@ def test_a_refusal_says_what_to_do_in_lines_a_terminal_shows_whole(tmp_path, abh
     assert [line for line in lines if len(line) > 100 and len(line.split()) > 1] == []
     assert "        workspace: {access: read_write, requirement: advisory}" in lines  # the profile's item, as YAML
     text = one_line(done.stderr)
-    assert f"--agentbox-evidence-dir {tmp_path / 'ev'} --agentbox-mode tui" in text
-    assert text.count("pytest negative") == 1
+    assert f"--cwd {ws} --evidence {tmp_path / 'ev'}" in text  # the launch's mode (tui) is prove's default
+    assert text.count("agent-box prove") == 1
 
 
 def test_a_refusal_offers_the_other_versions_on_which_the_store_proves_the_item(tmp_path, abhome, ws, real_codex):

@@ -7,7 +7,7 @@ from dataclasses import replace
 import yaml
 
 from agentbox.gate import Target, decide
-from agentbox.refusal import WIDTH, Remedies, evidence_command, fill
+from agentbox.refusal import WIDTH, Remedies, evidence_command, fill, prove_command
 
 from test_gate import CAP, TARGET, VECTORS, claim, item, said
 
@@ -50,7 +50,7 @@ def test_vectors_the_reason_already_names_are_not_named_again():
 def test_what_every_item_has_in_common_is_offered_once():
     decision = refused_everywhere(stated={"workspace": {"access": "read_only"}, "host_home": {"access": "hidden"}})
     message = said(decision)
-    assert message.count("pytest negative") == 1 and message.count("permission_intent:") == 1
+    assert message.count("pytest --agentbox-suite") == 1 and message.count("permission_intent:") == 1
     assert "record the evidence for this exact build (workspace, command_network, host_home):" in message
     assert f"{evidence_command(TARGET)} --agentbox-mode tui" in message  # a launch reads tui evidence
     assert message.count("--accept-unverified") == 2  # the unverified items only, never the refuted one
@@ -100,7 +100,7 @@ def test_a_harness_no_driver_can_run_in_the_launch_mode_gets_the_headless_comman
 def test_a_long_command_is_wrapped_between_its_arguments_and_still_pastes_whole():
     target = Target("claude-code", "2.1.332", "cd" * 32, "bwrap", "/var/lib/agentbox/evidence/" + "x" * 40)
     lines = decide([item()], {}, target, vectors=VECTORS).message().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("pytest negative"))
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("pytest --agentbox-suite"))
     end = next(i for i in range(start, len(lines)) if not lines[i].endswith(" \\"))
     assert end > start and all(len(line) <= WIDTH for line in lines[start:end + 1])
     pasted = " ".join(line.strip().removesuffix(" \\") for line in lines[start:end + 1])
@@ -114,3 +114,16 @@ def test_a_word_longer_than_a_line_stays_whole_on_a_line_of_its_own():
 def test_an_evidence_store_path_with_a_space_is_quoted_in_the_command():
     target = Target("codex", "0.171.0", None, "bwrap", "/my store")
     assert evidence_command(target).endswith("--agentbox-evidence-dir '/my store'")
+
+
+def test_a_refusal_with_a_profile_at_hand_names_the_prove_command_that_settles_it():
+    decision = replace(decide([item()], {}, TARGET, vectors=VECTORS),
+                       remedies=Remedies(prove=prove_command("/p/reviewer.yaml", "/src/app", None, "tui")))
+    message = decision.message()
+    assert "agent-box prove /p/reviewer.yaml --cwd /src/app" in message
+    assert "pytest" not in message
+
+
+def test_the_prove_command_says_the_store_and_the_mode_only_when_they_are_not_the_defaults():
+    assert prove_command("p.yaml", "/w") == "agent-box prove p.yaml --cwd /w"
+    assert prove_command("p.yaml", "/w", "/my store", "acp") == "agent-box prove p.yaml --cwd /w --evidence '/my store' --mode acp"

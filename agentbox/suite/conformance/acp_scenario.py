@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import agentbox
+
 PROOF = "acp-proof.txt"
 FINAL = "acp-smoke-done"
 # `chmod 666` is on Hermes's dangerous-command list (it asks only for those); the others ask for any shell
@@ -20,7 +22,8 @@ SHELL_ARGUMENTS = {("codex", "profiles_on_request"): {"sandbox_permissions": "re
 SHELL_ASK = {"workspace": {"access": "read_write", "requirement": "required"},
              "command_network": {"access": "none", "requirement": "required"},
              "shell": {"access": "ask", "requirement": "advisory"}}
-REPO = Path(__file__).resolve().parents[1]
+# where the package is imported from: bound read-only into sandboxes whose helpers import it
+REPO = Path(agentbox.__file__).resolve().parents[1]
 
 
 def asking_vocabulary(harness, probe):
@@ -37,6 +40,6 @@ def adapter_pin(adapter: str) -> str:
     try:
         from agentbox.installs import load_matrix
 
-        return load_matrix(str(REPO / "matrices" / "default.yaml")).acp_adapters.get(adapter, "VERSION")
+        return load_matrix("default").acp_adapters.get(adapter, "VERSION")
     except Exception:
         return "VERSION"

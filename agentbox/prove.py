@@ -1,0 +1,172 @@
+"""`agent-box prove`: record the evidence a profile's launch needs, then say whether the launch would pass.
+
+The gate (`launch_plan.build`, as `launch` and `acp` call it) names what is not proven; `prove` runs exactly
+the escape vectors of those required items (their capabilities, through `--agentbox-capability`) on the
+profile's harness build, with the suite that ships in the package (`agentbox/suite`), pytest under the hood
+and its progress on the terminal, and appends the evidence to the store the launch reads. Then it asks the
+gate again and prints the items' claims.
+
+Passes, each only when the one before left something to settle:
+1. headless: the sandbox alone, the ACP endpoint alone and both harness layers. Headless runs are the
+   cheapest way to a harness, and evidence of any mode speaks for an item that the sandbox alone blocks in
+   every vector (`gate.carried_by_sandbox`);
+2. the launch's own mode (`tui` for `launch`, `acp` for `agent-box acp`), for the items the first pass
+   proved only headless, when a driver for that mode exists.
+An item the compiled plan cannot enforce (refused on the plan layer) is no question of evidence: `prove`
+says so and runs nothing for it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .claims import default_catalogue_dir
+from .errors import InputError
+from .gate import LAUNCH_MODE, Decision
+from .launch_plan import Built, build
+from .suite import SUITE_DIR
+from .vectors import load_catalogue
+
+__all__ = ["Pass", "prove", "MODES"]
+
+MODES = ("tui", "headless", "acp")
+# what evidence can settle: an item refused on what the recorded runs say, not on the compiled plan
+_EVIDENCE_LAYERS = ("composed", "acp")
+
+
+@dataclass
+class Pass:
+    mode: str
+    capabilities: list[str]
+    exit_status: int | None = None  # pytest's; None when the pass was not needed
+    argv: list[str] = field(default_factory=list)
+
+
+def _decide(profile: str, cwd: str, evidence: str | None, mode: str) -> Built:
+    if mode == "acp":
+        from .acp_endpoint.gate import prepare
+
+        return prepare(profile, cwd, evidence=evidence).built
+    return build(profile, cwd, evidence=evidence, mode=mode)
+
+
+def _settleable(decision: Decision, known: set[str]) -> list[str]:
+    """The capabilities of the refused items that recorded runs can settle, each once, in the item order."""
+    caps = [v.capability for v in decision.refused if v.layer in _EVIDENCE_LAYERS and v.capability in known]
+    return list(dict.fromkeys(caps))
+
+
+def _workers() -> list[str]:
+    if importlib.util.find_spec("xdist") is None:
+        return []
+    return ["-n", str(max(1, len(os.sched_getaffinity(0))))]
+
+
+def _run(built: Built, store: str, mode: str, capabilities: list[str], timeout: float | None, json_out: bool) -> Pass:
+    probe = built.probe
+    with tempfile.TemporaryDirectory(prefix="agentbox-prove-") as tmp:
+        # an empty ini and the suite as rootdir: the user's project configuration (addopts, python_files,
+        # conftests) has no say in how the suite runs
+        ini = Path(tmp, "pytest.ini")
+        ini.write_text("[pytest]\n")
+        argv = [sys.executable, "-m", "pytest", str(SUITE_DIR / "negative" / "test_vectors.py"), "-c", str(ini),
+                f"--rootdir={SUITE_DIR}", "-p", "no:cacheprovider", "-p", "no:randomly",
+                f"--agentbox-harness={probe.harness}@{probe.version}", "--agentbox-require-harnesses",
+                f"--agentbox-evidence-dir={store}", f"--agentbox-mode={mode}",
+                *(f"--agentbox-capability={c}" for c in capabilities), *_workers()]
+        if timeout is not None:
+            argv.append(f"--agentbox-timeout={timeout}")
+        print(f"prove: {mode} runs of {', '.join(capabilities)} on {probe.harness} {probe.version}",
+              file=sys.stderr if json_out else sys.stdout, flush=True)
+        # under --json stdout carries the JSON alone: pytest's progress goes to stderr
+        done = subprocess.run(argv, cwd=tmp, stdout=sys.stderr if json_out else None)
+    return Pass(mode, capabilities, done.returncode, argv)
+
+
+def prove(profile: str, cwd: str, *, evidence: str | None = None, mode: str = LAUNCH_MODE, again: bool = False,
+          timeout: float | None = None, as_json: bool = False) -> int:
+    """0 when the launch in `mode` would pass afterwards, 3 when it would still refuse (the refusal printed)."""
+    from .home import evidence_store
+
+    if mode not in MODES:
+        raise InputError(f"--mode {mode}: not a mode; one of {', '.join(MODES)}")
+    if evidence and not Path(evidence).exists() and not evidence.endswith(".jsonl"):
+        Path(evidence).mkdir(parents=True)  # what prove records is the store's first content: unlike a reader's
+    store = str(evidence_store(evidence))
+    known = {v.capability for v in load_catalogue(default_catalogue_dir()).vectors}
+    # pass 1 settles what headless evidence can (the gate of a headless run names it); pass 2 what only the
+    # launch's own mode can
+    built = _decide(profile, cwd, store, "headless")
+    if built.probe.version is None:
+        raise InputError(f"{built.probe.harness}: its version cannot be read from {built.probe.binary}; the suite "
+                         "drives installed builds by version (agent-box harness install NAME@VERSION)")
+    passes: list[Pass] = []
+    if again:
+        first = list(dict.fromkeys(v.capability for v in built.decision.items
+                                   if v.requirement == "required" and v.capability in known))
+    else:
+        first = _settleable(built.decision, known)
+    if first:
+        passes.append(_run(built, store, "headless", first, timeout, as_json))
+    if mode != "headless":
+        built = _decide(profile, cwd, store, mode)
+        second = first if again else _settleable(built.decision, known)
+        if second:
+            passes.append(_run(built, store, mode, second, timeout, as_json) if _drivable(built, mode)
+                          else Pass(mode, second))
+    built = _decide(profile, cwd, store, mode)
+    return _report(built, profile, cwd, mode, passes, as_json)
+
+
+def _drivable(built: Built, mode: str) -> bool:
+    from .testing.acp_drive import unsupported as acp_unsupported
+    from .testing.tui import unsupported as tui_unsupported
+
+    why = (tui_unsupported if mode == "tui" else acp_unsupported)(built.probe.harness)
+    if why:
+        print(f"prove: {built.probe.harness} cannot be driven in its {mode} ({why}): its items stand on headless "
+              f"evidence only where the sandbox alone blocks every vector of them", file=sys.stderr)
+    return why is None
+
+
+def _report(built: Built, profile: str, cwd: str, mode: str, passes: list[Pass], as_json: bool) -> int:
+    from .launch_plan import _with_remedies
+
+    decision = built.decision
+    launcher = "agent-box acp" if mode == "acp" else "agent-box launch"
+    refusal = None if decision.allowed else _with_remedies(built).message(lead="agent-box: ")
+    if as_json:
+        print(json.dumps({
+            "profile": built.loaded.source, "harness": built.probe.harness, "version": built.probe.version,
+            "binary_sha256": built.probe.sha256, "backend": decision.target.backend, "mode": mode,
+            "evidence": decision.target.evidence_dir,
+            "passes": [{"mode": p.mode, "capabilities": p.capabilities, "exit_status": p.exit_status} for p in passes],
+            "items": decision.claims(), "launch": {"allowed": decision.allowed, "refusal": refusal}}, indent=2))
+        return 0 if decision.allowed else 3
+    if not passes:
+        print(f"prove: nothing to run: {'every required item is proven' if decision.allowed else 'no refused item is a question of evidence'}"
+              f" for {decision.target.label} ({mode} runs)")
+    for p in passes:
+        if p.exit_status is None:
+            print(f"prove: no {p.mode} pass: {built.probe.harness} has no driver for it")
+        elif p.exit_status not in (0, 1):
+            print(f"prove: the {p.mode} pass ended with pytest exit status {p.exit_status} (see its output above)")
+    print(f"claims of {built.loaded.source} on {decision.target.label}, {mode} runs:")
+    for v in decision.items:
+        if v.requirement == "required":
+            print(f"  {v.item} ({v.capability}): claim {v.claim}, {v.verdict}" + (f": {v.reason}" if v.reason and v.verdict == "refused" else ""))
+    if decision.allowed:
+        where = f" --cwd {shlex.quote(cwd)}" if cwd else ""
+        print(f"{launcher} would pass the gate: {launcher} {shlex.quote(profile)}{where}")
+        return 0
+    print(f"{launcher} would still refuse:", file=sys.stderr)
+    print(refusal, file=sys.stderr)
+    return 3
