@@ -245,7 +245,7 @@ def migration(fid: str, reason: str) -> str:
         return entry(**{**run, "version": _yaml_str(run["version"])}, outcome="OUTCOME")
     m = _TARGET.match(fid)
     if m is None:
-        return "an entry naming harness, version, vector, layer and outcome (see canary/README.md)"
+        return "an entry naming harness, version, vector, layer and outcome (see docs/canary.md)"
     h, v, rest = m["harness"], _yaml_str(m["version"]), m["rest"]
     if rest == "untested_range":
         return entry(harness=h, version=v, untested_range="true")
@@ -255,7 +255,7 @@ def migration(fid: str, reason: str) -> str:
         return entry(harness=h, version=v, vector=where, layer=name, outcome="OUTCOME")
     if kind == "regressed":
         return entry(harness=h, version=v, backend=where, capability=name, outcome="STATE")
-    return "an entry naming harness, version, vector, layer and outcome (see canary/README.md)"
+    return "an entry naming harness, version, vector, layer and outcome (see docs/canary.md)"
 
 
 def vector_run(nodeid: str) -> dict[str, str] | None:

@@ -210,7 +210,7 @@ def cmd_evidence_list(args) -> int:
         print(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
         return 0
     if not records:
-        print(f"no evidence in {store}; run the negative suite (pytest negative)")
+        print(f"no evidence in {store}; record some: agent-box prove PROFILE, or the whole suite: pytest --agentbox-suite")
         return 0
     rows = [(r.timestamp, f"{r.run_info.harness} {r.run_info.version}" if r.run_info.harness
              else f"- {r.run_info.sandbox_backend} {r.run_info.sandbox_version}",

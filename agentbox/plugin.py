@@ -51,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "and diff each version's claims against the previous version's")
     group.addoption("--agentbox-baseline", default=None, metavar="FILE",
                     help="canary expected failures (YAML `expected_failures:`, entries naming vector, layer, "
-                         "harness version and outcome; canary/README.md); one that no longer happens fails as stale")
+                         "harness version and outcome; docs/canary.md); one that no longer happens fails as stale")
     group.addoption("--agentbox-canary-report", default=None, metavar="FILE",
                     help="where the canary writes its JSON report (default <evidence dir>/canary-report.json)")
     group.addoption("--agentbox-canary-allow-empty", action="store_true",

@@ -27,6 +27,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+# the builders of synthetic records live with the tests (tests/support): they never ship
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
@@ -39,7 +43,7 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
 def _store(store: str, harness: str, version: str, sha: str, capabilities: list[str], count: int) -> None:
     from agentbox.claims import default_catalogue_dir
     from agentbox.evidence import append
-    from agentbox.testing.synthetic_evidence import filler_lines, posing_as_observed, proving_records
+    from synthetic_evidence import filler_lines, posing_as_observed, proving_records
     from agentbox.vectors import load_catalogue
 
     catalogue = load_catalogue(default_catalogue_dir())

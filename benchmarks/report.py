@@ -19,6 +19,10 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+# the builders of synthetic records live with the tests (tests/support): they never ship
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 TARGET_SECONDS = 1.0
 TARGET_BYTES = 2 * 1024 * 1024
@@ -46,7 +50,7 @@ def main() -> int:
     from agentbox.report import generate
     from agentbox.report.build import build_report
     from agentbox.report.html import render_html
-    from agentbox.testing import synthetic_matrix
+    import synthetic_matrix
 
     with tempfile.TemporaryDirectory() as tmp:
         harnesses = [f"harness-{i}" for i in range(args.harnesses)]

@@ -42,7 +42,8 @@ def generate(evidence: Iterable[PathArg], html: PathArg | None, *, json_path: Pa
         raise InputError("no vector catalogue (*.yaml) here", file=str(catalogue_dir))
     collected = collect(evidence)
     if not collected.records:
-        raise InputError("no evidence records here; run the negative suite (pytest negative) first",
+        raise InputError("no evidence records here; record some first: agent-box prove PROFILE, or the whole "
+                         "suite: pytest --agentbox-suite",
                          file=", ".join(collected.inputs))
     notes = ([f"{collected.duplicates} duplicate record(s) across the stores counted once"]
              if collected.duplicates else [])

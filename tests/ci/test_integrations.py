@@ -7,8 +7,11 @@ controller on the test reports, and allure writes from the workers.
 from __future__ import annotations
 
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
+
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +26,7 @@ import pytest
 
 from agentbox.claims import default_catalogue_dir
 from agentbox.testing.evidence_writer import hand_over
-from agentbox.testing.synthetic_evidence import proving_records
+from synthetic_evidence import proving_records
 from agentbox.vectors import load_catalogue
 
 VECTORS = [r.vector_id for r in proving_records(load_catalogue(default_catalogue_dir()), "codex", "0.171.0",
@@ -46,9 +49,12 @@ MODES = [pytest.param([], id="in-process"), pytest.param(["-p", "xdist", "-n", "
 
 
 @pytest.fixture(params=MODES)
-def run(request, pytester):
+def run(request, pytester, monkeypatch):
     """Run the suite once with JUnit XML, HTML and allure output; returns the pytester path."""
     pytester.makepyfile(test_suite=SUITE)
+    # the inner run imports the synthetic records' builder from the tests' own support folder, as this one does
+    support = str(Path(__file__).resolve().parents[1] / "support")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, (support, os.environ.get("PYTHONPATH")))))
     result = pytester.runpytest_subprocess(*request.param, "--agentbox-evidence-dir", "ev", "--junitxml", "junit.xml",
                                            "--html", "report.html", "--alluredir", "allure")
     result.assert_outcomes(passed=4)

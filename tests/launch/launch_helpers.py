@@ -17,7 +17,7 @@ from agentbox.adapters import get_adapter
 from agentbox.build_identity import identify
 from agentbox.claims import default_catalogue_dir
 from agentbox.evidence import append
-from agentbox.testing.synthetic_evidence import posing_as_observed, proving_records
+from synthetic_evidence import posing_as_observed, proving_records
 from agentbox.vectors import load_catalogue
 
 CATALOGUE = load_catalogue(default_catalogue_dir())

@@ -17,7 +17,7 @@ from agentbox.adapters import get_adapter
 from agentbox.build_identity import identify
 from agentbox.evidence import append
 from agentbox.installs import find_binary
-from agentbox.testing.synthetic_evidence import posing_as_observed, proving_records
+from synthetic_evidence import posing_as_observed, proving_records
 from launch_helpers import CATALOGUE, cli, needs_bwrap
 
 pytestmark = needs_bwrap

@@ -28,7 +28,7 @@ def codex(abhome) -> Path:
 
 def test_codex_launches_through_the_gate_with_evidence_for_its_exact_build(tmp_path, abhome, ws, codex):
     from agentbox.evidence import append
-    from agentbox.testing.synthetic_evidence import proving_records
+    from synthetic_evidence import proving_records
 
     store = tmp_path / "ev"
     capabilities = ["workspace.read_only", "host_home.hidden"]

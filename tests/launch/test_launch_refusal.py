@@ -80,7 +80,7 @@ def test_refuted_evidence_refuses_even_with_accept_unverified(tmp_path, abhome, 
 def test_evidence_for_another_build_of_the_same_version_does_not_count(tmp_path, abhome, ws, real_codex):
     from launch_helpers import CATALOGUE, posing_as_observed
     from agentbox.evidence import append
-    from agentbox.testing.synthetic_evidence import proving_records
+    from synthetic_evidence import proving_records
 
     store = tmp_path / "ev"
     append(store, posing_as_observed(proving_records(CATALOGUE, "codex", "0.171.0", "f" * 64,
@@ -96,7 +96,7 @@ def test_evidence_keyed_by_the_launchers_hash_alone_does_not_count(tmp_path, abh
 
     from launch_helpers import CATALOGUE, posing_as_observed
     from agentbox.evidence import append
-    from agentbox.testing.synthetic_evidence import proving_records
+    from synthetic_evidence import proving_records
 
     launcher = hashlib.sha256(open(os.path.realpath(real_codex), "rb").read()).hexdigest()
     store = tmp_path / "ev"
@@ -110,7 +110,7 @@ def test_evidence_keyed_by_the_launchers_hash_alone_does_not_count(tmp_path, abh
 def test_synthetic_evidence_for_this_exact_build_never_reaches_the_gate(tmp_path, abhome, ws, real_codex):
     from launch_helpers import CATALOGUE, build_digest
     from agentbox.evidence import append
-    from agentbox.testing.synthetic_evidence import proving_records
+    from synthetic_evidence import proving_records
 
     store = tmp_path / "ev"
     written = append(store, proving_records(CATALOGUE, "codex", "0.171.0", build_digest(real_codex),
@@ -129,7 +129,7 @@ def test_records_that_do_not_say_where_they_came_from_are_refused_with_the_comma
     # a store written before evidence recorded its provenance: not proof of a real run of this build
     from launch_helpers import CATALOGUE, build_digest
     from agentbox.evidence import append
-    from agentbox.testing.synthetic_evidence import proving_records
+    from synthetic_evidence import proving_records
 
     records = proving_records(CATALOGUE, "codex", "0.171.0", build_digest(real_codex), ["workspace.read_write"])
     store = tmp_path / "ev"

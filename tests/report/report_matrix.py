@@ -7,7 +7,7 @@ from typing import Callable
 
 from agentbox.capability import Declarations
 from agentbox.evidence import EvidenceRecord
-from agentbox.testing import synthetic_matrix
+import synthetic_matrix
 from agentbox.vectors import Catalogue
 
 HARNESSES = ("alpha", "bravo")

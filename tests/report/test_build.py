@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentbox.claims import reconcile
 from agentbox.report.build import build_report
-from agentbox.testing.synthetic_matrix import BACKEND, SANDBOX_VERSION
+from synthetic_matrix import BACKEND, SANDBOX_VERSION
 
 from report_matrix import HARNESSES, VERSIONS
 

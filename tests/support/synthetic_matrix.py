@@ -22,9 +22,9 @@ from typing import Callable, Iterable
 
 import yaml
 
-from ..capability import Declarations
-from ..evidence import EvidenceRecord, Privilege, RunInfo
-from ..vectors import Catalogue, Vector, expected_outcome, load_catalogue
+from agentbox.capability import Declarations
+from agentbox.evidence import EvidenceRecord, Privilege, RunInfo
+from agentbox.vectors import Catalogue, Vector, expected_outcome, load_catalogue
 
 __all__ = ["BACKEND", "SANDBOX_VERSION", "write_catalogue", "declarations", "records", "Twist"]
 

@@ -14,9 +14,9 @@ import os
 from datetime import datetime, timedelta, timezone
 from typing import Iterable, Iterator
 
-from ..evidence import EvidenceRecord, Privilege, RunInfo, host_facts
-from ..sandbox.bwrap import backend_version
-from ..vectors import Catalogue
+from agentbox.evidence import EvidenceRecord, Privilege, RunInfo, host_facts
+from agentbox.sandbox.bwrap import backend_version
+from agentbox.vectors import Catalogue
 
 __all__ = ["proving_records", "filler_lines", "posing_as_observed"]
 
@@ -65,7 +65,7 @@ def filler_lines(catalogue: Catalogue, harness: str, count: int, start: datetime
 def posing_as_observed(records: Iterable[EvidenceRecord]) -> list[EvidenceRecord]:
     """Synthetic records relabelled as observed by a run of this very suite, so the gate weighs them. Made
     up all the same: only a test or benchmark of the gate's own logic may do this, in its own temporary store."""
-    from ..revision import suite_revision
+    from agentbox.revision import suite_revision
 
     update = {"provenance": "observed", "suite_revision": suite_revision()}
     return [r.model_copy(update={"run_info": r.run_info.model_copy(update=update)}) for r in records]
