@@ -58,6 +58,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="a canary with no harness build to verify passes (by default it fails: it proved nothing)")
 
 
+def _suite_path(config: pytest.Config, arg: str) -> str | None:
+    """The packaged suite's spelling of a path argument (`negative/test_vectors.py::x` from a checkout, whose
+    entry points mirror the suite's folders; a path inside the package as it is), or None for a path that is
+    no part of it (a project's own tests)."""
+    path, sep, node = arg.partition("::")
+    where = (config.invocation_params.dir / path).resolve()
+    if where == SUITE_DIR or SUITE_DIR in where.parents:
+        return str(where) + sep + node
+    mirrored = SUITE_DIR / path
+    return str(mirrored) + sep + node if path and not Path(path).is_absolute() and mirrored.exists() else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """`--agentbox-suite` and `--agentbox-canary` run the suite in a child apart from this folder
+    (`testing/hermetic`): nothing of the project it is started in takes part in what it records."""
+    from .testing import hermetic
+
+    asked = config.getoption("--agentbox-suite") or config.getoption("--agentbox-canary")
+    if (not asked or hermetic.in_child() or hasattr(config, "workerinput") or config.option.help
+            or config.option.version):
+        return None
+    given = list(config.args) if config.args_source == pytest.Config.ArgsSource.ARGS else []
+    options = [a for a in config.invocation_params.args if a not in given]
+    paths = [p for p in (_suite_path(config, a) for a in given) if p]
+    left = [a for a in given if not _suite_path(config, a)]
+    if left:
+        print(f"agentbox: the suite runs apart from this project; left out: {' '.join(left)} (a project's own "
+              f"tests say nothing about a harness)", flush=True)
+    return hermetic.run(options, paths, cwd=str(config.invocation_params.dir))
+
+
 def _covers(config: pytest.Config, arg: str) -> bool:
     """Whether a path argument already collects the packaged suite (or a part of it): it is not added again."""
     path = (config.invocation_params.dir / arg.split("::")[0]).resolve()

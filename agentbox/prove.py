@@ -22,9 +22,7 @@ import importlib.util
 import json
 import os
 import shlex
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,24 +69,21 @@ def _workers() -> list[str]:
 
 
 def _run(built: Built, store: str, mode: str, capabilities: list[str], timeout: float | None, json_out: bool) -> Pass:
+    from .testing import hermetic
+
     probe = built.probe
-    with tempfile.TemporaryDirectory(prefix="agentbox-prove-") as tmp:
-        # an empty ini and the suite as rootdir: the user's project configuration (addopts, python_files,
-        # conftests) has no say in how the suite runs
-        ini = Path(tmp, "pytest.ini")
-        ini.write_text("[pytest]\n")
-        argv = [sys.executable, "-m", "pytest", str(SUITE_DIR / "negative" / "test_vectors.py"), "-c", str(ini),
-                f"--rootdir={SUITE_DIR}", "-p", "no:cacheprovider", "-p", "no:randomly",
-                f"--agentbox-harness={probe.harness}@{probe.version}", "--agentbox-require-harnesses",
-                f"--agentbox-evidence-dir={store}", f"--agentbox-mode={mode}",
-                *(f"--agentbox-capability={c}" for c in capabilities), *_workers()]
-        if timeout is not None:
-            argv.append(f"--agentbox-timeout={timeout}")
-        print(f"prove: {mode} runs of {', '.join(capabilities)} on {probe.harness} {probe.version}",
-              file=sys.stderr if json_out else sys.stdout, flush=True)
-        # under --json stdout carries the JSON alone: pytest's progress goes to stderr
-        done = subprocess.run(argv, cwd=tmp, stdout=sys.stderr if json_out else None)
-    return Pass(mode, capabilities, done.returncode, argv)
+    options = ["-p", "no:randomly", f"--agentbox-harness={probe.harness}@{probe.version}",
+               "--agentbox-require-harnesses", f"--agentbox-evidence-dir={store}", f"--agentbox-mode={mode}",
+               *(f"--agentbox-capability={c}" for c in capabilities), *_workers()]
+    if timeout is not None:
+        options.append(f"--agentbox-timeout={timeout}")
+    print(f"prove: {mode} runs of {', '.join(capabilities)} on {probe.harness} {probe.version}",
+          file=sys.stderr if json_out else sys.stdout, flush=True)
+    # the suite's child, apart from any project (`testing/hermetic`); under --json stdout carries the JSON
+    # alone: pytest's progress goes to stderr
+    status = hermetic.run(options, [str(SUITE_DIR / "negative" / "test_vectors.py")],
+                          stdout=sys.stderr if json_out else None)
+    return Pass(mode, capabilities, status, options)
 
 
 def prove(profile: str, cwd: str, *, evidence: str | None = None, mode: str = LAUNCH_MODE, again: bool = False,
@@ -141,7 +136,7 @@ def _report(built: Built, profile: str, cwd: str, mode: str, passes: list[Pass],
     from .launch_plan import _with_remedies
 
     decision = built.decision
-    launcher = "agent-box acp" if mode == "acp" else "agent-box launch"
+    launcher = "agent-box acp" if mode == "acp" else "agent-box launch"  # (headless: no launcher, said below)
     refusal = None if decision.allowed else _with_remedies(built).message(lead="agent-box: ")
     if as_json:
         print(json.dumps({
@@ -152,8 +147,8 @@ def _report(built: Built, profile: str, cwd: str, mode: str, passes: list[Pass],
             "items": decision.claims(), "launch": {"allowed": decision.allowed, "refusal": refusal}}, indent=2))
         return 0 if decision.allowed else 3
     if not passes:
-        print(f"prove: nothing to run: {'every required item is proven' if decision.allowed else 'no refused item is a question of evidence'}"
-              f" for {decision.target.label} ({mode} runs)")
+        why = "every required item is proven" if decision.allowed else "no refused item is a question of evidence"
+        print(f"prove: nothing to run: {why} for {decision.target.label} ({mode} runs)")
     for p in passes:
         if p.exit_status is None:
             print(f"prove: no {p.mode} pass: {built.probe.harness} has no driver for it")
@@ -162,11 +157,18 @@ def _report(built: Built, profile: str, cwd: str, mode: str, passes: list[Pass],
     print(f"claims of {built.loaded.source} on {decision.target.label}, {mode} runs:")
     for v in decision.items:
         if v.requirement == "required":
-            print(f"  {v.item} ({v.capability}): claim {v.claim}, {v.verdict}" + (f": {v.reason}" if v.reason and v.verdict == "refused" else ""))
+            reason = f": {v.reason}" if v.reason and v.verdict == "refused" else ""
+            print(f"  {v.item} ({v.capability}): claim {v.claim}, {v.verdict}{reason}")
+    where = f" --cwd {shlex.quote(cwd)}" if cwd else ""
+    if decision.allowed and mode == "headless":
+        # no command launches headless: say what this proves, and what a launch still needs
+        print(f"a gate reading headless runs would pass; agent-box launch reads tui runs and agent-box acp acp "
+              f"runs: agent-box prove {shlex.quote(profile)}{where} (tui) or --mode acp")
+        return 0
     if decision.allowed:
-        where = f" --cwd {shlex.quote(cwd)}" if cwd else ""
         print(f"{launcher} would pass the gate: {launcher} {shlex.quote(profile)}{where}")
         return 0
-    print(f"{launcher} would still refuse:", file=sys.stderr)
+    print(f"{'a gate reading headless runs' if mode == 'headless' else launcher} would still refuse:",
+          file=sys.stderr)
     print(refusal, file=sys.stderr)
     return 3

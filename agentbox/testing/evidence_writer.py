@@ -154,7 +154,7 @@ class EvidenceWriter:
         """The claims table for the harness and backend versions this run recorded."""
         if not self.written:
             return []
-        from ..claims import reconcile
+        from ..claims import NO_HARNESS, reconcile
         from ..errors import AgentBoxError
         from ..evidence import read_records
         from ..vectors import load_catalogue
@@ -166,6 +166,11 @@ class EvidenceWriter:
         except AgentBoxError as exc:
             return [f"claims: {exc}"]
         table = table.only(self.written)
+        # a run of some capabilities in one mode (`agent-box prove`, `--agentbox-capability`) shows those rows only
+        # (a sandbox-alone row, the ACP endpoint's included, is the same in every mode)
+        capabilities, modes = {r.capability for r in self.written}, {r.run_info.mode for r in self.written}
+        table = table.model_copy(update={"claims": [c for c in table.claims if c.capability in capabilities
+                                                    and (c.mode in modes or c.harness == NO_HARNESS)]})
         if not table.claims:
             return ["claims: no capability of this catalogue has records from this run"]
         return ["claims:", *table.lines()]
