@@ -98,12 +98,14 @@ class CanaryReport(BaseModel):
     baseline: str | None = None
     # what this run set out to re-verify ("codex@0.171.0", "bwrap 0.11.0 (sandbox alone)") and ran no vector for
     ran_nothing_for: list[str] = []
+    # what this run re-verified and is still not current after it ("codex@0.171.0: 3 of 188 vector runs missing")
+    still_stale: list[str] = []
     empty: bool = False  # no harness build was under test
     allow_empty: bool = False  # ... and the caller said that is expected
 
     @property
     def passed(self) -> bool:
-        return (not self.unexpected and not self.stale_baseline and not self.ran_nothing_for
+        return (not self.unexpected and not self.stale_baseline and not self.ran_nothing_for and not self.still_stale
                 and (self.allow_empty or not self.empty))
 
     @property
@@ -142,6 +144,9 @@ class CanaryReport(BaseModel):
             out.append(f"FAIL {what}: to be re-verified, and no vector ran for it: nothing was verified (was the "
                        f"suite collected? `pytest --agentbox-canary` collects the package's; a -k or -m that "
                        f"deselects every vector proves nothing)")
+        for what in self.still_stale:
+            out.append(f"FAIL {what}: re-verified in part only, so its evidence is still not current (a -k, -m, "
+                       f"--deselect or --agentbox-capability that leaves vectors out proves part of a build)")
         if self.empty:
             out.append(("note" if self.allow_empty else "FAIL") + ": no harness build to verify: none is installed "
                        "or selected (agent-box harness install NAME@VERSION, or --agentbox-harness NAME@VERSION)"
@@ -153,6 +158,8 @@ class CanaryReport(BaseModel):
                        "entr(ies)"]
             if self.ran_nothing_for:
                 reasons.append(f"{len(self.ran_nothing_for)} re-verification(s) that ran no vector")
+            if self.still_stale:
+                reasons.append(f"{len(self.still_stale)} re-verification(s) left incomplete")
             if self.empty and not self.allow_empty:
                 reasons.append("nothing to verify")
             out.append(f"canary: FAILED ({', '.join(reasons)})")
@@ -169,13 +176,15 @@ def _counts(changes: list[str]) -> dict[str, int]:
 def build_report(table: ClaimsTable, builds: Iterable[Build], *, suite_revision: str,
                  sandbox: Iterable[Freshness] = (), failed_tests: Iterable[str] = (), ran_tests: Iterable[str] = (),
                  recorded: Iterable[EvidenceRecord] = (), baseline: Baseline | None = None,
-                 allow_empty: bool = False, sandbox_runs: bool = True) -> CanaryReport:
+                 allow_empty: bool = False, sandbox_runs: bool = True,
+                 still_stale: Iterable[str] = ()) -> CanaryReport:
     """The report for `builds`, judged on `table` (the claims of the whole store after the run).
 
     `recorded`: the records this run's tests handed over, each naming its test; they tell which vector
     run a failed test was, which runs this run evaluated, and whether a re-verification ran anything at
     all. `ran_tests`: the tests that passed. `sandbox_runs`: whether this run's mode runs the sandbox-alone
-    vectors at all (only headless runs do: they drive no harness, so their records hold for every mode)."""
+    vectors at all (only headless runs do: they drive no harness, so their records hold for every mode).
+    `still_stale`: what was re-verified and is not current after the run (the caller judged freshness again)."""
     builds, recorded, sandbox = list(builds), list(recorded), list(sandbox)
     by_version: dict[tuple[str, str], list[Claim]] = {}
     for c in table.claims:
@@ -207,7 +216,10 @@ def build_report(table: ClaimsTable, builds: Iterable[Build], *, suite_revision:
     return CanaryReport(suite_revision=suite_revision, catalogue_digest=table.catalogue_digest, targets=targets,
                         sandbox=sandbox, failures=failures, stale_baseline=stale,
                         unevaluated_baseline=unevaluated, baseline=baseline.source if baseline else None,
-                        ran_nothing_for=_ran_nothing(builds, sandbox if sandbox_runs else [], recorded), empty=not builds,
+                        ran_nothing_for=(nothing := _ran_nothing(builds, sandbox if sandbox_runs else [], recorded)),
+                        # one that ran nothing at all is said so, once
+                        still_stale=[s for s in still_stale if not any(s.startswith(f"{n}: ") for n in nothing)],
+                        empty=not builds,
                         allow_empty=allow_empty)
 
 

@@ -109,6 +109,8 @@ def plan_current(check: dict, binary_arg: str | None) -> bool:
         return False
     if any([which(command), stat_key(which(command) or "")] != seen for command, seen in check.get("mcp", ())):
         return False
+    if "kernel" in check and check["kernel"] != os.uname().release:
+        return False  # the gate read evidence of this kernel release only: after an upgrade it must read again
     if "kernel_traces" in check and check["kernel_traces"] != kernel_traces():
         return False  # a gate's check: the kernel it judged claims resting on inapplicable vectors for
     return check.get("uid") == os.geteuid() and stat_key(which("bwrap") or "") == check.get("sandbox_binary")

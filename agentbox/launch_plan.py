@@ -141,7 +141,8 @@ def build(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unv
     check.update(surfaces=surface_state(_surface_paths(plan)), evidence=str(store), evidence_signature=signature(store))
     # a claim resting on vectors inapplicable where recorded holds only on a kernel lacking the same features
     lacks = kernel_lacks_here()
-    check.update(kernel_traces=kernel_traces())
+    # ... and evidence is keyed by the kernel release (`evidence_index`): a cached entry holds on this kernel only
+    check.update(kernel_traces=kernel_traces(), kernel=os.uname().release)
 
     build_key = dict(privilege=privilege_level(), backend_version=bwrap.backend_version())
     rows = lookup(store, harness, probe.version, probe.sha256, backend, **build_key)

@@ -63,6 +63,8 @@ class CanaryPlugin:
         from ..freshness import freshness, sandbox_freshness
         from .negative import bwrap_version, suite_revision
 
+        here = self._here()
+
         catalogue = self.session.catalogue()
         try:
             records = self._records()
@@ -79,12 +81,45 @@ class CanaryPlugin:
             except AgentBoxError as exc:
                 raise pytest.UsageError(f"--agentbox-canary: cannot probe {target.id}: {exc}") from None
             fresh = freshness(records, catalogue, revision, harness=target.name, version=target.version,
-                              binary_sha256=probe.sha256)
+                              binary_sha256=probe.sha256, here=here)
             builds.append(Build(harness=target.name, version=target.version, binary_sha256=probe.sha256,
                                 in_tested_range=adapter.declarations.in_tested_range(target.version),
                                 freshness=fresh, action="reused" if fresh.current else "reverified"))
-        sandbox = [sandbox_freshness(records, catalogue, revision, backend="bwrap", version=bwrap_version())]
+        sandbox = [sandbox_freshness(records, catalogue, revision, backend="bwrap", version=bwrap_version(), here=here)]
         return builds, sandbox
+
+    def _here(self):
+        """What this run's records are taken under: only records taken so speak for it (`freshness.Here`)."""
+        import platform
+
+        from ..evidence import privilege_level
+        from ..freshness import Here
+
+        return Here(provenance="observed", mode=self.session.mode, privilege=privilege_level(),
+                    kernel=platform.release())
+
+    def _still_stale(self, records: list) -> list[str]:
+        """What this run set out to re-verify and is still not current after it: a -k, -m, --deselect or
+        --agentbox-capability that left vectors out proved part of it only."""
+        from ..freshness import freshness, sandbox_freshness
+        from .negative import bwrap_version, suite_revision
+
+        catalogue, revision, here = self.session.catalogue(), suite_revision(), self._here()
+        out = []
+        for b in self.builds:
+            if b.action == "reverified":
+                after = freshness(records, catalogue, revision, harness=b.harness, version=b.version,
+                                  binary_sha256=b.binary_sha256, here=here)
+                if not after.current:
+                    out.append(f"{b.key}: {after.reason}")
+        if self.session.mode == "headless":
+            for s in self.sandbox:
+                if not s.current:
+                    after = sandbox_freshness(records, catalogue, revision, backend="bwrap", version=bwrap_version(),
+                                              here=here)
+                    if not after.current:
+                        out.append(f"{after.subject} (sandbox alone): {after.reason}")
+        return out
 
     def _records(self) -> list:
         from ..evidence import read_records
@@ -149,12 +184,14 @@ class CanaryPlugin:
 
         passed = self.ran - self.failed
         try:
-            table = reconcile(self._records(), self.session.catalogue())
+            records = self._records()
+            table = reconcile(records, self.session.catalogue())
             self.report = build_report(table, self.builds, suite_revision=suite_revision(), sandbox=self.sandbox,
                                        failed_tests=self.failed, ran_tests=passed,
                                        recorded=self.recorded.values(), baseline=self.baseline,
                                        allow_empty=self.config.getoption("--agentbox-canary-allow-empty"),
-                                       sandbox_runs=self.session.mode == "headless")
+                                       sandbox_runs=self.session.mode == "headless",
+                                       still_stale=self._still_stale(records))
             self._write(self.report)
         except (AgentBoxError, OSError) as exc:
             self.report_error = str(exc)

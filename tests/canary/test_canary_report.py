@@ -242,3 +242,14 @@ def test_a_canary_with_no_build_to_verify_fails_unless_that_is_expected():
     assert nothing.empty and not nothing.passed
     assert "FAIL: no harness build to verify" in "\n".join(nothing.summary_lines())
     assert allowed.passed and "note: no harness build to verify" in "\n".join(allowed.summary_lines())
+
+
+def test_a_build_reverified_in_part_only_fails_the_canary_and_one_that_ran_nothing_is_named_once():
+    partial = build_report(ClaimsTable(catalogue_digest="d", claims=[claim("2.0")]), [build("2.0")],
+                           suite_revision="r", recorded=[ran(build("2.0"))],
+                           still_stale=["codex@2.0: 186 of 188 vector runs missing or not observed"])
+    assert not partial.passed and partial.ran_nothing_for == []
+    assert any(line.startswith("FAIL codex@2.0: 186 of 188 vector runs missing") for line in partial.summary_lines())
+    nothing = build_report(ClaimsTable(catalogue_digest="d", claims=[claim("2.0")]), [build("2.0")],
+                           suite_revision="r", still_stale=["codex@2.0: no evidence recorded"])
+    assert nothing.ran_nothing_for == ["codex@2.0"] and nothing.still_stale == []

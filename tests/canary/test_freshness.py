@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentbox.freshness import expected_runs, freshness, sandbox_freshness
+from agentbox.freshness import Here, expected_runs, freshness, sandbox_freshness
 from synthetic import make_record
 
 
@@ -51,3 +51,27 @@ def test_sandbox_alone_evidence_is_judged_per_backend_version(catalogue):
     records = [make_record(catalogue, "ro-shell", "sandbox", "blocked")]
     assert sandbox_freshness(records, catalogue, "test", backend="box", version="0.8.0").current
     assert "version changed" in sandbox_freshness(records, catalogue, "test", backend="box", version="0.9.0").reason
+
+
+def test_records_that_do_not_speak_for_this_run_never_make_it_current(catalogue):
+    records = [make_record(catalogue, "ro-shell", layer, "blocked") for layer in ("harness", "composed")] + [
+        make_record(catalogue, "ro-file-tool", layer, "blocked") for layer in ("harness", "composed")]
+    observed = [r.model_copy(update={"run_info": r.run_info.model_copy(update={"provenance": "observed"})})
+                for r in records]
+    args = dict(harness="toy", version="1.0", binary_sha256="sha-a")
+    assert freshness(observed, catalogue, "test", here=Here(provenance="observed", mode="headless"), **args).current
+    synthetic = freshness(records, catalogue, "test", here=Here(provenance="observed"), **args)
+    assert synthetic.state == "stale" and "recorded only as unlabelled records" in synthetic.reason
+    tui = freshness(observed, catalogue, "test", here=Here(provenance="observed", mode="tui"), **args)
+    assert not tui.current and "headless runs" in tui.reason
+    other_kernel = freshness(observed, catalogue, "test", here=Here(kernel="6.18.0"), **args)
+    assert not other_kernel.current and "kernel 6.1" in other_kernel.reason
+    as_user = freshness(observed, catalogue, "test", here=Here(privilege="user"), **args)
+    assert not as_user.current and "runs as root" in as_user.reason
+
+
+def test_a_block_whose_control_did_not_pass_leaves_a_gap(catalogue):
+    records = [make_record(catalogue, v, layer, "blocked", control="failed" if v == "ro-shell" else "passed")
+               for v in ("ro-shell", "ro-file-tool") for layer in ("harness", "composed")]
+    fresh = freshness(records, catalogue, "test", harness="toy", version="1.0", binary_sha256="sha-a")
+    assert fresh.state == "stale" and "2 of 4 vector runs missing or not observed" in fresh.reason

@@ -156,3 +156,15 @@ def test_a_launch_whose_model_key_variable_is_unset_warns_and_names_it(tmp_path,
                "--", "--version", env=env)
     assert done.returncode == 0
     assert "model.api_key_env names AGENTBOX_TEST_UNSET_KEY, which is not set here" in done.stderr
+
+
+def test_a_cached_launch_holds_on_the_kernel_its_gate_read_evidence_of_only(setup, abhome):
+    from agentbox.launch import plan_current
+
+    argv, env = setup
+    assert cli(*argv, "--", "--version", env=env).returncode == 0
+    [cached] = (abhome / "cache" / "launch").glob("*.json")
+    check = json.loads(cached.read_text())["check"]
+    assert check["kernel"] == os.uname().release and plan_current(check, None)
+    # after a kernel upgrade the gate must read the evidence again: it is keyed by the kernel release
+    assert not plan_current({**check, "kernel": "4.4.0-before-the-upgrade"}, None)
