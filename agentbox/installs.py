@@ -154,7 +154,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
         return name, version
     _check_known(name)
     tested, pin = _version_choices(name)
-    hint = f"`agent-box harness install {name}@{pin}` (the pin of matrices/default.yaml)" if pin else "NAME@VERSION"
+    hint = f"`agent-box harness install {name}@{pin}` (the pin of the default matrix)" if pin else "NAME@VERSION"
     raise InputError(f"which version? tested: {', '.join(tested) or 'none'}; type {hint}, "
                      f"or `agent-box harness install --matrix default` for every default pin", field=spec)
 

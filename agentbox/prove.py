@@ -88,13 +88,16 @@ def _run(built: Built, store: str, mode: str, capabilities: list[str], timeout: 
 
 def prove(profile: str, cwd: str, *, evidence: str | None = None, mode: str = LAUNCH_MODE, again: bool = False,
           timeout: float | None = None, as_json: bool = False) -> int:
-    """0 when the launch in `mode` would pass afterwards, 3 when it would still refuse (the refusal printed)."""
+    """0 when the launch in `mode` would pass afterwards, 3 when its gate would still refuse (the refusal printed),
+    4 when the gate would pass and the run's start refuse (what the launch reads back is inside what it can write)."""
     from .home import evidence_store
 
     if mode not in MODES:
         raise InputError(f"--mode {mode}: not a mode; one of {', '.join(MODES)}")
-    if evidence and not Path(evidence).exists() and not evidence.endswith(".jsonl"):
-        Path(evidence).mkdir(parents=True)  # what prove records is the store's first content: unlike a reader's
+    # what prove records may be the store's first content: unlike a reader, it makes the store, the default one too
+    target = Path(evidence) if evidence else evidence_store(None)
+    if not target.exists() and target.suffix != ".jsonl":
+        target.mkdir(parents=True)
     store = str(evidence_store(evidence))
     known = {v.capability for v in load_catalogue(default_catalogue_dir()).vectors}
     # pass 1 settles what headless evidence can (the gate of a headless run names it); pass 2 what only the
@@ -132,20 +135,37 @@ def _drivable(built: Built, mode: str) -> bool:
     return why is None
 
 
+def _start_refusal(built: Built) -> str | None:
+    """What the launch's start would refuse after the gate passed (`refuse_writable_state`: a profile, store or
+    binary the run could write), or None: "launch would pass" must hold for the whole launch."""
+    from .errors import SandboxError
+    from .hot import run_root
+    from .launch_plan import _entry
+    from .sandbox.session import refuse_writable_state
+
+    try:
+        refuse_writable_state(_entry(built)[0]["sandbox"], os.path.join(run_root(), "agentbox-prove-check"))
+    except SandboxError as exc:
+        return f"agent-box: {exc}"
+    return None
+
+
 def _report(built: Built, profile: str, cwd: str, mode: str, passes: list[Pass], as_json: bool) -> int:
     from .launch_plan import _with_remedies
 
     decision = built.decision
     launcher = "agent-box acp" if mode == "acp" else "agent-box launch"  # (headless: no launcher, said below)
     refusal = None if decision.allowed else _with_remedies(built).message(lead="agent-box: ")
+    at_start = _start_refusal(built) if decision.allowed and mode != "headless" else None
     if as_json:
         print(json.dumps({
             "profile": built.loaded.source, "harness": built.probe.harness, "version": built.probe.version,
             "binary_sha256": built.probe.sha256, "backend": decision.target.backend, "mode": mode,
             "evidence": decision.target.evidence_dir,
             "passes": [{"mode": p.mode, "capabilities": p.capabilities, "exit_status": p.exit_status} for p in passes],
-            "items": decision.claims(), "launch": {"allowed": decision.allowed, "refusal": refusal}}, indent=2))
-        return 0 if decision.allowed else 3
+            "items": decision.claims(),
+            "launch": {"allowed": decision.allowed and at_start is None, "refusal": refusal or at_start}}, indent=2))
+        return 4 if at_start else 0 if decision.allowed else 3
     if not passes:
         why = "every required item is proven" if decision.allowed else "no refused item is a question of evidence"
         print(f"prove: nothing to run: {why} for {decision.target.label} ({mode} runs)")
@@ -165,6 +185,10 @@ def _report(built: Built, profile: str, cwd: str, mode: str, passes: list[Pass],
         print(f"a gate reading headless runs would pass; agent-box launch reads tui runs and agent-box acp acp "
               f"runs: agent-box prove {shlex.quote(profile)}{where} (tui) or --mode acp")
         return 0
+    if at_start:
+        print(f"{launcher} would pass the gate, then refuse to start the run:", file=sys.stderr)
+        print(at_start, file=sys.stderr)
+        return 4
     if decision.allowed:
         print(f"{launcher} would pass the gate: {launcher} {shlex.quote(profile)}{where}")
         return 0

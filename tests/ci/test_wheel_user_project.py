@@ -34,6 +34,9 @@ HARNESS, VERSION = "codex", "0.171.0"
 # one vector per capability the canary re-verifies, as canary/test_upgrade_canary.py's subset: the user's
 # run must stay in minutes
 SUBSET = ("net-curl", "shell-deny-runs-nothing")
+# where the user's Python imports agentbox from, and the pytest plugins its entry points name
+WHERE = ("import agentbox, importlib.metadata as m; print(agentbox.__file__); "
+         "print(*[f'{e.name}={e.value}' for e in m.entry_points(group='pytest11')])")
 # What a user's run reads from the installed package, each pattern matched by at least one file of the wheel.
 SHIPPED = (
     "agentbox/data/vectors/*.yaml",            # the vector catalogue
@@ -94,22 +97,24 @@ def _shown(step: dict) -> str:
 
 
 class Steps:
-    """A run of commands that stops at the first failing one; what ran is kept for every test to read."""
+    """Named commands, each run only when the steps it needs passed; what ran is kept for every test to read."""
 
     def __init__(self) -> None:
         self.steps: dict[str, dict] = {}
-        self.failed: str | None = None
+        self.not_run: dict[str, str] = {}  # step -> the step it needed that did not pass
 
-    def run(self, name: str, argv: list, **kw) -> dict | None:
-        if self.failed:
-            return None
-        step = self.steps[name] = _run(argv, **kw)
-        if step["returncode"] != 0:
-            self.failed = name
-        return step
+    def passed(self, name: str) -> bool:
+        return name in self.steps and self.steps[name]["returncode"] == 0
+
+    def run(self, name: str, argv: list, needs: tuple[str, ...] = (), **kw) -> None:
+        blocker = next((n for n in needs if not self.passed(n)), None)
+        if blocker:
+            self.not_run[name] = self.not_run.get(blocker, blocker)
+            return
+        self.steps[name] = _run(argv, **kw)
 
     def as_dict(self) -> dict:
-        return {"steps": self.steps, "failed": self.failed}
+        return {"steps": self.steps, "not_run": self.not_run}
 
 
 def _once(place: Path, name: str, make) -> dict:
@@ -133,9 +138,8 @@ def _once(place: Path, name: str, make) -> dict:
 def _step(results: dict, name: str) -> dict:
     step = results["steps"].get(name)
     if step is None:
-        first = results["failed"]
-        pytest.fail(f"`{name}` did not run: `{first}` failed first\n{_shown(results['steps'][first])}" if first
-                    else f"`{name}` did not run")
+        first = results["not_run"][name]
+        pytest.fail(f"`{name}` did not run: it needs `{first}`, which failed\n{_shown(results['steps'][first])}")
     assert step["returncode"] == 0, _shown(step)
     return step
 
@@ -229,33 +233,33 @@ def _user_project(place: Path, wheel_path: str) -> dict:
         requires = [line for line in whl.read(meta).decode().splitlines() if line.startswith("Requires-Dist:")]
     xdist = [] if any("pytest-xdist" in r for r in requires) else ["pytest-xdist"]
     steps.run("pip install", [bin_ / "python", "-m", "pip", "install", "-q", wheel_path, *xdist], cwd=project,
-              env=env, timeout=900)
-    steps.run("import", [bin_ / "python", "-c", "import agentbox, importlib.metadata as m; print(agentbox.__file__); "
-                         "print(*[f'{e.name}={e.value}' for e in m.entry_points(group='pytest11')])"], cwd=project, env=env)
+              env=env, timeout=900, needs=("venv",))
+    steps.run("import", [bin_ / "python", "-c", WHERE], cwd=project, env=env, needs=("pip install",))
     steps.run("harness install", [bin_ / "agent-box", "harness", "install", f"{HARNESS}@{VERSION}"], cwd=project,
-              env=env, timeout=900)
+              env=env, timeout=900, needs=("pip install",))
     # outside the project: `launch` refuses a profile its run could rewrite (a writable workspace)
     profile = place / "profiles" / "reviewer.yaml"
     profile.parent.mkdir()
     profile.write_text(f"name: reviewer\nharness: {HARNESS}\npermission_intent:\n"
                        "  shell: {access: deny, requirement: required}\n")
-    (home / "evidence").mkdir(parents=True, exist_ok=True)  # TEMP
     steps.run("prove", [bin_ / "agent-box", "prove", profile, "--cwd", project, "--json"], cwd=project, env=env,
-              timeout=900)
+              timeout=900, needs=("harness install",))
     store = home / "evidence" / "evidence.jsonl"
     proved = len(store.read_text().splitlines()) if store.exists() else 0
     steps.run("launch", [bin_ / "agent-box", "launch", profile, "--cwd", project, "--", "--version"], cwd=project,
-              env=env, timeout=300)
+              env=env, timeout=300, needs=("prove",))
     _subset_catalogue(wheel_path, place / "subset")
     steps.run("canary", [bin_ / "python", "-m", "pytest", "--agentbox-canary", "--agentbox-harness",
                          f"{HARNESS}@{VERSION}", "--agentbox-catalogue", place / "subset"], cwd=project, env=env,
-              timeout=900)
+              timeout=900, needs=("harness install",))
     steps.run("report", [bin_ / "agent-box", "report", "--evidence", home / "evidence", "-o", place / "report.html",
-                         "--json-out", place / "report.json"], cwd=project, env=env, timeout=300)
+                         "--json-out", place / "report.json"], cwd=project, env=env, timeout=300,
+              needs=("harness install",))
     answer = steps.as_dict()
     answer["records_after_prove"] = proved
     answer["installed"] = (home / "harnesses" / HARNESS / VERSION / "node_modules" / ".bin" / HARNESS).exists()
-    if not steps.failed:  # what a failed run leaves stays for a look; the ~0.5 GB of a passed one goes
+    if all(steps.passed(n) for n in steps.steps) and not steps.not_run:
+        # what a failed run leaves stays for a look; the ~0.5 GB of a passed one goes
         shutil.rmtree(home / "harnesses")
         shutil.rmtree(venv)
         shutil.rmtree(place / "src", ignore_errors=True)

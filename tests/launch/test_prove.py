@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from launch_helpers import cli, needs_bwrap, prove, write_profile
+from launch_helpers import RW, cli, needs_bwrap, prove, write_profile
 
 pytestmark = needs_bwrap
 SHELL_DENY = "  shell: {access: deny, requirement: required}\n"
@@ -53,3 +53,26 @@ def test_an_item_the_plan_cannot_enforce_is_no_question_of_evidence_and_prove_ru
     answer = json.loads(done.stdout)
     assert answer["passes"] == [] and answer["launch"]["allowed"] is False
     assert "shell (shell.ask)" in answer["launch"]["refusal"] and "plan layer" in answer["launch"]["refusal"]
+
+
+def test_prove_says_when_the_gate_would_pass_and_the_start_refuse_a_profile_the_run_could_rewrite(
+        abhome, ws, real_codex):
+    profile = write_profile(ws, RW)  # inside the read_write workspace: a run could rewrite what launch reads back
+    store = abhome / "evidence"  # the default store, made by prove had it not been there
+    store.mkdir()
+    for mode in ("headless", "tui"):
+        prove(store, real_codex, ["workspace.read_write"], mode=mode)
+    done = cli("prove", profile, "--cwd", ws, "--json")
+    assert done.returncode == 4, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["passes"] == [] and answer["launch"]["allowed"] is False
+    assert f"the profile {profile} is inside {ws}, which this run can write" in answer["launch"]["refusal"]
+    launched = cli("launch", profile, "--cwd", ws, "--", "--version")
+    assert launched.returncode == 4  # as prove said
+
+
+def test_prove_makes_the_default_evidence_store_on_a_fresh_home(abhome, tmp_path, ws, real_codex):
+    assert not (abhome / "evidence").exists()
+    done = cli("prove", write_profile(tmp_path, "  shell: {access: ask, requirement: required}\n"), "--cwd", ws)
+    assert done.returncode == 3, done.stderr  # refused on the plan layer: nothing to run, and no "no such store"
+    assert (abhome / "evidence").is_dir() and "no such evidence store" not in done.stderr
