@@ -221,7 +221,7 @@ def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None
     if not built.decision.allowed:
         store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
         store.reap()
-        shown = _with_remedies(built).message(lead="agent-box: ")
+        shown = with_remedies(built).message(lead="agent-box: ")
         run_id = store.refuse({**built.fields, "harness_args": extra}, shown.removeprefix("agent-box: "))
         store.close()
         print(f"{shown}\n(run {run_id} recorded as refused: agent-box runs show {run_id})", file=sys.stderr)
@@ -240,7 +240,7 @@ def launch(profile_arg: str, cwd: str, extra: list[str], *, evidence: str | None
     return execute(entry, extra)
 
 
-def _with_remedies(built: Built) -> Decision:
+def with_remedies(built: Built) -> Decision:
     """The refused decision with what its message offers besides the evidence command: the items' YAML to make
     them advisory, the harness versions on which the evidence proves them, and whether the harness can be
     driven in the launch's mode at all. Only a refusal reads every build's evidence for that."""

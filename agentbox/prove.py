@@ -151,11 +151,11 @@ def _start_refusal(built: Built) -> str | None:
 
 
 def _report(built: Built, profile: str, cwd: str, mode: str, passes: list[Pass], as_json: bool) -> int:
-    from .launch_plan import _with_remedies
+    from .launch_plan import with_remedies
 
     decision = built.decision
     launcher = "agent-box acp" if mode == "acp" else "agent-box launch"  # (headless: no launcher, said below)
-    refusal = None if decision.allowed else _with_remedies(built).message(lead="agent-box: ")
+    refusal = None if decision.allowed else with_remedies(built).message(lead="agent-box: ")
     at_start = _start_refusal(built) if decision.allowed and mode != "headless" else None
     if as_json:
         print(json.dumps({

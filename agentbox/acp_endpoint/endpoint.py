@@ -113,7 +113,7 @@ def _decide(profile: str, cwd: str, evidence: str | None, accept_unverified: tup
 
     from ..acp import acp_entry
     from ..hot import agentbox_home, stat_key
-    from ..launch_plan import trusted
+    from ..launch_plan import trusted, with_remedies
     from ..runs import RunStore
     from .gate import answer_with_error, prepare, refusal_data
     from .relay import REFUSED, refused
@@ -129,7 +129,8 @@ def _decide(profile: str, cwd: str, evidence: str | None, accept_unverified: tup
     if not built.decision.allowed:
         store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
         store.reap()
-        message = built.decision.message()
+        # the refusal offers what launch's does, `agent-box prove ... --mode acp` among it
+        message = with_remedies(built).message()
         run_id = store.refuse({**built.fields, "mode": "acp", "harness_args": ready.argv}, message)
         store.close()
         note(f"{message}\n(run {run_id} recorded as refused: agent-box runs show {run_id})")

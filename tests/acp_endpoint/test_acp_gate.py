@@ -56,6 +56,9 @@ def test_a_refused_profile_is_an_error_at_initialize_naming_the_items_then_exit_
     assert error.code == -32003 and "refusing to launch" in str(error)
     items = {i["item"]: i for i in error.data["items"]}
     assert {"shell"} <= set(items) and items["shell"]["claim"] == "unverified"
+    # what settles it: `agent-box prove` of this profile in the endpoint's mode
+    assert f"agent-box prove {profile} --cwd {place.ws}" in " ".join(str(error).replace(" \\\n", " ").split())
+    assert "--mode acp" in str(error)
     (run,) = runs(place)
     assert (run["status"], run["mode"], run["id"]) == ("refused", "acp", error.data["run"])
     assert run["cleanup"] == "nothing was written" and not (place.ws / ".agentbox").exists()
