@@ -92,6 +92,7 @@ def test_a_first_canary_reverifies_both_versions_and_diffs_the_new_one_against_t
     # ... and every layer under the claims, vector by vector (a harness layer may weaken while a claim holds).
     assert {c["layer"] for c in new["layer_changes"]} == {"harness", "composed"}
     assert f"vs {OLD}:" in done.stdout
+    assert "not the package's: what it verifies is not what the launch gate reads" in done.stdout  # a subset
     assert "canary: passed" in done.stdout
 
 

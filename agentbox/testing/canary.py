@@ -137,7 +137,17 @@ class CanaryPlugin:
                  for b in self.builds]
         lines += [f"agentbox canary: {s.subject} (sandbox alone): "
                   + ("reusing current evidence" if s.current else f"re-verifying ({s.reason})") for s in self.sandbox]
-        return lines
+        return [*lines, *self._catalogue_note()]
+
+    def _catalogue_note(self) -> list[str]:
+        """A catalogue other than the package's is said: its claims are not the ones the launch gate reads."""
+        from ..claims import default_catalogue_dir
+
+        if self.session.catalogue_dir.resolve() == default_catalogue_dir().resolve():
+            return []
+        digest = self.session.catalogue().digest[:12]
+        return [f"agentbox canary: catalogue {self.session.catalogue_dir} (digest {digest}), not the package's: "
+                "what it verifies is not what the launch gate reads"]
 
     # -- selecting (controller and workers alike) -------------------------------------------------
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -226,6 +236,6 @@ class CanaryPlugin:
             return
         if self.report is None:
             return
-        for line in self.report.summary_lines():
+        for line in [*self._catalogue_note(), *self.report.summary_lines()]:
             terminalreporter.write_line(line)
         terminalreporter.write_line(f"report: {self.report_path}")
