@@ -62,19 +62,22 @@ def _settleable(decision: Decision, known: set[str]) -> list[str]:
     return list(dict.fromkeys(caps))
 
 
-def _workers() -> list[str]:
-    if importlib.util.find_spec("xdist") is None:
+def _workers(workers: int | None) -> list[str]:
+    """xdist on every core this process may use, unless told how many (1: no xdist)."""
+    count = workers or max(1, len(os.sched_getaffinity(0)))
+    if count == 1 or importlib.util.find_spec("xdist") is None:
         return []
-    return ["-n", str(max(1, len(os.sched_getaffinity(0))))]
+    return ["-n", str(count)]
 
 
-def _run(built: Built, store: str, mode: str, capabilities: list[str], timeout: float | None, json_out: bool) -> Pass:
+def _run(built: Built, store: str, mode: str, capabilities: list[str], timeout: float | None, json_out: bool,
+         workers: int | None = None) -> Pass:
     from .testing import hermetic
 
     probe = built.probe
     options = ["-p", "no:randomly", f"--agentbox-harness={probe.harness}@{probe.version}",
                "--agentbox-require-harnesses", f"--agentbox-evidence-dir={store}", f"--agentbox-mode={mode}",
-               *(f"--agentbox-capability={c}" for c in capabilities), *_workers()]
+               *(f"--agentbox-capability={c}" for c in capabilities), *_workers(workers)]
     if timeout is not None:
         options.append(f"--agentbox-timeout={timeout}")
     print(f"prove: {mode} runs of {', '.join(capabilities)} on {probe.harness} {probe.version}",
@@ -87,7 +90,7 @@ def _run(built: Built, store: str, mode: str, capabilities: list[str], timeout: 
 
 
 def prove(profile: str, cwd: str, *, evidence: str | None = None, mode: str = LAUNCH_MODE, again: bool = False,
-          timeout: float | None = None, as_json: bool = False) -> int:
+          timeout: float | None = None, as_json: bool = False, workers: int | None = None) -> int:
     """0 when the launch in `mode` would pass afterwards, 3 when its gate would still refuse (the refusal printed),
     4 when the gate would pass and the run's start refuse (what the launch reads back is inside what it can write)."""
     from .home import evidence_store
@@ -113,12 +116,12 @@ def prove(profile: str, cwd: str, *, evidence: str | None = None, mode: str = LA
     else:
         first = _settleable(built.decision, known)
     if first:
-        passes.append(_run(built, store, "headless", first, timeout, as_json))
+        passes.append(_run(built, store, "headless", first, timeout, as_json, workers))
     if mode != "headless":
         built = _decide(profile, cwd, store, mode)
         second = first if again else _settleable(built.decision, known)
         if second:
-            passes.append(_run(built, store, mode, second, timeout, as_json) if _drivable(built, mode)
+            passes.append(_run(built, store, mode, second, timeout, as_json, workers) if _drivable(built, mode)
                           else Pass(mode, second))
     built = _decide(profile, cwd, store, mode)
     return _report(built, profile, cwd, mode, passes, as_json)

@@ -26,7 +26,7 @@ import pytest
 
 from agentbox.claims import default_catalogue_dir
 from agentbox.testing.evidence_writer import hand_over
-from synthetic_evidence import proving_records
+from synthetic_evidence import posing_as_observed, proving_records
 from agentbox.vectors import load_catalogue
 
 VECTORS = [r.vector_id for r in proving_records(load_catalogue(default_catalogue_dir()), "codex", "0.171.0",
@@ -36,8 +36,9 @@ VECTORS = [r.vector_id for r in proving_records(load_catalogue(default_catalogue
 @pytest.mark.parametrize("vector", VECTORS)
 def test_vector(request, scripted_model, vector):
     urllib.request.urlopen(scripted_model.base_url + "/v1/models", timeout=10).read()
-    records = proving_records(load_catalogue(default_catalogue_dir()), "codex", "0.171.0", "0" * 64,
-                              ["workspace.read_only"])
+    # a stand-in for a vector run: the claims table counts observed records only
+    records = posing_as_observed(proving_records(load_catalogue(default_catalogue_dir()), "codex", "0.171.0",
+                                                 "0" * 64, ["workspace.read_only"]))
     hand_over(request.node, next(r for r in records if r.vector_id == vector))
 
 

@@ -103,3 +103,16 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path, record):
     proc.stdout.close()  # as `| head -1` does
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141 and "Traceback" not in err
+
+
+def test_claims_never_count_records_made_up_for_tests(abhome, tmp_path, capsys):
+    from agentbox.claims import default_catalogue_dir
+    from agentbox.evidence import append
+    from agentbox.vectors import load_catalogue
+    from synthetic_evidence import proving_records
+
+    store = tmp_path / "ev"
+    append(store, proving_records(load_catalogue(default_catalogue_dir()), "codex", "0.171.0", "0" * 64,
+                                  ["workspace.read_only"]))
+    assert main(["evidence", "claims", "--evidence", str(store)]) == 0
+    assert "exact" not in capsys.readouterr().out

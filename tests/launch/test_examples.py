@@ -66,7 +66,9 @@ def test_prove_of_each_example_profile_makes_its_launch_pass_the_gate_with_no_ot
     project = tmp_path / "project"  # beside AGENTBOX_HOME, which a read_write run must not be able to write
     project.mkdir()
     store = tmp_path / "ev"
-    proved = cli("prove", path, "--cwd", project, "--evidence", store, "--json", env=env, timeout=3600)
+    # one harness run at a time, each with room to spare: this test shares the machine with the rest of the suite
+    proved = cli("prove", path, "--cwd", project, "--evidence", store, "--json", "--workers", "1", "--timeout", "300",
+                 env=env, timeout=3600)
     assert proved.returncode == 0, proved.stdout[-3000:] + proved.stderr[-6000:]
     assert json.loads(proved.stdout)["launch"] == {"allowed": True, "refusal": None}
     done = cli("launch", path, "--cwd", project, "--evidence", store, "--", "--version", env=env)

@@ -15,7 +15,7 @@ def test_prove_runs_the_refused_items_vectors_headless_then_in_the_tui_and_the_l
         tmp_path, ws, real_codex):
     profile = write_profile(tmp_path, SHELL_DENY)
     store = tmp_path / "ev"  # prove makes the store it is the first to write
-    done = cli("prove", profile, "--cwd", ws, "--evidence", store, "--json", timeout=900)
+    done = cli("prove", profile, "--cwd", ws, "--evidence", store, "--json", "--timeout", "300", timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     answer = json.loads(done.stdout)  # pytest's progress went to stderr
     assert [(p["mode"], p["capabilities"], p["exit_status"]) for p in answer["passes"]] == [
