@@ -21,9 +21,9 @@ pytest_plugins = ["agentbox.testing.fixtures"]
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbox", "Agent-Box conformance")
     group.addoption("--agentbox-suite", action="store_true",
-                    help="collect the suite that ships with the package (compile goldens, launch and ACP smokes, "
-                         "the escape vectors), in any folder; with no paths given, only it (implied by "
-                         "--agentbox-canary)")
+                    help="run the suite that ships with the package (compile goldens, launch and ACP smokes, "
+                         "the escape vectors), in any folder, in a child process apart from the project (its own "
+                         "test paths are left out; implied by --agentbox-canary)")
     group.addoption("--agentbox-capability", action="append", default=[], metavar="CAPABILITY",
                     help="run only the escape vectors of this capability (e.g. workspace.read_only); repeatable; "
                          "the evidence still counts toward the whole catalogue's claims")
@@ -82,30 +82,13 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         return None
     given = list(config.args) if config.args_source == pytest.Config.ArgsSource.ARGS else []
     options = [a for a in config.invocation_params.args if a not in given]
-    paths = [p for p in (_suite_path(config, a) for a in given) if p]
-    left = [a for a in given if not _suite_path(config, a)]
+    spelled = {a: _suite_path(config, a) for a in given}
+    paths = [p for p in spelled.values() if p]
+    left = [a for a, p in spelled.items() if p is None]
     if left:
         print(f"agentbox: the suite runs apart from this project; left out: {' '.join(left)} (a project's own "
               f"tests say nothing about a harness)", flush=True)
     return hermetic.run(options, paths, cwd=str(config.invocation_params.dir))
-
-
-def _covers(config: pytest.Config, arg: str) -> bool:
-    """Whether a path argument already collects the packaged suite (or a part of it): it is not added again."""
-    path = (config.invocation_params.dir / arg.split("::")[0]).resolve()
-    return path == SUITE_DIR or SUITE_DIR in path.parents or path in SUITE_DIR.parents
-
-
-def _collect_suite(config: pytest.Config) -> None:
-    """Adds the packaged suite to what pytest collects. With no paths on the command line the suite alone is
-    collected: a project's own tests say nothing about a harness (and must not fail the canary by failing to
-    import). xdist workers get the controller's arguments, which already hold it."""
-    if not (config.getoption("--agentbox-suite") or config.getoption("--agentbox-canary")):
-        return
-    if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args[:] = [str(SUITE_DIR)]
-    elif not any(_covers(config, arg) for arg in config.args):
-        config.args.append(str(SUITE_DIR))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
@@ -118,7 +101,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Mod
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _collect_suite(config)
     for marker in (
         "agentbox_capability(item, value=None): the intent capability a test proves",
         "negative: an escape vector that must be blocked",

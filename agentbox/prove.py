@@ -120,10 +120,14 @@ def prove(profile: str, cwd: str, *, evidence: str | None = None, mode: str = LA
     if mode != "headless":
         built = _decide(profile, cwd, store, mode)
         second = first if again else _settleable(built.decision, known)
-        if second:
-            passes.append(_run(built, store, mode, second, timeout, as_json, workers) if _drivable(built, mode)
-                          else Pass(mode, second))
-    built = _decide(profile, cwd, store, mode)
+        if second and _drivable(built, mode):
+            passes.append(_run(built, store, mode, second, timeout, as_json, workers))
+            built = _decide(profile, cwd, store, mode)
+        elif second:
+            passes.append(Pass(mode, second))
+    elif first:
+        built = _decide(profile, cwd, store, mode)
+    # (the gate is asked again only after a pass recorded something: each ask probes and compiles afresh)
     return _report(built, profile, cwd, mode, passes, as_json)
 
 
