@@ -141,7 +141,7 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
     started = None
     try:
         profile = req.loaded.profile
-        asked = for_profile(profile).compile_args()
+        asked = for_profile(profile, home=req.home).compile_args()
         if req.layer == "composed":
             plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
                                 ro_binds=req.ro_binds, rw_binds=req.rw_binds, **asked)

@@ -138,6 +138,9 @@ class Setup(_Strict):
     dirs: tuple[str, ...] = ()  # folders created before the run
     env: dict[str, str] = Field(default_factory=dict)  # host environment the run starts from
     mcp: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # canary servers: name -> () (all tools)
+    # canary server -> a file whose first line the server names a tool after when it starts (a hostile server that
+    # carries what it can read out in its tool names, which the MCP inventory hands to the compile)
+    mcp_tool_from: dict[str, str] = Field(default_factory=dict)
     # the harness is given a model name outside its catalog (a harness that defers some tools behind a search
     # tool for catalog models, as Codex does MCP tools, then offers every tool in the request itself)
     uncatalogued_model: bool = False
@@ -206,7 +209,8 @@ class Control(_Strict):
     # to the client without holding the run's processes still.
     weaken: tuple[Literal["privilege", "host_sockets", "process", "project_config", "backings", "policy_files",
                           "root_writable", "host_tmp", "host_home", "abstract_sockets", "acp_meta", "acp_hold",
-                          "credentials", "proc_writable", "relay_writable", "unix_sockets", "trusted_state"],
+                          "credentials", "proc_writable", "relay_writable", "unix_sockets", "trusted_state",
+                          "state_visible"],
                   ...] = ()
     harness_intent: dict[str, Any] | None = None  # the harness layer's control intent, when it differs
     # `host`: the harness layer's control runs on the host, for a protection of the harness's own that no

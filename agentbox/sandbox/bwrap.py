@@ -346,8 +346,9 @@ def _host_executed_mechanism(req: RuntimeRequirements) -> str:
     if req.host_executed == "writable":
         return "none (the profile lets the run write them)"
     freed = f"; writable by the profile's name: {', '.join(req.host_writable)}" if req.host_writable else ""
-    return ("at each start, --ro-bind over each host-executed path of the workspace, --bind over the folders above "
-            f"a nested one, an empty read-only placeholder where one is absent at the root{freed}")
+    return ("at each start, --ro-bind over each host-executed path of the workspace and each folder of the "
+            "launcher's PATH in it, --bind over the folders above a nested one, an empty read-only placeholder where "
+            f"one is absent at the root; a relative PATH entry refuses the run{freed}")
 
 
 _HOST_EXECUTED = Path(__file__).parent.parent / "data" / "host_executed.yaml"

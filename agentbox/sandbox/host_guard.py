@@ -189,7 +189,47 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
             for name, kind in sorted(wanted.items()):
                 if name not in entries and not _opted_out(os.path.relpath(os.path.join(folder, name), ws), writable):
                     absent.append((os.path.join(folder, name), kind, files.get(name) or ""))
+    for folder, there in _path_folders(ws, spec.get("path"), writable):
+        if there:
+            existing[folder] = "directory"
+        elif not any(a[0] == folder for a in absent):
+            absent.append((folder, "directory", ""))
     return sorted(existing.items()), absent
+
+
+def _path_folders(ws: str, path: str | None, writable: set[str]) -> list[tuple[str, bool]]:
+    """The folders of the launcher's PATH that lie in the workspace, each with whether it exists (an absent one
+    is held at its first missing folder, so the run cannot make it): a program the run left there would run on
+    the host in place of the one the user meant (`git`, `ls`) at the next command a shell there resolves. A
+    relative entry (".", an empty one) makes every folder such a place, and the workspace root cannot be held in a
+    writable run: both are refused."""
+    out: list[tuple[str, bool]] = []
+    for entry in (path or "").split(os.pathsep) if path is not None else ():
+        if not entry or not os.path.isabs(entry):
+            raise SandboxError(
+                f"PATH holds the relative entry {entry!r} (sandbox layer): a host shell then runs programs from "
+                "whatever folder it is in, so a program this run writes in the workspace would run on the host in "
+                "place of the one meant; remove the entry from PATH, or let the run write what the host executes "
+                "(host_executed: writable)")
+        spelled, real = os.path.abspath(entry), os.path.realpath(entry)
+        if is_within(spelled, ws):
+            _no_link_on_the_way(ws, spelled)
+        if not is_within(real, ws):
+            continue
+        if real == ws:
+            raise SandboxError(
+                f"PATH holds the workspace {ws} itself (sandbox layer): every program this run writes at its root "
+                "would run on the host in place of the one meant, and a writable workspace cannot be held whole; "
+                "remove it from PATH, or set host_executed: writable")
+        if _opted_out(os.path.relpath(real, ws), writable):
+            continue
+        first = real
+        while not os.path.lexists(os.path.dirname(first)):
+            first = os.path.dirname(first)
+        if os.path.lexists(first) and not os.path.isdir(first):
+            continue  # a file where the folder would be: nothing can be created below it
+        out.append((first, os.path.lexists(first)))
+    return out
 
 
 def _gitfile_target(path: str) -> str | None:
@@ -260,7 +300,9 @@ class Guard:
     held for an instant. The run that ends last (it gets the `alive` lock alone) removes the placeholders. An
     earlier one must not: removing a mount point on the host takes the mount away inside every other run too."""
 
-    def __init__(self, spec: dict, argv: list[str], run_dir: str, state_home: str):
+    def __init__(self, spec: dict, argv: list[str], run_dir: str, state_home: str, path: str | None = None):
+        """`path`: the launcher's PATH (its folders in the workspace are held too)."""
+        spec = {**spec, "path": path}
         key = hashlib.sha256(spec["workspace"].encode()).hexdigest()[:24]
         folder = os.path.join(state_home, "guards")
         os.makedirs(folder, mode=0o700, exist_ok=True)

@@ -21,7 +21,7 @@ import time
 from ..hot import which
 
 __all__ = ["MARKER", "RUN_DIR", "entry_from_plan", "writable_sources", "state_home", "refuse_writable_state", "make_backing", "write_config", "materialize", "environment",
-           "sandbox_argv", "marked", "kill_marked", "run_attached", "cleanup", "python_for_sandbox"]
+           "sandbox_argv", "hide_state", "marked", "kill_marked", "run_attached", "cleanup", "python_for_sandbox"]
 
 MARKER = "AGENTBOX_RUN_ID"
 KEPT_PLACEHOLDERS = "kept the host-executed placeholders a host program wrote while the run lasted"
@@ -218,11 +218,16 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LANDLOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock_scope.py")
 
 
-def sandbox_argv(entry: dict, run_dir: str, seccomp_fd: int | None = None, guard: list[str] = ()) -> list[str]:
+def sandbox_argv(entry: dict, run_dir: str, seccomp_fd: int | None = None, guard: list[str] = (),
+                 state: str | None = None) -> list[str]:
     """`guard`: the options holding the workspace's host-executed paths (host_guard), mounted after every
-    other: over the workspace's own bind, never under it."""
+    other: over the workspace's own bind, never under it. `state`: the launcher's AGENTBOX_HOME, hidden."""
     argv = [a.replace(RUN_DIR, run_dir) for a in entry["argv"]]
     argv[0] = which("bwrap") or argv[0]
+    if state is not None and not entry.get("state_visible"):
+        hide = hide_state(argv, state)
+        at = _after_private_tmp(argv)
+        argv[at:at] = hide
     if guard:
         at = argv.index("--chdir") if "--chdir" in argv else len(argv)
         argv[at:at] = guard
@@ -232,6 +237,37 @@ def sandbox_argv(entry: dict, run_dir: str, seccomp_fd: int | None = None, guard
         # bubblewrap starts inside the scope, so everything it starts is in it too
         argv = [sys.executable or python_for_sandbox(), "-I", "-S", _LANDLOCK, *argv]
     return argv
+
+
+def hide_state(argv: list[str], state: str) -> list[str]:
+    """The options that keep AGENTBOX_HOME out of the run's sight wherever it lies (its home visible, or a folder
+    such as /var/lib/agentbox): the host is read-only inside, but readable, and what Agent-Box keeps there is no
+    run's to read (every profile's kept answers, the evidence and run records of other runs, the caches). Only its
+    harness installs come back, read-only: the harness runs from there. Nothing when a private mount (the run's
+    /tmp, a hidden home) already covers it, or when it does not exist yet (bubblewrap could not mount over it on
+    the read-only root)."""
+    real = os.path.realpath(state)
+    if real == "/" or not os.path.isdir(real):
+        return []
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--tmpfs" and _within(real, argv[i + 1]):
+            return []
+    out = ["--tmpfs", real]
+    harnesses = os.path.join(real, "harnesses")
+    if os.path.isdir(harnesses):
+        out += ["--ro-bind", harnesses, harnesses]
+    return out
+
+
+def _after_private_tmp(argv: list[str]) -> int:
+    """Where the state's mounts go: right after the private /tmp, before every bind a plan names (which may lie
+    inside AGENTBOX_HOME and must stay in view)."""
+    for i in range(len(argv) - 1):
+        if argv[i:i + 2] == ["--tmpfs", "/tmp"]:
+            return i + 2
+        if argv[i:i + 3] == ["--bind", "/tmp", "/tmp"]:
+            return i + 3
+    return min(len(argv), 4)
 
 
 def python_for_sandbox() -> str:

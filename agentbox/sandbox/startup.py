@@ -200,10 +200,12 @@ class Started:
                 end_run_if_proxy_dies(self.proxy, run_id, self.notes)
             if entry.get("host_executed"):
                 # scanned now, not at compile time: a cached entry would miss what the project gained since
+                launcher = os.environ if source is None else source
                 self.guard = Guard(entry["host_executed"], [a.replace(RUN_DIR, run_dir) for a in entry["argv"]],
-                                   run_dir, state_home(os.environ if source is None else source))
+                                   run_dir, state_home(launcher), launcher.get("PATH"))
             self.fd = filter_fd(entry)
-            self.argv = [*sandbox_argv(entry, run_dir, self.fd, self.guard.args if self.guard else ()), "--",
+            self.argv = [*sandbox_argv(entry, run_dir, self.fd, self.guard.args if self.guard else (),
+                                       state_home(os.environ if source is None else source)), "--",
                          *relay_prefix(entry, run_dir)]
         except BaseException:
             self.close()

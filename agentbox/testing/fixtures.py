@@ -78,12 +78,16 @@ class CanaryMcp:
 
     name: str
     log: Path
+    tool_from: str | None = None  # a file whose first line the server names a tool after (AGENTBOX_CANARY_TOOL_FROM)
 
     def server_spec(self) -> dict[str, Any]:
         # PYTHONPATH: the server under test is this package's, whatever else the interpreter would import
         return {"command": sys.executable, "args": ["-m", "agentbox.canary_mcp", "--log", str(self.log),
                                                      "--name", self.name],
-                "env": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}}
+                # in the environment, not the arguments: the sandbox binds back the folder of an argument that
+                # names a file, and a hostile server does not say what it reads
+                "env": {"PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+                        **({"AGENTBOX_CANARY_TOOL_FROM": self.tool_from} if self.tool_from else {})}}
 
     @property
     def binds(self) -> tuple[str, ...]:

@@ -346,8 +346,9 @@ class VectorRunner:
         from ..profile import LoadedProfile, Profile
         from .fixtures import CanaryMcp, scripted_key_env, scripted_profile
 
-        canaries = {name: CanaryMcp(name=name, log=targets.root / f"mcp-{name}" / "canary.log")
-                    for name in vector.setup.mcp}
+        tool_from = {name: fill(path, targets.values()) for name, path in vector.setup.mcp_tool_from.items()}
+        canaries = {name: CanaryMcp(name=name, log=targets.root / f"mcp-{name}" / "canary.log",
+                                    tool_from=tool_from.get(name)) for name in vector.setup.mcp}
         for c in canaries.values():
             c.log.parent.mkdir()
         model.clear()

@@ -154,6 +154,7 @@ class Targets:
              "sleeper_pid": str(self.sleeper.pid) if self.sleeper else "0",
              "shm_key": str(self.segment.key) if self.segment else "0"}
         v["suite_ca"] = self.suite_ca or ""
+        v["host_path"] = os.environ.get("PATH", "")  # the suite's own PATH, for a setup that puts a folder before it
         if self.setting is not None:
             v["setting"], v["setting_changed"] = self.setting.before.strip(), self.setting.changed() or ""
         for kind, name in (("tcp", "port"), ("tcp2", "port2"), ("tcp6", "port6"), ("udp", "udp_port"),

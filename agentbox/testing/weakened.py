@@ -20,7 +20,8 @@ taken out, and must then see the side effect. A vector's control names what it r
 - `proc_writable`: /proc as bubblewrap mounts it, writable (host sysctls, other processes' memory by uid);
 - `relay_writable`: the run's relay folder bound writable (its socket paths replaceable);
 - `unix_sockets`: new unix sockets allowed (no seccomp rule refusing them);
-- `trusted_state`: a run is not refused when it could write Agent-Box's own state (AGENTBOX_HOME, its run folder).
+- `trusted_state`: a run is not refused when it could write Agent-Box's own state (AGENTBOX_HOME, its run folder);
+- `state_visible`: AGENTBOX_HOME is not hidden from the run (the host's read-only view of it stays).
 
 Test code only: nothing outside the conformance suite imports it, and `agent-box` has no spelling for it.
 
@@ -119,6 +120,10 @@ def _trusting_writable_state(entry: dict) -> dict:
     return {**entry, "trust_writable_state": True}
 
 
+def _with_state_in_view(entry: dict) -> dict:
+    return {**entry, "state_visible": True}
+
+
 def _with_real_credentials(entry: dict) -> dict:
     names = {c["variable"] for c in entry.get("credentials", ())}
     return {**entry, "credentials": [], "env_allow": sorted(set(entry["env_allow"]) | names)}
@@ -131,7 +136,8 @@ MUTATIONS: dict[str, Callable[[dict], dict]] = {
     "host_tmp": _single("no-private-tmp"), "host_home": _with_host_home,
     "abstract_sockets": _single("no-abstract-scope"), "credentials": _with_real_credentials,
     "proc_writable": _single("writable-proc"), "relay_writable": _single("writable-relay"),
-    "unix_sockets": _with_unix_sockets, "trusted_state": _trusting_writable_state}
+    "unix_sockets": _with_unix_sockets, "trusted_state": _trusting_writable_state,
+    "state_visible": _with_state_in_view}
 
 
 # -- single protections, for the mutation check -----------------------------------------------------------
@@ -168,6 +174,7 @@ NO_SECCOMP = "no-seccomp"  # the denylist (and the unix-socket filter) not insta
 NO_SCOPE = "no-abstract-scope"  # the Landlock scope over abstract unix sockets not applied
 NO_STATE_CHECK = "no-state-check"  # a run that could write Agent-Box's own state is not refused
 NO_HOST_GUARD = "no-host-guard"  # the workspace's host-executed paths not held (agentbox.sandbox.host_guard)
+NO_HIDDEN_STATE = "no-hidden-state"  # AGENTBOX_HOME left in the run's (read-only) view
 
 
 def _matches(group: list[str], pattern: tuple[str, ...], ws: str, home: str) -> bool:
@@ -188,6 +195,8 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
         return _trusting_writable_state(entry)
     if name == NO_HOST_GUARD:
         return _without_host_guard(entry) if entry.get("host_executed") else None
+    if name == NO_HIDDEN_STATE:
+        return _with_state_in_view(entry)
     if name in _TOGETHER:
         first, (pattern, how) = _TOGETHER[name]
         entry = mutate(entry, first, ws, home) or entry
@@ -202,7 +211,7 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
 
 
 def mutation_names() -> list[str]:
-    return [*SINGLE, *_TOGETHER, NO_SECCOMP, NO_SCOPE, NO_STATE_CHECK, NO_HOST_GUARD]
+    return [*SINGLE, *_TOGETHER, NO_SECCOMP, NO_SCOPE, NO_STATE_CHECK, NO_HOST_GUARD, NO_HIDDEN_STATE]
 
 
 def weaken(entry: dict, names: Iterable[str]) -> dict:

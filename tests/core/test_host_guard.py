@@ -244,3 +244,40 @@ def test_a_blank_backing_without_a_record_is_taken_as_agentbox_made_it(tmp_path)
     backing.write_text('{"mcpServers": {}}')  # as an earlier Agent-Box, without digests, made it
     make_backing(str(backing), "file", '{"mcpServers": {}}', home=str(tmp_path / "home"))
     assert status(str(backing), str(tmp_path / "home")) == "written by Agent-Box"
+
+
+def test_a_folder_of_the_launchers_path_in_the_workspace_is_held_and_an_absent_one_at_its_first_missing_folder(ws):
+    (ws / "bin").mkdir()
+    found, absent = scan({**spec(ws), "path": f"{ws}/bin:{ws}/tools/bin:/usr/bin"})
+    assert (str(ws / "bin"), "directory") in found
+    assert (str(ws / "tools"), "directory", "") in absent  # so the run cannot make tools/bin either
+    assert not any(p.startswith("/usr") for p, _ in found)
+
+
+def test_a_relative_path_entry_or_the_workspace_itself_on_path_refuses_the_run(ws):
+    for path in (f"/usr/bin:.", "/usr/bin:", f"bin:/usr/bin", str(ws)):
+        with pytest.raises(SandboxError, match="PATH holds"):
+            scan({**spec(ws), "path": path})
+
+
+def test_a_path_folder_the_profile_frees_by_name_stays_writable(ws):
+    (ws / "bin").mkdir()
+    found, _ = scan({**spec(ws, writable=["bin"]), "path": f"{ws}/bin"})
+    assert (str(ws / "bin"), "directory") not in found
+
+
+def test_a_path_folder_reached_through_a_link_in_the_workspace_is_refused(ws):
+    (ws / "real").mkdir()
+    (ws / "bin").symlink_to(ws / "real")
+    with pytest.raises(SandboxError, match="symbolic link"):
+        scan({**spec(ws), "path": f"{ws}/bin"})
+
+
+@needs_bwrap
+def test_a_program_written_to_a_path_folder_in_the_workspace_is_refused_and_the_rest_stays_writable(
+        tmp_path, env, ws):
+    (ws / "bin").mkdir()
+    done = sandbox_run({**env, "PATH": f"{ws}/bin:{env['PATH']}"}, profile(tmp_path), ws,
+                       "echo x > bin/git; mkdir -p tools/bin; touch ok")
+    assert "Read-only file system" in done.stderr
+    assert not (ws / "bin" / "git").exists() and (ws / "ok").exists()

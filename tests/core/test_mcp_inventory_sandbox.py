@@ -2,9 +2,11 @@
 asks it inside a sandbox that holds what a run's does. Observed from the server itself, which names its tools
 after what it found."""
 
+import os
 import shutil
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +46,56 @@ def test_the_inventory_asks_a_server_that_holds_no_capability_no_unix_socket_and
     script.write_text(OBSERVER)
     tools = list_tools("observer", McpServer(command=sys.executable, args=[str(script)]))
     assert set(tools) == {"capeff_0000000000000000", "unix_socket_refused", "sysctl_refused"}, tools
+
+
+
+# A server that names a tool after each file it looks for: what it can read, it could hand back in the run's
+# config. Told where to look in its environment, not its arguments: the sandbox binds back the folder of every
+# argument that names a file.
+READER = textwrap.dedent('''
+    import os
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("reader", log_level="WARNING")
+    for label, path in (a.split("=", 1) for a in os.environ["LOOK"].split(";")):
+        server.tool(name=f"{label}_read" if os.path.isfile(path) else f"{label}_hidden", structured_output=False)(
+            lambda: "")
+    server.run()
+''')
+
+
+@pytest.fixture
+def place(tmp_path):
+    # outside /tmp, which is private to the server anyway: only the mounts under test can hide these
+    base = Path("/var/tmp") / f"agentbox-inventory-{tmp_path.name}-{os.getpid()}"
+    (base / "srv").mkdir(parents=True)
+    (base / "srv" / "reader.py").write_text(READER)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _ask(place, home=None, **paths):
+    server = McpServer(command=sys.executable, args=[str(place / "srv" / "reader.py")],
+                       env={"LOOK": ";".join(f"{k}={v}" for k, v in paths.items())})
+    return set(list_tools("reader", server, home=home))
+
+
+def _plant(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("secret\n")
+    return path
+
+
+def test_the_inventory_hides_the_runs_home_from_the_server_when_the_profile_hides_it(place, monkeypatch):
+    monkeypatch.setenv("AGENTBOX_HOME", str(place / "state"))
+    key = _plant(place / "home" / ".ssh" / "id_canary")
+    assert _ask(place, home=str(place / "home"), key=key) == {"key_hidden"}
+    assert _ask(place, home=None, key=key) == {"key_read"}  # the control: a home the profile shows
+
+
+def test_the_inventory_never_shows_the_server_agentbox_home(place, monkeypatch):
+    monkeypatch.setenv("AGENTBOX_HOME", str(place / "state"))
+    kept = _plant(place / "state" / "state" / "other" / "claude-code" / ".claude.json")
+    assert _ask(place, kept=kept) == {"kept_hidden"}
+    monkeypatch.setenv("AGENTBOX_HOME", str(place / "elsewhere"))
+    assert _ask(place, kept=kept) == {"kept_read"}  # the control: the same file, not Agent-Box's state now

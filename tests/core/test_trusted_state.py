@@ -122,3 +122,53 @@ def test_a_bubblewrap_found_inside_the_writable_workspace_is_refused(tmp_path, e
 def sandbox_run_with(env, prof, ws, options, *cmd):
     return subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws), *options,
                            "--", *cmd], env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def state(tmp_path):
+    """An AGENTBOX_HOME outside /tmp (which every run replaces with its own anyway), as /var/lib/agentbox would be."""
+    path = os.path.join("/var/tmp", f"agentbox-state-{tmp_path.name}-{os.getpid()}")
+    os.makedirs(os.path.join(path, "state", "other", "codex"))
+    with open(os.path.join(path, "state", "other", "codex", "auth.json"), "w") as f:
+        f.write("kept-login\n")
+    os.makedirs(os.path.join(path, "harnesses", "tool", "bin"))
+    with open(os.path.join(path, "harnesses", "tool", "bin", "tool"), "w") as f:
+        f.write("#!/bin/sh\necho the harness runs\n")
+    os.chmod(os.path.join(path, "harnesses", "tool", "bin", "tool"), 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+VISIBLE = RW + "  host_home: visible\n"
+
+
+@needs_bwrap
+def test_what_agentbox_keeps_is_hidden_from_the_run_but_its_harness_installs_still_run(tmp_path, env, ws, state):
+    run = {**env, "AGENTBOX_HOME": state}
+    done = sandbox_run(run, profile(tmp_path, VISIBLE), ws, "sh", "-c",
+                       f"cat {state}/state/other/codex/auth.json; ls -A {state}; {state}/harnesses/tool/bin/tool")
+    assert "kept-login" not in done.stdout
+    assert done.stdout.split("\n")[0] == "harnesses"  # nothing else of it is there
+    assert "the harness runs" in done.stdout, done.stderr
+
+
+@needs_bwrap
+def test_without_the_hiding_the_same_read_sees_the_kept_answers(tmp_path, env, ws, state):
+    # the control, on the same oracle: the entry's `state_visible` (the suite's weakening) leaves it in view
+    prof = profile(tmp_path, VISIBLE)
+    done = subprocess.run([sys.executable, "-m", "agentbox.testing.weakened", "--weaken", "state_visible", prof,
+                           "--cwd", str(ws), "--", "cat", f"{state}/state/other/codex/auth.json"],
+                          env={**env, "AGENTBOX_HOME": state}, capture_output=True, text=True, timeout=60)
+    assert "kept-login" in done.stdout, done.stderr
+
+
+def test_the_state_mounts_go_before_every_bind_the_plan_names_and_only_where_nothing_covers_it(state):
+    from agentbox.sandbox.session import hide_state, sandbox_argv
+
+    entry = {"argv": ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc",
+                      "--tmpfs", "/tmp", "--ro-bind", f"{state}/harnesses/tool", f"{state}/harnesses/tool"]}
+    argv = sandbox_argv(entry, "/tmp/run", state=state)
+    assert argv[12:19] == ["--tmpfs", state, "--ro-bind", f"{state}/harnesses", f"{state}/harnesses",
+                           "--ro-bind", f"{state}/harnesses/tool"]
+    assert hide_state(["bwrap", "--tmpfs", os.path.dirname(state)], state) == []  # a hidden home covers it
+    assert hide_state(["bwrap"], "/tmp/agentbox-home-absent") == []  # nothing there to read, or to mount over
