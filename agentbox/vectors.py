@@ -154,6 +154,9 @@ class Setup(_Strict):
     # the TCP and TLS listeners answer with the request head they received (an echo service, a header-reflecting
     # page such as httpbin's /headers): what a bound host sends back of what the proxy swapped in
     reflect: bool = False
+    # a loopback port of the host that nothing listens on ({port_vacant}, reserved then let go): a local service
+    # that is down, whose port a run on a shared network can take first
+    vacant_port: bool = False
 
     @model_validator(mode="after")
     def _names_have_listeners(self) -> "Setup":
@@ -204,13 +207,14 @@ class Control(_Strict):
     # Landlock scope over the host's abstract unix sockets (agentbox.testing.weakened); `credentials` the real
     # credential values in the sandbox instead of placeholders; `proc_writable` /proc as bubblewrap mounts it
     # (writable); `relay_writable` the run's relay folder bound writable; `unix_sockets` no seccomp refusal of new
-    # unix sockets; `trusted_state` no refusal of a run that could write Agent-Box's own state.
+    # unix sockets; `trusted_state` no refusal of a run that could write Agent-Box's own state; `state_visible`
+    # AGENTBOX_HOME left in view; `loopback_listeners` the proxy sends to a loopback port whoever listens there.
     # `acp_meta`: the ACP endpoint passes a client's session `_meta` on untouched; `acp_hold`: it hands a file request
     # to the client without holding the run's processes still.
     weaken: tuple[Literal["privilege", "host_sockets", "process", "project_config", "backings", "policy_files",
                           "root_writable", "host_tmp", "host_home", "abstract_sockets", "acp_meta", "acp_hold",
                           "credentials", "proc_writable", "relay_writable", "unix_sockets", "trusted_state",
-                          "state_visible"],
+                          "state_visible", "loopback_listeners"],
                   ...] = ()
     harness_intent: dict[str, Any] | None = None  # the harness layer's control intent, when it differs
     # `host`: the harness layer's control runs on the host, for a protection of the harness's own that no

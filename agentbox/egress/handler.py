@@ -23,9 +23,11 @@ from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import hostnames
 from .bodies import copy_body
 from .decisions import DecisionLog, Exchange
 from .dial import Refused, connect, resolve
+from .listeners import foreign_listener
 from .http1 import (BadRequest, forward_head, framing, host_matches, parse_absolute, parse_request, render_request,
                     response, split_authority)
 from .policy import EgressPolicy, Endpoint
@@ -223,6 +225,11 @@ class Handler:
         reader, writer, exchange.address = await connect(addresses, port, self.limits.connect_timeout, READ_LIMIT,
                                                          tls)
         writers.append(writer)
+        if self.policy.shared_loopback and hostnames.is_loopback_name(exchange.address):
+            # before a byte (the real credential among them) goes to a port the run could have taken first
+            squatted = await asyncio.to_thread(foreign_listener, writer.get_extra_info("socket"))
+            if squatted:
+                raise Refused(403, "loopback_listener_not_host", squatted)
         exchange.decide(True, decision.reason)
         return reader, writer
 

@@ -118,6 +118,9 @@ class EgressPolicy(BaseModel):
     allow_internal_addresses: bool = False
     # every host is allowed: a shared network's proxy (unrestricted), which exists only to swap bound secrets in
     allow_all: bool = False
+    # the sandbox shares this host's loopback (a shared network): a loopback port nothing listened on may be the
+    # run's own listener, so every loopback upstream is checked to be the host's before anything is sent to it
+    shared_loopback: bool = False
 
     @field_validator("allow_domains")
     @classmethod

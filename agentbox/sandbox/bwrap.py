@@ -194,6 +194,9 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     proxy_tcp = not unshares_net(req) and any(c.hosts for c in request.credentials)
     if proxy_tcp:
         policy = (policy or EgressPolicy()).model_copy(update={"allow_all": True, "allow_internal_addresses": True})
+    if policy is not None and not unshares_net(req):
+        # the run shares the host's loopback: the proxy checks who answers there before it sends a credential
+        policy = policy.model_copy(update={"shared_loopback": True})
     relay = relay_ports(policy) if unshares_net(req) else ()
     low = [(port, name) for port, name in relay if port < 1024]
     if low:

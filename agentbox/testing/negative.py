@@ -140,6 +140,8 @@ def _inapplicable(lacks, attack: Attempt, control: Attempt) -> str:
 
 def _evidence(seen: Seen, targets: Targets):
     ports = frozenset(x.address for x in targets.listeners.values() if isinstance(x.address, int))
+    if targets.vacant_port is not None:
+        ports |= {targets.vacant_port}
     return Evidence(seen.said, seen.harness_output, seen.policy, seen.egress, ports)
 
 

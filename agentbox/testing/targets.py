@@ -146,6 +146,7 @@ class Targets:
     segment: Any = None  # a host SysV shared-memory segment holding the secret ({shm_key})
     suite_ca: str | None = None  # the suite's own CA certificate ({suite_ca}), which the "tls" listener's chains to
     setting: "HostSetting | None" = None  # a host kernel setting the attack tries to change (Setup.host_setting)
+    vacant_port: int | None = None  # a host loopback port nothing listens on (Setup.vacant_port)
 
     def values(self) -> dict[str, str]:
         v = {"loopback": LOOPBACK, "ws": str(self.ws), "home": str(self.home), "parent": str(self.ws.parent),
@@ -155,6 +156,8 @@ class Targets:
              "shm_key": str(self.segment.key) if self.segment else "0"}
         v["suite_ca"] = self.suite_ca or ""
         v["host_path"] = os.environ.get("PATH", "")  # the suite's own PATH, for a setup that puts a folder before it
+        if self.vacant_port is not None:
+            v["port_vacant"] = str(self.vacant_port)
         if self.setting is not None:
             v["setting"], v["setting_changed"] = self.setting.before.strip(), self.setting.changed() or ""
         for kind, name in (("tcp", "port"), ("tcp2", "port2"), ("tcp6", "port6"), ("udp", "udp_port"),
@@ -248,6 +251,10 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
                                            env={"PATH": os.environ.get("PATH", ""),
                                                 "AGENTBOX_SLEEPER_SECRET": targets.secret})
         _wait_for_environ(targets.sleeper.pid, targets.secret)
+    if setup.vacant_port:
+        with socket.socket() as probe:  # the kernel hands out a free port, and does not hand it out again soon
+            probe.bind(("127.0.0.1", 0))
+            targets.vacant_port = probe.getsockname()[1]
     if setup.host_setting:
         targets.setting = HostSetting(setup.host_setting)
     if setup.shm_secret:

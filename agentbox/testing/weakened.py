@@ -21,7 +21,9 @@ taken out, and must then see the side effect. A vector's control names what it r
 - `relay_writable`: the run's relay folder bound writable (its socket paths replaceable);
 - `unix_sockets`: new unix sockets allowed (no seccomp rule refusing them);
 - `trusted_state`: a run is not refused when it could write Agent-Box's own state (AGENTBOX_HOME, its run folder);
-- `state_visible`: AGENTBOX_HOME is not hidden from the run (the host's read-only view of it stays).
+- `state_visible`: AGENTBOX_HOME is not hidden from the run (the host's read-only view of it stays);
+- `loopback_listeners`: on a shared network the egress proxy sends to a loopback port whoever listens there
+  (no check that the listener is the host's, not a process of the run).
 
 Test code only: nothing outside the conformance suite imports it, and `agent-box` has no spelling for it.
 
@@ -124,6 +126,11 @@ def _with_state_in_view(entry: dict) -> dict:
     return {**entry, "state_visible": True}
 
 
+def _trusting_loopback_listeners(entry: dict) -> dict:
+    egress = entry.get("egress")
+    return {**entry, "egress": {**egress, "shared_loopback": False}} if egress else entry
+
+
 def _with_real_credentials(entry: dict) -> dict:
     names = {c["variable"] for c in entry.get("credentials", ())}
     return {**entry, "credentials": [], "env_allow": sorted(set(entry["env_allow"]) | names)}
@@ -137,7 +144,7 @@ MUTATIONS: dict[str, Callable[[dict], dict]] = {
     "abstract_sockets": _single("no-abstract-scope"), "credentials": _with_real_credentials,
     "proc_writable": _single("writable-proc"), "relay_writable": _single("writable-relay"),
     "unix_sockets": _with_unix_sockets, "trusted_state": _trusting_writable_state,
-    "state_visible": _with_state_in_view}
+    "state_visible": _with_state_in_view, "loopback_listeners": _trusting_loopback_listeners}
 
 
 # -- single protections, for the mutation check -----------------------------------------------------------
@@ -175,6 +182,7 @@ NO_SCOPE = "no-abstract-scope"  # the Landlock scope over abstract unix sockets 
 NO_STATE_CHECK = "no-state-check"  # a run that could write Agent-Box's own state is not refused
 NO_HOST_GUARD = "no-host-guard"  # the workspace's host-executed paths not held (agentbox.sandbox.host_guard)
 NO_HIDDEN_STATE = "no-hidden-state"  # AGENTBOX_HOME left in the run's (read-only) view
+NO_LISTENER_CHECK = "no-listener-check"  # the proxy does not check who listens on a shared loopback
 
 
 def _matches(group: list[str], pattern: tuple[str, ...], ws: str, home: str) -> bool:
@@ -197,6 +205,9 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
         return _without_host_guard(entry) if entry.get("host_executed") else None
     if name == NO_HIDDEN_STATE:
         return _with_state_in_view(entry)
+    if name == NO_LISTENER_CHECK:
+        shared = (entry.get("egress") or {}).get("shared_loopback")
+        return _trusting_loopback_listeners(entry) if shared else None
     if name in _TOGETHER:
         first, (pattern, how) = _TOGETHER[name]
         entry = mutate(entry, first, ws, home) or entry
@@ -211,7 +222,8 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
 
 
 def mutation_names() -> list[str]:
-    return [*SINGLE, *_TOGETHER, NO_SECCOMP, NO_SCOPE, NO_STATE_CHECK, NO_HOST_GUARD, NO_HIDDEN_STATE]
+    return [*SINGLE, *_TOGETHER, NO_SECCOMP, NO_SCOPE, NO_STATE_CHECK, NO_HOST_GUARD, NO_HIDDEN_STATE,
+            NO_LISTENER_CHECK]
 
 
 def weaken(entry: dict, names: Iterable[str]) -> dict:

@@ -100,3 +100,13 @@ def test_under_a_shared_network_a_bound_secret_brings_a_proxy_that_lets_everythi
     assert p.sandbox.env["HTTPS_PROXY"] == "http://127.0.0.1:{agentbox_proxy_port}", "filled when the proxy listens"
     assert p.sandbox.egress.decide("anywhere.example", 443).reason == "unrestricted"
     assert not plan(tmp_path, {"access": "unrestricted"}).sandbox.proxy_tcp, "no bound secret: no proxy variables"
+
+
+def test_only_a_proxy_on_a_shared_network_checks_who_answers_its_loopback_upstreams(tmp_path):
+    # the run shares the host's loopback there, so a port nothing listens on could be the run's own listener
+    assert plan(tmp_path, {"access": "unrestricted"}, GITHUB).sandbox.egress.shared_loopback
+    assert plan(tmp_path, {"access": "unrestricted"}).sandbox.egress.shared_loopback, "the model route alone too"
+    restricted = plan(tmp_path, {"access": "restricted", "allow_domains": ["api.github.com"]}, GITHUB)
+    assert not restricted.sandbox.egress.shared_loopback, "a network of its own has a loopback of its own"
+    entry = weaken(entry_from_plan(plan(tmp_path, {"access": "unrestricted"}, GITHUB), []), ["loopback_listeners"])
+    assert entry["egress"]["shared_loopback"] is False, "the control's weakening takes the check out"
