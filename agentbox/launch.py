@@ -162,7 +162,7 @@ def execute(entry: dict, extra: list[str]) -> int:
     from .errors import AgentBoxError
     from .profile_state import keep, restore, state_dir
     from .runs import RunStore, egress_log
-    from .sandbox.session import cleanup, environment, materialize, run_attached, settle_key_approvals
+    from .sandbox.session import cleanup, environment, for_the_user, materialize, run_attached, settle_key_approvals
     from .sandbox.startup import Started
 
     if entry.get("notice"):
@@ -204,6 +204,8 @@ def execute(entry: dict, extra: list[str]) -> int:
             for line in keep(sandbox, run_dir, kept):
                 print(f"agent-box: {line}", file=sys.stderr)
         note = cleanup(run_id, run_dir, started, egress_copy=egress_log(agentbox_home(), run_id))
+        for line in for_the_user(note):
+            print(f"agent-box: after the run: {line}", file=sys.stderr)
         store.finish(run_id, status, note, state)
         store.close()
     return status

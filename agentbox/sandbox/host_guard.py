@@ -319,6 +319,21 @@ class Guard:
         except BaseException:
             os.close(self._fd)
             raise
+        self._spec = spec
+        # what this run held, by the path it held it at: anything the end's scan finds besides came during the run
+        self._held = {self.args[i + 2] for i, a in enumerate(self.args) if a in ("--ro-bind", "--bind")}
+
+    def newcomers(self) -> list[str]:
+        """The host-executed paths the workspace holds now that it did not hold when the run started, where
+        nothing held them (a repository made in a new folder, and its hooks): what a host program may run next,
+        for the user to review. Reads the file system, writes nothing."""
+        try:
+            found, _ = scan(self._spec)
+        except SandboxError as exc:  # a link at such a name: the scan stops at it, and says where it is
+            return [str(exc).split(" (sandbox layer)")[0]]
+        fresh = [p for p, _ in found if p not in self._held]
+        # one line per new place, not one per file in it: a new repository is its .git
+        return [p for p in fresh if not any(p != q and is_within(p, q) for q in fresh)]
 
     def _load(self) -> dict[str, str]:
         try:

@@ -132,7 +132,7 @@ def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, 
     Refusals (a proxy that cannot start, one that dies during the run) print one line and return 4.
     """
     from ..errors import SandboxError
-    from .session import KEPT_PLACEHOLDERS, cleanup, environment, materialize
+    from .session import cleanup, environment, for_the_user, materialize
     from .startup import Started
 
     run_dir = tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root())
@@ -164,9 +164,8 @@ def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, 
         return exc.exit_code
     finally:
         note = cleanup(run_id, run_dir, started, egress_copy=egress_log)
-        kept = [n for n in note.split("; ") if n.startswith(KEPT_PLACEHOLDERS)]
-        if kept:  # what a host program wrote there is the user's to judge
-            print(f"agent-box: after the run: {kept[0]}", file=sys.stderr)
+        for line in for_the_user(note):
+            print(f"agent-box: after the run: {line}", file=sys.stderr)
 
 
 def build_entry(plan, masks, hidden: tuple[str, ...], visible: tuple[str, ...], probe_paths: list[str]) -> dict:

@@ -21,10 +21,15 @@ import time
 from ..hot import which
 
 __all__ = ["MARKER", "RUN_DIR", "entry_from_plan", "writable_sources", "state_home", "refuse_writable_state", "make_backing", "write_config", "materialize", "environment",
-           "sandbox_argv", "hide_state", "marked", "kill_marked", "run_attached", "cleanup", "python_for_sandbox"]
+           "sandbox_argv", "hide_state", "marked", "kill_marked", "run_attached", "cleanup", "for_the_user",
+           "python_for_sandbox"]
 
 MARKER = "AGENTBOX_RUN_ID"
 KEPT_PLACEHOLDERS = "kept the host-executed placeholders a host program wrote while the run lasted"
+# what the guard could not hold, as it did not exist at the start (host_executed.md, "a new repository")
+# (no "; " in it: a cleanup note is its parts joined by that)
+NEW_HOST_EXECUTED = ("the run left host-executed files where nothing held them, which a host program may run (git in "
+                     "that folder, an editor opening it), so review them before you do")
 RUN_DIR = "{run_dir}"
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH)
 
@@ -411,6 +416,12 @@ def _quiet(fn, path: str) -> None:
         pass
 
 
+def for_the_user(note: str) -> list[str]:
+    """The parts of a cleanup note that are the user's to judge (what a host program wrote in a placeholder,
+    what the run left where nothing held it), to print after an attached run."""
+    return [line for line in note.split("; ") if line.startswith((KEPT_PLACEHOLDERS, NEW_HOST_EXECUTED))]
+
+
 def cleanup(run_id: str, run_dir: str | None, started=None, keep_run_dir: bool = False,
             egress_copy: str | None = None) -> str:
     """Stop the egress proxy (`started`: a startup.Started), kill leftovers, keep a copy of the decision log if
@@ -423,9 +434,11 @@ def cleanup(run_id: str, run_dir: str | None, started=None, keep_run_dir: bool =
         notes.append(f"killed {len(leftovers)} leftover process(es): "
                      + "; ".join(f"{pid} {cmd[:80]}" for pid, cmd in leftovers))
     # only once no process of the run is left: a placeholder removed on the host is unmounted inside too
-    left = started.release_guard() if started is not None else []
+    left, fresh = started.release_guard() if started is not None else ([], [])
     if left:
         notes.append(f"{KEPT_PLACEHOLDERS}: {', '.join(left)}")
+    if fresh:
+        notes.append(f"{NEW_HOST_EXECUTED}: {', '.join(fresh)}")
     if run_dir and egress_copy:
         from .startup import copy_decisions
 

@@ -226,10 +226,13 @@ class Started:
             bound.close()  # whatever start_egress did not take
         end_run_if_proxy_dies(self.proxy, run_id, self.notes)
 
-    def release_guard(self) -> list[str]:
-        """Let the workspace's placeholders go (once the run has ended); the ones left behind."""
+    def release_guard(self) -> tuple[list[str], list[str]]:
+        """Let the workspace's placeholders go (once the run has ended): the ones left behind, and the
+        host-executed paths that came during the run where nothing held them."""
         guard, self.guard = self.guard, None
-        return guard.release() if guard is not None else []
+        if guard is None:
+            return [], []
+        return guard.release(), guard.newcomers()
 
     @property
     def pass_fds(self) -> tuple[int, ...]:

@@ -281,3 +281,24 @@ def test_a_program_written_to_a_path_folder_in_the_workspace_is_refused_and_the_
                        "echo x > bin/git; mkdir -p tools/bin; touch ok")
     assert "Read-only file system" in done.stderr
     assert not (ws / "bin" / "git").exists() and (ws / "ok").exists()
+
+
+@needs_bwrap
+def test_a_repository_made_in_a_new_folder_during_the_run_is_named_to_the_user_after_it(tmp_path, env, ws):
+    # the guard cannot hold what does not exist at the start (host-executed.md): it says so when the run ends
+    done = sandbox_run(env, profile(tmp_path), ws,
+                       "git init -q newpkg && git -C newpkg config core.fsmonitor 'touch ran'; touch ok")
+    assert (ws / "newpkg/.git/config").exists() and (ws / "ok").exists()
+    [line] = [line for line in done.stderr.splitlines() if "after the run" in line]
+    assert "left host-executed files where nothing held them" in line and line.endswith(f"{ws}/newpkg/.git")
+
+
+def test_what_the_guard_held_at_the_start_is_no_newcomer_and_a_link_left_at_such_a_name_is(tmp_path, ws):
+    (ws / ".git").mkdir()
+    guard = Guard(spec(ws), [], str(tmp_path / "run"), str(tmp_path / "home"))
+    assert guard.newcomers() == []
+    (ws / "sub").mkdir()
+    (ws / "sub" / ".envrc").symlink_to("/etc/passwd")
+    [why] = guard.newcomers()
+    assert why.startswith(f"host-executed path {ws}/sub/.envrc is a symbolic link")
+    guard.release()
