@@ -25,7 +25,7 @@ import stat
 from ..errors import SandboxError
 from ..paths import is_within
 
-__all__ = ["Guard", "scan", "guard_args"]
+__all__ = ["Guard", "scan", "guard_args", "guard_folder"]
 
 def _opted_out(rel: str, writable: set[str]) -> bool:
     """A bare name in `writable` frees that name everywhere; a path with a slash frees that one path."""
@@ -295,7 +295,7 @@ class Guard:
     """One run's hold on its workspace's host-executed paths: the options to add to bwrap's argv, and the
     placeholders to take away when the workspace's last run ends.
 
-    Runs of one workspace share a record of the placeholders (under AGENTBOX_HOME, never in the workspace). Each
+    Runs of one workspace share a record of the placeholders (`guard_folder`, never in the workspace). Each
     holds a shared lock on an `alive` file while it runs; the record itself is changed only under a second lock,
     held for an instant. The run that ends last (it gets the `alive` lock alone) removes the placeholders. An
     earlier one must not: removing a mount point on the host takes the mount away inside every other run too."""
@@ -304,8 +304,7 @@ class Guard:
         """`path`: the launcher's PATH (its folders in the workspace are held too)."""
         spec = {**spec, "path": path}
         key = hashlib.sha256(spec["workspace"].encode()).hexdigest()[:24]
-        folder = os.path.join(state_home, "guards")
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        folder = guard_folder(state_home)
         self._record = os.path.join(folder, f"{key}.json")
         self._lock = os.path.join(folder, f"{key}.lock")
         self._fd: int | None = os.open(os.path.join(folder, f"{key}.alive"), _OPEN, 0o600)
@@ -387,6 +386,40 @@ class Guard:
 
 
 _OPEN = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+
+
+def guard_folder(state_home: str, runtime: str | None = None) -> str:
+    """Where the runs of one user share their record of a workspace's placeholders: the user's runtime folder
+    (root's /run/agentbox, else $XDG_RUNTIME_DIR/agentbox), which every run's private /run hides, and which is the
+    same whatever AGENTBOX_HOME each run names. Under AGENTBOX_HOME only where there is none: two runs of one
+    workspace under two homes would then not see each other's hold, and the first to end would take the other's
+    placeholders away (a removed mount point is unmounted inside every run), freeing their names to it.
+    `runtime`: the runtime folder (default: found from the user and the environment)."""
+    for base in ([runtime] if runtime is not None else _runtime_folders()):
+        folder = os.path.join(base, "agentbox", "guards")
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            info = os.lstat(folder)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077:
+            return folder
+    folder = os.path.join(state_home, "guards")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    return folder
+
+
+def _runtime_folders() -> list[str]:
+    """The runtime folder that is the user's alone: /run for root, $XDG_RUNTIME_DIR (the user's, mode 0700) else."""
+    if os.geteuid() == 0:
+        return ["/run"]
+    named = os.environ.get("XDG_RUNTIME_DIR")
+    try:
+        info = os.lstat(named) if named and os.path.isabs(named) else None
+    except OSError:
+        info = None
+    mine = info is not None and stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077
+    return [named] if mine else []
 
 
 class _Mutex:

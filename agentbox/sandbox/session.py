@@ -25,7 +25,10 @@ __all__ = ["MARKER", "RUN_DIR", "entry_from_plan", "writable_sources", "state_ho
            "python_for_sandbox"]
 
 MARKER = "AGENTBOX_RUN_ID"
-KEPT_PLACEHOLDERS = "kept the host-executed placeholders a host program wrote while the run lasted"
+# a placeholder removed on the host while the run lasts is unmounted inside it too, and its name free to the run:
+# what is there at the end may be the run's, whoever wrote it (host_executed.md)
+KEPT_PLACEHOLDERS = ("kept the host-executed placeholders that were written, or removed on the host and made again, "
+                     "while the run lasted, which a host program may run, so review them")
 # what the guard could not hold, as it did not exist at the start (host_executed.md, "a new repository")
 # (no "; " in it: a cleanup note is its parts joined by that)
 NEW_HOST_EXECUTED = ("the run left host-executed files where nothing held them, which a host program may run (git in "

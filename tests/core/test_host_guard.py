@@ -302,3 +302,38 @@ def test_what_the_guard_held_at_the_start_is_no_newcomer_and_a_link_left_at_such
     [why] = guard.newcomers()
     assert why.startswith(f"host-executed path {ws}/sub/.envrc is a symbolic link")
     guard.release()
+
+
+def test_runs_of_one_workspace_under_two_homes_share_one_hold_and_only_the_last_removes_the_placeholders(
+        tmp_path, ws):
+    first = Guard(spec(ws), [], str(tmp_path / "run1"), str(tmp_path / "home1"))
+    second = Guard(spec(ws), [], str(tmp_path / "run2"), str(tmp_path / "home2"))
+    (ws / ".envrc").touch()
+    assert first.release() == [] and (ws / ".envrc").exists()
+    assert second.release() == [] and not (ws / ".envrc").exists()
+
+
+def test_the_hold_is_recorded_where_no_run_can_reach_it_and_under_the_home_only_without_a_runtime_folder(tmp_path):
+    from agentbox.sandbox.host_guard import guard_folder
+
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    assert guard_folder(str(tmp_path / "home"), str(runtime)) == str(runtime / "agentbox" / "guards")
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    (shared / "agentbox" / "guards").mkdir(parents=True, mode=0o777)
+    (shared / "agentbox" / "guards").chmod(0o777)  # another user could write a record there: not used
+    assert guard_folder(str(tmp_path / "home"), str(shared)) == str(tmp_path / "home" / "guards")
+
+
+@needs_bwrap
+def test_a_placeholder_removed_on_the_host_while_the_run_lasts_frees_its_name_and_what_the_run_put_there_is_named(
+        tmp_path, env, ws):
+    proc = subprocess.Popen([sys.executable, "-m", "agentbox.cli", "sandbox", "run", profile(tmp_path), "--cwd",
+                             str(ws), "--", "sh", "-c", "echo started; read go; echo 'touch ran' > .envrc"],
+                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "started\n"  # bubblewrap made the placeholder's mount point before
+    (ws / ".envrc").unlink()  # a host program (git clean, an editor) removes the empty file
+    _, err = proc.communicate("go\n", timeout=60)
+    assert (ws / ".envrc").read_text() == "touch ran\n"
+    assert "after the run: kept the host-executed placeholders" in err and str(ws / ".envrc") in err
