@@ -27,12 +27,13 @@ from .plan import CompileResult, EffectiveRunPlan
 from .profile import LoadedProfile
 from .profile_state import keep, restore
 from .sandbox import bwrap
-from .sandbox.session import (MARKER, cleanup, entry_from_plan, environment, kill_marked, materialize,
-                              settle_key_approvals, write_config)
+from .run.lifecycle import NAMESPACE_GRACE, ProxyDied, sandboxed
+from .sandbox.session import MARKER, cleanup, entry_from_plan, kill_marked, settle_key_approvals, write_config
 from .sandbox.startup import Started, read_decisions
 from .sandbox.surfaces import discover
 
-__all__ = ["RunRequest", "RunOutcome", "Prepared", "HarnessCommand", "prepared", "run_harness", "kill_marked", "MARKER"]
+__all__ = ["RunRequest", "RunOutcome", "Prepared", "HarnessCommand", "prepared", "run_harness", "kill_marked", "MARKER",
+           "NAMESPACE_GRACE"]
 
 Layer = Literal["composed", "harness"]
 
@@ -84,10 +85,6 @@ class RunOutcome:
         return self.exit_code == 0 and not self.timed_out and self.failure is None
 
 
-def _write_artifacts(artifacts, config_dir: str) -> list[str]:
-    return write_config({a.path: a.content for a in artifacts}, config_dir)
-
-
 @dataclass
 class Prepared:
     """A run ready to start: the full argv (sandbox, relay, harness), its environment and folders."""
@@ -129,69 +126,80 @@ Command = Callable[[CompileResult], "list[str] | HarnessCommand"]
 
 @contextmanager
 def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepared]:
-    """Compile, materialize and wire up a run; afterwards stop the egress proxy, kill leftovers, remove the config.
+    """Compile and wire up a run; the composed layer runs in the lifecycle `launch` and `acp` use
+    (`run.lifecycle.sandboxed`), the harness layer in a bare run folder; afterwards the run's processes are gone
+    and its folder removed.
 
     `command` gives the harness argv from the compiled result (default: the adapter's headless
     one-shot run of `req.prompt`); ACP and interactive runs pass their own. It may return a
     `HarnessCommand` to add variables and read-only binds (e.g. an ACP adapter's install folder).
     """
+    adapter = get_adapter(req.loaded.profile.harness)
+    asked = for_profile(req.loaded.profile, home=req.home).compile_args()
+    if req.layer == "harness":
+        with _alone(req, adapter, asked, command) as run:
+            yield run
+        return
+    plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home, ro_binds=req.ro_binds,
+                        rw_binds=req.rw_binds, **asked)
+    launch = _command(req, adapter, plan, command)
+    if launch.ro_binds:  # the binds are known only now: compile again
+        plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
+                            ro_binds=(*req.ro_binds, *launch.ro_binds), rw_binds=req.rw_binds, **asked)
+    native = plan.native.requirements
+    masks = discover(plan.cwd, plan.profile, native.surfaces, bwrap.hidden_roots(native, req.home))
+    entry = entry_from_plan(plan, masks)
+    if command is None:  # a headless run's own config: the plan's, but for what needs a person at the terminal
+        entry["config"] = {a.path: a.content for a in adapter.headless_artifacts(plan.native)}
+    if req.entry_hook is not None:
+        entry = req.entry_hook(entry)
+    bwrap.bwrap_binary()  # a missing bwrap is a SandboxError here, not a failed exec later
+    notes: list[str] = []
+    try:
+        with sandboxed(entry, tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root()), source=req.host_env,
+                       extra_env={**req.extra_env, **launch.env}, resolve=req.resolve, upstream_ca=req.upstream_ca,
+                       state_dir=req.state_dir, keep_run_dir=req.keep_run_dir, tell=notes.append) as run:
+            yield Prepared(argv=[*run.argv, *launch.argv], env=run.env, cwd=plan.cwd, plan=plan, run_dir=run.run_dir,
+                           run_id=run.run_id, artifacts=run.artifacts, started=run.started, state_notes=notes)
+    except ProxyDied:
+        pass  # the outcome names it (`failure`, from the proxy's notes)
+
+
+def _command(req: RunRequest, adapter, plan: EffectiveRunPlan, command: Command | None) -> HarnessCommand:
+    if command is None:
+        return HarnessCommand([req.probe.binary, *adapter.headless_argv(plan.native, req.prompt)])
+    got = command(plan.native)
+    return got if isinstance(got, HarnessCommand) else HarnessCommand(list(got))
+
+
+@contextmanager
+def _alone(req: RunRequest, adapter, asked: dict, command: Command | None) -> Iterator[Prepared]:
+    """The harness layer: the same native config with no OS sandbox, the harness inheriting everything, as it
+    would when started by hand; its processes carry the marker all the same."""
     run_dir = tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root())  # where every run keeps its own (hot.run_root)
     run_id = secrets.token_hex(8)
-    adapter = get_adapter(req.loaded.profile.harness)
-    started = None
     try:
-        profile = req.loaded.profile
-        asked = for_profile(profile, home=req.home).compile_args()
-        if req.layer == "composed":
-            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
-                                ro_binds=req.ro_binds, rw_binds=req.rw_binds, **asked)
-        else:
-            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home, **asked,
-                                config_home=os.path.join(run_dir, "config"), tmpdir=os.path.join(run_dir, "tmp"),
-                                sandboxed=False)
-        os.makedirs(os.path.join(run_dir, "config"), exist_ok=True)
+        plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home, **asked,
+                            config_home=os.path.join(run_dir, "config"), tmpdir=os.path.join(run_dir, "tmp"),
+                            sandboxed=False)
         os.makedirs(os.path.join(run_dir, "tmp"), exist_ok=True)
-        # a headless run's own config: the plan's, but for what needs a person at the terminal
-        artifacts = _write_artifacts(plan.native.artifacts if command is not None else
-                                     adapter.headless_artifacts(plan.native), os.path.join(run_dir, "config"))
-        if command is None:
-            launch = HarnessCommand([req.probe.binary, *adapter.headless_argv(plan.native, req.prompt)])
-        else:
-            got = command(plan.native)
-            launch = got if isinstance(got, HarnessCommand) else HarnessCommand(list(got))
-        if req.layer == "composed" and launch.ro_binds:  # the binds are known only now: compile again
-            plan = compile_plan(req.loaded, req.workspace, probe=req.probe, home=req.home,
-                                ro_binds=(*req.ro_binds, *launch.ro_binds), rw_binds=req.rw_binds, **asked)
-        harness_argv = launch.argv
-        req_env = plan.native.requirements
-        source = os.environ if req.host_env is None else req.host_env
-        extra = {**req.extra_env, **launch.env}
-        if req.layer == "composed":
-            masks = discover(plan.cwd, plan.profile, req_env.surfaces, bwrap.hidden_roots(req_env, req.home))
-            entry = entry_from_plan(plan, masks)
-            if req.entry_hook is not None:
-                entry = req.entry_hook(entry)
-            bwrap.bwrap_binary()  # a missing bwrap is a SandboxError here, not a failed exec later
-            materialize({**entry, "config": {}}, run_dir)  # the config is written above, once
-            env = environment(entry, run_id, source, extra)
-            # the proxy runs before the harness does; it alone holds the real credentials, the run gets placeholders
-            started = Started(entry, run_dir, run_id, req.resolve, env=env, source={**source, **extra},
-                              upstream_ca=req.upstream_ca)
-            full = [*started.argv, *harness_argv]
-        else:
-            env = dict(source)  # the harness alone inherits everything, as it would when started by hand
-            env.update(extra)
-            env[MARKER] = run_id
-            # PWD too: a harness that trusts $PWD over getcwd() would otherwise work in the caller's folder
-            env.update({"HOME": req.home, "TMPDIR": os.path.join(run_dir, "tmp"), "PWD": plan.cwd})
-            env.update(plan.native.env)
-            full = harness_argv
+        artifacts = write_config({a.path: a.content for a in (plan.native.artifacts if command is not None else
+                                                              adapter.headless_artifacts(plan.native))},
+                                 os.path.join(run_dir, "config"))
+        os.makedirs(os.path.join(run_dir, "config"), exist_ok=True)
+        launch = _command(req, adapter, plan, command)
+        env = dict(os.environ if req.host_env is None else req.host_env)
+        env.update({**req.extra_env, **launch.env})
+        env[MARKER] = run_id
+        # PWD too: a harness that trusts $PWD over getcwd() would otherwise work in the caller's folder
+        env.update({"HOME": req.home, "TMPDIR": os.path.join(run_dir, "tmp"), "PWD": plan.cwd})
+        env.update(plan.native.env)
         # as a launch does: the profile named the model key, so the harness's first-run question about it is answered
         settle_key_approvals({"key_approvals": [a.model_dump(mode="json") for a in plan.native.key_approvals]},
                              run_dir, env)
+        run = Prepared(argv=launch.argv, env=env, cwd=plan.cwd, plan=plan, run_dir=run_dir, run_id=run_id,
+                       artifacts=artifacts)
         states = {"state_files": [s.model_dump(mode="json") for s in plan.native.state_files]}
-        run = Prepared(argv=full, env=env, cwd=plan.cwd, plan=plan, run_dir=run_dir, run_id=run_id,
-                       artifacts=artifacts, started=started)
         if req.state_dir is not None:
             run.state_notes.extend(restore(states, run_dir, req.state_dir))
         yield run
@@ -199,12 +207,7 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
             kill_marked(run_id, NAMESPACE_GRACE)  # nothing of the run writes its state any more
             run.state_notes.extend(keep(states, run_dir, req.state_dir))
     finally:
-        cleanup(run_id, run_dir, started, keep_run_dir=req.keep_run_dir)
-
-
-# How long a run's processes get to end with its PID namespace before they count as outliving it (only
-# spent when some process is still there: the kernel ends a namespace in milliseconds).
-NAMESPACE_GRACE = 3.0
+        cleanup(run_id, run_dir, keep_run_dir=req.keep_run_dir)
 
 
 def run_harness(req: RunRequest) -> RunOutcome:

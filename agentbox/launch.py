@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 from .console import detail, detail_argv, take_flag, warn
 from .hot import (agentbox_home, home_dir, kernel_traces, package_fingerprint, resolve_profile_path, sha256, stat_key,
@@ -158,54 +157,37 @@ def make_run_dir() -> str:
 
 
 def execute(entry: dict, extra: list[str]) -> int:
-    """Record the Run, materialize, start the harness with the terminal attached, clean up, record the end."""
+    """Start the harness with the terminal attached, in the run lifecycle (`run.lifecycle`): recorded, cleaned up."""
+    # the hot path's imports, deferred: a launch from its cache imports no more than it runs (benchmarks/launch.py)
     from .errors import AgentBoxError
-    from .profile_state import keep, restore, state_dir
+    from .profile_state import state_dir
+    from .run.lifecycle import Record, cannot_start, sandboxed, say
     from .runs import RunStore, egress_log
-    from .sandbox.session import cleanup, environment, for_the_user, materialize, run_attached, settle_key_approvals
-    from .sandbox.startup import Started
+    from .sandbox.session import run_attached
 
     if entry.get("notice"):
-        print(f"agent-box: {entry['notice']}", file=sys.stderr)
+        say(entry["notice"])
     key_env = entry.get("key_env")
     if key_env and not os.environ.get(key_env):
         warn(f"model.api_key_env names {key_env}, which is not set here: the harness starts without its model key "
              f"(export {key_env}=... first)")
     store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
     store.reap()
-    sandbox = entry["sandbox"]
     run_dir = make_run_dir()
-    kept = state_dir(agentbox_home(), entry["run"]["profile"], entry["run"]["harness"])
-    run_id = store.start({**entry["run"], "harness_args": extra, "run_dir": run_dir})
-    started, status, state, ran = None, None, "failed", False
+    record = Record(store, {**entry["run"], "harness_args": extra})
     try:
-        materialize(sandbox, run_dir)
-        env = environment(sandbox, run_id)
-        started = Started(sandbox, run_dir, run_id, env=env)  # the egress proxy, before the harness exists
-        settle_key_approvals(sandbox, run_dir, env)  # of the key the harness is given: its placeholder
-        for problem in restore(sandbox, run_dir, kept):  # the profile's answers from earlier launches
-            warn(problem)
-        detail_argv(f"run {run_id}", [*started.argv, *entry["harness"], *extra])
-        status = run_attached([*started.argv, *entry["harness"], *extra], env, run_id, started.pass_fds)
-        ran = True
-        if started.notes:  # the proxy died and took the run down: not the harness's own ending
-            print(f"agent-box: {'; '.join(started.notes)}", file=sys.stderr)
-            status = 4
-        else:
-            state = "finished"
+        with sandboxed(entry["sandbox"], run_dir, record=record, egress_copy=lambda rid: egress_log(agentbox_home(), rid),
+                       state_dir=state_dir(agentbox_home(), entry["run"]["profile"], entry["run"]["harness"])) as run:
+            argv = [*run.argv, *entry["harness"], *extra]
+            detail_argv(f"run {run.run_id}", argv)
+            try:
+                status = run_attached(argv, run.env, run.run_id, run.pass_fds)
+            except OSError as exc:
+                raise cannot_start(exc) from exc
+            run.ended(status)
     except AgentBoxError as exc:
-        print(f"agent-box: {exc}", file=sys.stderr)
-        status = exc.exit_code
-    except OSError as exc:  # bwrap missing, a backing that cannot be created
-        print(f"agent-box: cannot start the sandbox: {exc}", file=sys.stderr)
-        status = 4
+        say(str(exc))
+        return exc.exit_code
     finally:
-        if ran:  # the harness ran: what it answered that widens nothing is kept for the next launch
-            for line in keep(sandbox, run_dir, kept):
-                print(f"agent-box: {line}", file=sys.stderr)
-        note = cleanup(run_id, run_dir, started, egress_copy=egress_log(agentbox_home(), run_id))
-        for line in for_the_user(note):
-            print(f"agent-box: after the run: {line}", file=sys.stderr)
-        store.finish(run_id, status, note, state)
         store.close()
-    return status
+    return run.status

@@ -207,49 +207,42 @@ def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], f
     agent starts (measured: benchmarks/acp_endpoint.py)."""
     from ..hot import agentbox_home
     from ..launch import make_run_dir
+    from ..run.lifecycle import Record, cannot_start, sandboxed
     from ..runs import egress_log
     from .sandboxed import SandboxedRun
 
-    run_dir = make_run_dir()
-    run_id = store.start({**fields, "mode": "acp", "harness_args": argv, "run_dir": run_dir})
-    note(f"run {run_id}: {label} as an ACP agent in the sandbox (agent-box runs show {run_id})")
-    sbx: SandboxedRun | None = None
+    record = Record(store, {**fields, "mode": "acp", "harness_args": argv})
     proxy: list = []  # the egress proxy's start (a Future), once begun
-    state, status = "failed", 1
     try:
-        sbx = SandboxedRun.open(entry, run_dir, run_id, cwd, env, state_dir)
-        agent = sbx.start(argv)
-        import asyncio
+        with sandboxed(entry, make_run_dir(), record=record, extra_env=env, serve_later=True, state_dir=state_dir,
+                       egress_copy=lambda rid: egress_log(str(agentbox_home()), rid), tell=note) as run:
+            note(f"run {run.run_id}: {label} as an ACP agent in the sandbox (agent-box runs show {run.run_id})")
+            sbx = SandboxedRun(run, cwd)
+            try:
+                try:
+                    agent = sbx.start(argv)
+                except OSError as exc:
+                    raise cannot_start(exc) from exc
+                import asyncio
 
-        ending, agent_status = asyncio.run(_relay(sbx, agent, entry, policy, store, run_id, policy_hook, hold, proxy))
-        note(f"run {run_id} ended: {ending.detail}")
-        if sbx.proxy_notes():
-            state, status = "failed", 4
-        elif ending.kind == "client_eof":
-            state, status = ("interrupted" if ending.prompts_in_flight else "finished"), 0
-        elif ending.kind == "stopped":
-            state, status = "interrupted", ending.status or 130
-        else:
-            state, status = "failed", (ending.status or agent_status or 1) if ending.kind == "agent_exit" else 1
+                ending, agent_status = asyncio.run(_relay(sbx, agent, entry, policy, store, run.run_id, policy_hook,
+                                                          hold, proxy))
+            finally:
+                if proxy:
+                    from concurrent.futures import wait
+
+                    wait(proxy)  # started or failed: then it can be stopped
+            note(f"run {run.run_id} ended: {ending.detail}")
+            if ending.kind == "client_eof":
+                run.ended(0, "interrupted" if ending.prompts_in_flight else "finished")
+            elif ending.kind == "stopped":
+                run.ended(ending.status or 130, "interrupted")
+            else:
+                run.ended((ending.status or agent_status or 1) if ending.kind == "agent_exit" else 1, "failed")
     except AgentBoxError as exc:
         note(str(exc))
-        status = exc.exit_code
-    except OSError as exc:  # bwrap missing, a backing that cannot be created
-        note(f"cannot start the sandbox: {exc}")
-        status = 4
-    finally:
-        if proxy:
-            from concurrent.futures import wait
-
-            wait(proxy)  # started or failed: then it can be stopped
-        if sbx is not None:
-            done = sbx.close(egress_log(str(agentbox_home()), run_id))
-        else:
-            from ..sandbox.session import cleanup
-
-            done = cleanup(run_id, run_dir)
-        store.finish(run_id, status, done, state)
-    return status
+        return exc.exit_code
+    return run.status
 
 
 async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hook, hold: bool, proxy: list):

@@ -1,20 +1,19 @@
-"""The endpoint's sandbox: one run folder, one egress proxy, and every process it starts inside the plan.
+"""The endpoint's processes in its run: the ACP agent first, then the terminals it opens, all in one sandbox.
 
-The ACP agent is the first process; terminals the agent opens are more, in the same plan, run folder and
-proxy, each carrying the run's marker, so ending the run (`close`) ends all of them, and a Run the endpoint
-could not end (it was killed) is recovered by the next command that opens the Run store (`RunStore.reap`).
+The run itself (its folder, the egress proxy, the kept answers, the cleanup) is the one lifecycle every run has
+(`run.lifecycle`); this is how the endpoint drives it: each process in the same plan, run folder and proxy,
+carrying the run's marker, so ending the run ends all of them, and a Run the endpoint could not end (it was killed)
+is recovered by the next command that opens the Run store (`RunStore.reap`).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ..profile_state import keep, restore
-from ..sandbox.session import cleanup, environment, kill_marked, materialize, settle_key_approvals
-from ..sandbox.startup import Started, filter_fd
-from .notes import note
+from ..run.lifecycle import SandboxedRun as Run
+from ..sandbox.startup import filter_fd
 
 __all__ = ["SandboxedRun", "STDIO_LIMIT"]
 
@@ -24,30 +23,20 @@ _GRACE = 1.0  # seconds the agent gets to exit after its stdin closes, and again
 
 @dataclass
 class SandboxedRun:
-    entry: dict  # the plan's sandbox, as launch.execute takes it
-    run_dir: str
-    run_id: str
+    run: Run  # made with `serve_later`: the proxy's sockets are bound, and it serves from `serve_proxy`
     cwd: str
-    env: dict[str, str] = field(default_factory=dict)
-    started: Started | None = None
-    state_dir: str | None = None  # the profile's kept answers (`profile_state`), as for `launch`
 
-    @classmethod
-    def open(cls, entry: dict, run_dir: str, run_id: str, cwd: str, extra_env: dict[str, str],
-             state_dir: str | None = None) -> "SandboxedRun":
-        """Materialize the run folder and bind the egress proxy's sockets; nothing runs in the sandbox yet, and the
-        proxy serves from `serve_proxy` (which may run while the agent starts: startup.Started, `serve_later`).
-        Problems with the profile's kept answers go to `note` (stderr)."""
-        run = cls(entry, run_dir, run_id, cwd, state_dir=state_dir)
-        materialize(entry, run_dir)
-        run.env = environment(entry, run_id, extra=extra_env)
-        # gives run.env the credentials' placeholders (and the ports the proxy's sockets were bound on)
-        run.started = Started(entry, run_dir, run_id, env=run.env, serve_later=True)
-        settle_key_approvals(entry, run_dir, run.env)  # of the key the agent is given: its placeholder
-        if state_dir is not None:
-            for problem in restore(entry, run_dir, state_dir):
-                note(problem)
-        return run
+    @property
+    def entry(self) -> dict:
+        return self.run.entry
+
+    @property
+    def started(self):
+        return self.run.started
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.run.env
 
     def serve_proxy(self) -> None:
         """Start the egress proxy on its bound sockets (blocking: run it in a thread); a failure is a note on the
@@ -126,17 +115,6 @@ class SandboxedRun:
             except asyncio.TimeoutError:
                 continue
         return proc.returncode
-
-    def proxy_notes(self) -> list[str]:
-        return list(self.started.notes) if self.started is not None else []
-
-    def close(self, egress_copy: str | None) -> str:
-        """End every process of the run, stop the proxy, keep its log, remove the run folder; what was done."""
-        if self.state_dir is not None:  # the agent has stopped: keep what it answered that widens nothing
-            kill_marked(self.run_id)
-            for line in keep(self.entry, self.run_dir, self.state_dir):
-                note(line)
-        return cleanup(self.run_id, self.run_dir, self.started, egress_copy=egress_copy)
 
 
 class Agent:

@@ -240,12 +240,13 @@ def _gitfile_target(path: str) -> str | None:
     return os.path.normpath(os.path.join(os.path.dirname(path), target))
 
 
-def guard_args(spec: dict, argv: list[str], run_dir: str, registered: set[str] = frozenset()) -> tuple[list[str], list[tuple[str, str]]]:
+def guard_args(spec: dict, argv: list[str], run_dir: str, registered: set[str] = frozenset(),
+               scanned: tuple[list, list] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
     """The bwrap options that hold the workspace's host-executed paths, and the placeholders they create.
 
     `argv`: the plan's own options (a path it already mounts over, a profile mask, the hidden .agentbox, is left
     to it); `registered`: placeholders another run of this workspace holds right now (empty files on the host,
-    which count as absent)."""
+    which count as absent); `scanned`: the workspace's `scan`, when the caller made it already."""
     from ..acp_endpoint.view import mounts_of
 
     ws = spec["workspace"]
@@ -257,7 +258,8 @@ def guard_args(spec: dict, argv: list[str], run_dir: str, registered: set[str] =
     def free(path: str) -> bool:
         return not any(is_within(path, t) for t in taken)
 
-    found, absent = scan(spec)
+    found, absent = scanned if scanned is not None else scan(spec)
+    absent = list(absent)
     existing = [p for p, _ in found if p not in registered and free(p)]
     absent += [(p, k, spec["files"].get(os.path.basename(p), "")) for p, k in
                ((p, "directory" if os.path.isdir(p) else "file") for p in sorted(registered))
@@ -312,15 +314,19 @@ class Guard:
             fcntl.flock(self._fd, fcntl.LOCK_SH)  # held while the run lasts
             with _Mutex(self._lock):
                 registered = self._load()
-                self.args, made = guard_args(spec, argv, run_dir, set(registered))
+                scanned = scan(spec)
+                self.args, made = guard_args(spec, argv, run_dir, set(registered), scanned)
                 registered.update(dict(made))
                 self._save(registered)
         except BaseException:
             os.close(self._fd)
             raise
         self._spec = spec
-        # what this run held, by the path it held it at: anything the end's scan finds besides came during the run
+        # what this run held, by the path it held it at, and what the start found (a path the plan mounts over, the
+        # profile's masks and the hidden .agentbox among them): anything the end's scan finds besides came during
+        # the run
         self._held = {self.args[i + 2] for i, a in enumerate(self.args) if a in ("--ro-bind", "--bind")}
+        self._held |= {p for p, _ in scanned[0]} | {a[0] for a in scanned[1]}
 
     def newcomers(self) -> list[str]:
         """The host-executed paths the workspace holds now that it did not hold when the run started, where

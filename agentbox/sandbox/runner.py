@@ -127,45 +127,36 @@ def _hidden_command(entry: dict, cmd: list[str]) -> str | None:
 
 
 def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, egress_log: str | None = None) -> int:
-    """Run cmd in the entry's sandbox, the egress proxy (if the plan has one) around it; CMD's exit status.
+    """Run cmd in the entry's sandbox, in the run lifecycle (`run.lifecycle`), signals forwarded; CMD's exit status.
 
     Refusals (a proxy that cannot start, one that dies during the run) print one line and return 4.
     """
-    from ..errors import SandboxError
-    from .session import cleanup, environment, for_the_user, materialize
-    from .startup import Started
+    from ..errors import AgentBoxError
+    from ..run.lifecycle import cannot_start, sandboxed, say
 
-    run_dir = tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root())
-    run_id = os.urandom(8).hex()
-    started = None
     # the decision log is written by this (host) process after the run: never where the run can write (refused at
     # the start, `refuse_writable_state`)
     if egress_log:
         entry = {**entry, "trusted": {**entry.get("trusted", {}), "the --egress-log file": os.path.abspath(egress_log)}}
     try:
-        materialize(entry, run_dir)
-        env = environment(entry, run_id)
-        started = Started(entry, run_dir, run_id, resolve, env=env)
-        detail_argv("sandbox run", [*started.argv, *cmd])
-        proc = subprocess.Popen([*started.argv, *cmd], env=env, pass_fds=started.pass_fds)
-        forward = lambda signum, frame: proc.send_signal(signum)
-        previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        try:
-            code = proc.wait()
-        finally:
-            for s, h in previous.items():
-                signal.signal(s, h)
-        if started.notes:
-            print(f"agent-box: {'; '.join(started.notes)}", file=sys.stderr)
-            return 4
-        return code
-    except SandboxError as exc:
-        print(f"agent-box: {exc}", file=sys.stderr)
+        with sandboxed(entry, tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root()), resolve=resolve,
+                       egress_copy=egress_log) as run:
+            detail_argv("sandbox run", [*run.argv, *cmd])
+            try:
+                proc = subprocess.Popen([*run.argv, *cmd], env=run.env, pass_fds=run.pass_fds)
+            except OSError as exc:
+                raise cannot_start(exc) from exc
+            forward = lambda signum, frame: proc.send_signal(signum)
+            previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+            try:
+                run.ended(proc.wait())
+            finally:
+                for s, h in previous.items():
+                    signal.signal(s, h)
+    except AgentBoxError as exc:
+        say(str(exc))
         return exc.exit_code
-    finally:
-        note = cleanup(run_id, run_dir, started, egress_copy=egress_log)
-        for line in for_the_user(note):
-            print(f"agent-box: after the run: {line}", file=sys.stderr)
+    return run.status
 
 
 def build_entry(plan, masks, hidden: tuple[str, ...], visible: tuple[str, ...], probe_paths: list[str]) -> dict:

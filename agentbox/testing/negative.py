@@ -23,16 +23,17 @@ from pathlib import Path
 import yaml
 
 from ..capability import load_declarations
-from ..sandbox.bwrap import backend_version as bwrap_version
 from ..egress.decisions import read_log
 from ..errors import SandboxError
 from ..evidence import EvidenceRecord, RunInfo, host_facts, privilege_level
 from ..refusal_kinds import Evidence, describe, expected_kinds, recognise
 from ..revision import suite_revision
+from ..run import lifecycle
+from ..sandbox.bwrap import backend_version as bwrap_version
 from ..vectors import Catalogue, Oracle, Vector, expected_outcome, fill, kernel_lacks, lacking_text
 from .privilege import observed
-from .weakened import entry_hook
 from .targets import Targets, kill_all, prepare, process_alive
+from .weakened import entry_hook
 
 __all__ = ["Attempt", "VectorRunner", "expected_for", "PROTOCOL_AGENT"]
 
@@ -40,6 +41,7 @@ __all__ = ["Attempt", "VectorRunner", "expected_for", "PROTOCOL_AGENT"]
 # hide whether the variable was visible at all. A vector run adds its nonce, so the key it looks for is in no
 # file on the host (the package's own source, readable in the sandbox, holds only this prefix).
 MODEL_KEY = "agentbox-scripted-credential"
+AFTER_THE_RUN = f"agent-box: {lifecycle.AFTER_THE_RUN}"  # what the run left, for the user: no refusal
 PROTOCOL_AGENT = "acp-protocol-test-agent"  # who attempts an `acp`-layer vector: no harness
 
 
@@ -103,7 +105,8 @@ def _sandbox_failure(done: subprocess.CompletedProcess, nonce: str) -> str | Non
     """Why a sandbox-alone (or host) run cannot be judged, or None. Agent-Box's own refusal, bubblewrap's
     error, or a command that never started (a relay that died first) is an error, never a blocked attempt:
     only the attempt itself meeting the sandbox may count."""
-    err = done.stderr
+    # what Agent-Box says after the run (what it left for the user to review) is no refusal
+    err = "".join(line for line in done.stderr.splitlines(keepends=True) if not line.startswith(AFTER_THE_RUN))
     if err.startswith("agent-box:") or "\nagent-box:" in err:
         return f"agent-box refused to run it (exit {done.returncode}): {err.strip()[:300]}"
     bwrap = [line for line in err.splitlines() if line.startswith("bwrap: ")]

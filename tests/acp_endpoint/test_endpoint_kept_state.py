@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from agentbox.acp_endpoint.sandboxed import SandboxedRun
+from agentbox.acp_endpoint.notes import note
 from agentbox.compiler import compile_plan
 from agentbox.profile import LoadedProfile, Profile
+from agentbox.run.lifecycle import sandboxed
 from agentbox.sandbox.session import entry_from_plan
 
 
@@ -20,12 +21,12 @@ def test_an_endpoint_run_starts_from_the_kept_answers_and_keeps_its_own_when_it_
     entry, state = entry_from_plan(plan, ()), tmp_path / "state"
     state.mkdir()
     (state / ".claude.json").write_text(json.dumps({"numStartups": 4}))
-    run = SandboxedRun.open(entry, str(tmp_path / "run"), "r1", str(project), {}, str(state))
-    file = tmp_path / "run" / "config" / ".claude.json"
-    answers = json.loads(file.read_text())
-    assert answers["numStartups"] == 4 and answers["hasCompletedOnboarding"] is True
-    file.write_text(json.dumps({**answers, "numStartups": 5, "bypassPermissionsModeAccepted": True}))
-    run.close(None)
+    # as `serve` runs it: the lifecycle every run has, its lines for the user through the endpoint's notes
+    with sandboxed(entry, str(tmp_path / "run"), run_id="r1", serve_later=True, state_dir=str(state), tell=note):
+        file = tmp_path / "run" / "config" / ".claude.json"
+        answers = json.loads(file.read_text())
+        assert answers["numStartups"] == 4 and answers["hasCompletedOnboarding"] is True
+        file.write_text(json.dumps({**answers, "numStartups": 5, "bypassPermissionsModeAccepted": True}))
     assert json.loads((state / ".claude.json").read_text()) == {"hasCompletedOnboarding": True, "numStartups": 5}
     assert ("agent-box acp: .claude.json: not kept: bypassPermissionsModeAccepted (could widen every item"
             in capfd.readouterr().err)

@@ -337,3 +337,11 @@ def test_a_placeholder_removed_on_the_host_while_the_run_lasts_frees_its_name_an
     _, err = proc.communicate("go\n", timeout=60)
     assert (ws / ".envrc").read_text() == "touch ran\n"
     assert "after the run: kept the host-executed placeholders" in err and str(ws / ".envrc") in err
+
+
+def test_what_the_plan_mounts_over_is_no_newcomer_after_the_run(tmp_path, ws):
+    (ws / ".agentbox" / "profiles").mkdir(parents=True)  # the profiles' backings, made before the guard
+    argv = ["bwrap", "--bind", str(ws), str(ws), "--tmpfs", str(ws / ".agentbox")]
+    guard = Guard(spec(ws), argv, str(tmp_path / "run"), str(tmp_path / "home"))
+    assert guard.newcomers() == []
+    guard.release()

@@ -136,3 +136,17 @@ def test_an_attack_refused_otherwise_than_its_mechanism_is_an_error_not_a_block(
     assert attempt.effect is None, attempt.observation
     assert "blocked, but the refusal seen was not one expected (expected erofs|eacces|eperm|policy" in \
         attempt.observation
+
+
+def test_what_agent_box_names_after_the_run_is_no_refusal_of_the_attempt_but_any_other_line_of_its_is():
+    import subprocess
+
+    from agentbox.testing.negative import _sandbox_failure
+
+    def done(err: str, code: int = 0):
+        return subprocess.CompletedProcess([], code, "", err)
+
+    started = "agentbox-attempt-n1\n"
+    after = "agent-box: after the run: the run left host-executed files where nothing held them: /p/new/.git\n"
+    assert _sandbox_failure(done(started + after), "n1") is None
+    assert "refused" in _sandbox_failure(done(started + "agent-box: the egress proxy died\n", 4), "n1")
