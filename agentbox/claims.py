@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 from .capability import CapabilityReport, Declarations, Support, load_declarations
 from .evidence import EvidenceRecord, Layer
 from .observed import Observed, by_layer
+from .sandbox import DEFAULT_BACKEND
 from .vectors import Catalogue, Vector, condition_text, expected_outcome
 
 __all__ = ["ClaimState", "Drift", "Claim", "ClaimsTable", "reconcile", "default_catalogue_dir", "NO_HARNESS", "KEY",
@@ -48,9 +49,8 @@ __all__ = ["ClaimState", "Drift", "Claim", "ClaimsTable", "reconcile", "default_
 ClaimState = Literal["exact", "partial", "refuted", "unverified"]
 NO_HARNESS = "-"
 ENDPOINT = "acp-endpoint"  # the declaration file of `agent-box acp`'s client-surface policy
-# Harness-layer records involve no sandbox; when no composed record names a backend either, the
-# harness rows are judged against the one backend Agent-Box ships.
-DEFAULT_BACKEND = "bwrap"
+# Harness-layer records involve no sandbox; when no composed record names a backend either, the harness rows are
+# judged against the one backend Agent-Box ships (DEFAULT_BACKEND).
 UNKNOWN = "?"  # a version no record stated
 UNTESTED = "no vector of the catalogue tests it here"  # the note of a row with 0 of 0 run
 

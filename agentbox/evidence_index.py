@@ -28,10 +28,11 @@ import platform
 import sqlite3
 from pathlib import Path
 
+from .sandbox import DEFAULT_BACKEND
+
 __all__ = ["lookup", "unproven", "observed", "sync", "signature", "index_path"]
 
 _FORMAT = "5"  # bump when the tables change: an old index is then rebuilt
-_DEFAULT_BACKEND = "bwrap"  # as claims.DEFAULT_BACKEND: a composed record that names none ran under it
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, ino INTEGER NOT NULL, size INTEGER NOT NULL, "
@@ -109,8 +110,8 @@ def _key(data: dict) -> tuple[str, str, str, str, str, str, str, str, str]:
     sversion = "" if data["layer"] == "harness" else info.get("sandbox_version") or "?"
     provenance = info.get("provenance") or ""
     if info.get("harness") is None:
-        return "", "", "", info.get("sandbox_backend") or _DEFAULT_BACKEND, kernel, level, sversion, provenance, ""
-    backend = "" if data["layer"] == "harness" else info.get("sandbox_backend") or _DEFAULT_BACKEND
+        return "", "", "", info.get("sandbox_backend") or DEFAULT_BACKEND, kernel, level, sversion, provenance, ""
+    backend = "" if data["layer"] == "harness" else info.get("sandbox_backend") or DEFAULT_BACKEND
     return info["harness"], info.get("version") or "?", info.get("binary_sha256") or "", backend, kernel, level, \
         sversion, provenance, info.get("mode") or "headless"
 
@@ -261,7 +262,7 @@ def _query(store: Path, sql: str, harness: str, version: str | None, sha: str | 
 
 
 def lookup(store: str | os.PathLike, harness: str, version: str | None, sha: str | None,
-           backend: str = _DEFAULT_BACKEND, kernel: str | None = None, *, privilege: str,
+           backend: str = DEFAULT_BACKEND, kernel: str | None = None, *, privilege: str,
            backend_version: str | None) -> list[dict]:
     """The records that decide one build's claims: its composed records on `backend`, its harness-layer
     records, and the sandbox-alone records of `backend`, each the latest of its (vector, layer), all
@@ -278,7 +279,7 @@ def lookup(store: str | os.PathLike, harness: str, version: str | None, sha: str
 
 
 def unproven(store: str | os.PathLike, harness: str, version: str | None, sha: str | None,
-             backend: str = _DEFAULT_BACKEND, kernel: str | None = None, *, privilege: str,
+             backend: str = DEFAULT_BACKEND, kernel: str | None = None, *, privilege: str,
              backend_version: str | None) -> dict[str, int]:
     """The (vector, layer) runs of the same build that `lookup` leaves out, per provenance ("synthetic",
     or "" for a record that does not say: written before records said where they came from)."""
@@ -287,7 +288,7 @@ def unproven(store: str | os.PathLike, harness: str, version: str | None, sha: s
     return dict(rows)
 
 
-def observed(store: str | os.PathLike, backend: str = _DEFAULT_BACKEND, kernel: str | None = None, *,
+def observed(store: str | os.PathLike, backend: str = DEFAULT_BACKEND, kernel: str | None = None, *,
              privilege: str, backend_version: str | None) -> list[dict]:
     """What `lookup` gives for one build, for every build of every harness in the store: a refused launch
     reads it for the harness versions on which its items are proven (`gate.proven_elsewhere`)."""
