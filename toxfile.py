@@ -19,7 +19,7 @@ from tox.plugin import impl
 from tox.report import HandledError
 
 from agentbox.errors import InputError
-from agentbox.matrix import Cell, cells, default_matrices, load_matrix
+from agentbox.harnesses.matrix import Cell, cells, default_matrices, load_matrix
 
 if TYPE_CHECKING:
     from tox.config.sets import ConfigSet, EnvConfigSet
@@ -55,7 +55,15 @@ def tox_add_env_config(env_conf: EnvConfigSet, state: State) -> None:
     cell = _cells().get(env_conf.name)
     if cell is None:
         return
-    env_conf.add_config(keys=["agentbox_harness"], of_type=str, default=f"{cell.harness}@{cell.version}",
-                        desc="the harness version under test, NAME@VERSION")
-    env_conf.add_config(keys=["agentbox_install"], of_type=str, default=" ".join(cell.install),
-                        desc="what `agent-box harness install` installs for it")
+    env_conf.add_config(
+        keys=["agentbox_harness"],
+        of_type=str,
+        default=f"{cell.harness}@{cell.version}",
+        desc="the harness version under test, NAME@VERSION",
+    )
+    env_conf.add_config(
+        keys=["agentbox_install"],
+        of_type=str,
+        default=" ".join(cell.install),
+        desc="what `agent-box harness install` installs for it",
+    )

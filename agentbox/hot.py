@@ -18,8 +18,19 @@ except ImportError:  # pragma: no cover - Python 3.12+ names it _sha2
     except ImportError:
         from hashlib import sha256  # type: ignore[no-redef]
 
-__all__ = ["sha256", "home_dir", "agentbox_home", "package_fingerprint", "resolve_profile_path",
-           "write_json_atomic", "which", "run_root", "stat_key", "KERNEL_TRACES", "kernel_traces"]
+__all__ = [
+    "sha256",
+    "home_dir",
+    "agentbox_home",
+    "package_fingerprint",
+    "resolve_profile_path",
+    "write_json_atomic",
+    "which",
+    "run_root",
+    "stat_key",
+    "KERNEL_TRACES",
+    "kernel_traces",
+]
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
 CACHE_FORMAT = "1"
@@ -44,7 +55,7 @@ def agentbox_home() -> str:
     env = os.environ.get("AGENTBOX_HOME")
     if env:
         return os.path.abspath(os.path.expanduser(env))
-    from .home import agentbox_home as slow  # platformdirs: only when AGENTBOX_HOME is unset
+    from agentbox.core.home import agentbox_home as slow  # platformdirs: only when AGENTBOX_HOME is unset
 
     return str(slow())
 

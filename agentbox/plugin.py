@@ -12,50 +12,102 @@ from pathlib import Path
 
 import pytest
 
-from .suite import SUITE_DIR
-from .testing.session import AgentBoxSession, session_key
+from agentbox.suite import SUITE_DIR
+from agentbox.testing.session import AgentBoxSession, session_key
 
 pytest_plugins = ["agentbox.testing.fixtures"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbox", "Agent-Box conformance")
-    group.addoption("--agentbox-suite", action="store_true",
-                    help="run the suite that ships with the package (compile goldens, launch and ACP smokes, "
-                         "the escape vectors), in any folder, in a child process apart from the project (its own "
-                         "test paths are left out; implied by --agentbox-canary)")
-    group.addoption("--agentbox-capability", action="append", default=[], metavar="CAPABILITY",
-                    help="run only the escape vectors of this capability (e.g. workspace.read_only); repeatable; "
-                         "the evidence still counts toward the whole catalogue's claims")
-    group.addoption("--agentbox-harness", action="append", default=[], metavar="NAME[@VERSION]",
-                    help="harness (and version) to test; repeatable; default: every installed harness")
-    group.addoption("--agentbox-matrix", default=None, metavar="FILE",
-                    help="test exactly the harness versions a matrices/*.yaml file names")
-    group.addoption("--agentbox-require-harnesses", action="store_true",
-                    help="a selected harness that is not installed is an error, not a skip")
-    group.addoption("--agentbox-timeout", type=float, default=120.0, metavar="SECONDS",
-                    help="bound on each harness run (default 120)")
-    group.addoption("--agentbox-mode", choices=("headless", "tui", "acp"), default="headless",
-                    help="how the escape suite drives each harness: its headless one-shot run (default), its "
-                         "interactive TUI on a pseudo-terminal, the mode `agent-box launch` starts (harnesses "
-                         "without a TUI driver skip, and their TUI claims stay unverified), or as an ACP agent, the "
-                         "mode `agent-box acp` starts")
-    group.addoption("--agentbox-evidence-dir", default=None, metavar="DIR",
-                    help="where evidence records are appended (default $AGENTBOX_HOME/evidence)")
-    group.addoption("--agentbox-catalogue", default=None, metavar="DIR",
-                    help="the escape-vector catalogue the claims summary reads (default: the package's)")
-    group.addoption("--agentbox-update-goldens", action="store_true",
-                    help="rewrite compile goldens instead of comparing them")
-    group.addoption("--agentbox-canary", action="store_true",
-                    help="upgrade canary: re-verify the harness builds whose evidence is stale, reuse the rest, "
-                         "and diff each version's claims against the previous version's")
-    group.addoption("--agentbox-baseline", default=None, metavar="FILE",
-                    help="canary expected failures (YAML `expected_failures:`, entries naming vector, layer, "
-                         "harness version and outcome; docs/canary.md); one that no longer happens fails as stale")
-    group.addoption("--agentbox-canary-report", default=None, metavar="FILE",
-                    help="where the canary writes its JSON report (default <evidence dir>/canary-report.json)")
-    group.addoption("--agentbox-canary-allow-empty", action="store_true",
-                    help="a canary with no harness build to verify passes (by default it fails: it proved nothing)")
+    group.addoption(
+        "--agentbox-suite",
+        action="store_true",
+        help="run the suite that ships with the package (compile goldens, launch and ACP smokes, "
+        "the escape vectors), in any folder, in a child process apart from the project (its own "
+        "test paths are left out; implied by --agentbox-canary)",
+    )
+    group.addoption(
+        "--agentbox-capability",
+        action="append",
+        default=[],
+        metavar="CAPABILITY",
+        help="run only the escape vectors of this capability (e.g. workspace.read_only); repeatable; "
+        "the evidence still counts toward the whole catalogue's claims",
+    )
+    group.addoption(
+        "--agentbox-harness",
+        action="append",
+        default=[],
+        metavar="NAME[@VERSION]",
+        help="harness (and version) to test; repeatable; default: every installed harness",
+    )
+    group.addoption(
+        "--agentbox-matrix",
+        default=None,
+        metavar="FILE",
+        help="test exactly the harness versions a matrices/*.yaml file names",
+    )
+    group.addoption(
+        "--agentbox-require-harnesses",
+        action="store_true",
+        help="a selected harness that is not installed is an error, not a skip",
+    )
+    group.addoption(
+        "--agentbox-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="bound on each harness run (default 120)",
+    )
+    group.addoption(
+        "--agentbox-mode",
+        choices=("headless", "tui", "acp"),
+        default="headless",
+        help="how the escape suite drives each harness: its headless one-shot run (default), its "
+        "interactive TUI on a pseudo-terminal, the mode `agent-box launch` starts (harnesses "
+        "without a TUI driver skip, and their TUI claims stay unverified), or as an ACP agent, the "
+        "mode `agent-box acp` starts",
+    )
+    group.addoption(
+        "--agentbox-evidence-dir",
+        default=None,
+        metavar="DIR",
+        help="where evidence records are appended (default $AGENTBOX_HOME/evidence)",
+    )
+    group.addoption(
+        "--agentbox-catalogue",
+        default=None,
+        metavar="DIR",
+        help="the escape-vector catalogue the claims summary reads (default: the package's)",
+    )
+    group.addoption(
+        "--agentbox-update-goldens", action="store_true", help="rewrite compile goldens instead of comparing them"
+    )
+    group.addoption(
+        "--agentbox-canary",
+        action="store_true",
+        help="upgrade canary: re-verify the harness builds whose evidence is stale, reuse the rest, "
+        "and diff each version's claims against the previous version's",
+    )
+    group.addoption(
+        "--agentbox-baseline",
+        default=None,
+        metavar="FILE",
+        help="canary expected failures (YAML `expected_failures:`, entries naming vector, layer, "
+        "harness version and outcome; docs/canary.md); one that no longer happens fails as stale",
+    )
+    group.addoption(
+        "--agentbox-canary-report",
+        default=None,
+        metavar="FILE",
+        help="where the canary writes its JSON report (default <evidence dir>/canary-report.json)",
+    )
+    group.addoption(
+        "--agentbox-canary-allow-empty",
+        action="store_true",
+        help="a canary with no harness build to verify passes (by default it fails: it proved nothing)",
+    )
 
 
 def _suite_path(config: pytest.Config, arg: str) -> str | None:
@@ -74,11 +126,16 @@ def _suite_path(config: pytest.Config, arg: str) -> str | None:
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """`--agentbox-suite` and `--agentbox-canary` run the suite in a child apart from this folder
     (`testing/hermetic`): nothing of the project it is started in takes part in what it records."""
-    from .testing import hermetic
+    from agentbox.testing import hermetic
 
     asked = config.getoption("--agentbox-suite") or config.getoption("--agentbox-canary")
-    if (not asked or hermetic.in_child() or hasattr(config, "workerinput") or config.option.help
-            or config.option.version):
+    if (
+        not asked
+        or hermetic.in_child()
+        or hasattr(config, "workerinput")
+        or config.option.help
+        or config.option.version
+    ):
         return None
     given = list(config.args) if config.args_source == pytest.Config.ArgsSource.ARGS else []
     options = [a for a in config.invocation_params.args if a not in given]
@@ -86,8 +143,11 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     paths = [p for p in spelled.values() if p]
     left = [a for a, p in spelled.items() if p is None]
     if left:
-        print(f"agentbox: the suite runs apart from this project; left out: {' '.join(left)} (a project's own "
-              f"tests say nothing about a harness)", flush=True)
+        print(
+            f"agentbox: the suite runs apart from this project; left out: {' '.join(left)} (a project's own "
+            f"tests say nothing about a harness)",
+            flush=True,
+        )
     return hermetic.run(options, paths, cwd=str(config.invocation_params.dir))
 
 
@@ -118,16 +178,16 @@ def pytest_configure(config: pytest.Config) -> None:
     # Only the controller writes evidence: xdist workers hand their reports (and the records they
     # carry) to it, so the store has one writer however many workers run.
     if not hasattr(config, "workerinput"):
-        from .testing.evidence_writer import EvidenceWriter, writer_key
+        from agentbox.testing.evidence_writer import EvidenceWriter, writer_key
 
         writer = EvidenceWriter(session.evidence_dir, session.catalogue_dir)
         config.stash[writer_key] = writer
         config.pluginmanager.register(writer, "agentbox-evidence-writer")
-    from .testing.integrations import register  # pytest-html, allure-pytest: only when present and asked for
+    from agentbox.testing.integrations import register  # pytest-html, allure-pytest: only when present and asked for
 
     register(config)
     if config.getoption("--agentbox-canary"):
-        from .testing.canary import CanaryPlugin
+        from agentbox.testing.canary import CanaryPlugin
 
         config.pluginmanager.register(CanaryPlugin(config, session), "agentbox-canary")
     else:
@@ -137,7 +197,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from .testing.evidence_writer import writer_key
+    from agentbox.testing.evidence_writer import writer_key
 
     writer = config.stash.get(writer_key, None)
     if writer is not None:
@@ -176,7 +236,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
-    from .testing.evidence_writer import attach  # the records handed over travel on the report
+    from agentbox.testing.evidence_writer import attach  # the records handed over travel on the report
 
     attach(item, report)
     return report

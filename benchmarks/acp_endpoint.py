@@ -31,9 +31,15 @@ async def _initialize(argv: list[str], env: dict[str, str], cwd: str) -> float:
     from agentbox.testing.acp_client import RecordingClient
 
     start = time.perf_counter()
-    proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.DEVNULL, env=env, cwd=cwd,
-                                                start_new_session=True)
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
     conn = acp.connect_to_agent(RecordingClient(), proc.stdin, proc.stdout)
     try:
         await asyncio.wait_for(conn.initialize(protocol_version=acp.PROTOCOL_VERSION), 60)
@@ -66,9 +72,9 @@ def main() -> int:
 
     import yaml
 
-    from agentbox.acp import acp_entry
-    from agentbox.home import harnesses_dir
-    from agentbox.installs import find_binary
+    from agentbox.harnesses.acp import acp_entry
+    from agentbox.core.home import harnesses_dir
+    from agentbox.harnesses.installs import find_binary
 
     entry = acp_entry(args.harness)
     found = find_binary(entry.adapter or args.harness)
@@ -83,17 +89,27 @@ def main() -> int:
         os.symlink(harnesses_dir(), os.path.join(abhome, "harnesses"))
         profile = os.path.join(root, "bench.yaml")
         with open(profile, "w") as f:  # every item advisory: the gate allows without evidence, as it does with it
-            yaml.safe_dump({"name": "bench", "harness": args.harness,
-                            "model": {"base_url": "http://127.0.0.1:9999/v1", "name": "m", "api_key_env": "OPENAI_API_KEY"},
-                            "permission_intent": {"workspace": {"access": "read_write", "requirement": "advisory"},
-                                                  "command_network": {"access": "none", "requirement": "advisory"},
-                                                  "shell": {"access": "ask", "requirement": "advisory"}}}, f)
+            yaml.safe_dump(
+                {
+                    "name": "bench",
+                    "harness": args.harness,
+                    "model": {"base_url": "http://127.0.0.1:9999/v1", "name": "m", "api_key_env": "OPENAI_API_KEY"},
+                    "permission_intent": {
+                        "workspace": {"access": "read_write", "requirement": "advisory"},
+                        "command_network": {"access": "none", "requirement": "advisory"},
+                        "shell": {"access": "ask", "requirement": "advisory"},
+                    },
+                },
+                f,
+            )
         env = {**os.environ, "AGENTBOX_HOME": abhome, "OPENAI_API_KEY": "bench"}
         endpoint = [*_agent_box(), "acp", profile, "--cwd", ws]
         base_env = None
         if args.baseline:
-            base_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, (os.path.abspath(args.baseline),
-                                                                            env.get("PYTHONPATH"))))}
+            base_env = {
+                **env,
+                "PYTHONPATH": os.pathsep.join(filter(None, (os.path.abspath(args.baseline), env.get("PYTHONPATH")))),
+            }
             timed(endpoint, base_env, ws)  # its own cold start (another package: another cache entry)
         first = timed(endpoint, env, ws)  # cold: probe, build digest, compile, the gate's cache
         times: dict[str, list[float]] = {"bare": [], "endpoint": [], "baseline": []}
@@ -108,11 +124,15 @@ def main() -> int:
     print(f"  bare adapter            {b * 1000:8.1f} ms")
     if times["baseline"]:
         o = statistics.median(times["baseline"])
-        print(f"  agent-box acp, baseline {o * 1000:8.1f} ms   ({args.baseline}: {(o - b) * 1000:+.1f} ms over the bare "
-              "adapter)")
+        print(
+            f"  agent-box acp, baseline {o * 1000:8.1f} ms   ({args.baseline}: {(o - b) * 1000:+.1f} ms over the bare "
+            "adapter)"
+        )
     print(f"  agent-box acp           {e * 1000:8.1f} ms   (first, cold: {first * 1000:.1f} ms)")
-    print(f"  difference              {(e - b) * 1000:+8.1f} ms   ratio {e / b:.2f}x   target: at most +150 ms "
-          f"({'met' if e - b <= 0.150 else 'NOT met'})")
+    print(
+        f"  difference              {(e - b) * 1000:+8.1f} ms   ratio {e / b:.2f}x   target: at most +150 ms "
+        f"({'met' if e - b <= 0.150 else 'NOT met'})"
+    )
     return 0
 
 

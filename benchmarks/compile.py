@@ -39,8 +39,9 @@ def timed(argv: list[str], env: dict[str, str], before=None) -> tuple[float, flo
     if before is not None:
         before()
     cpu, start = _children_cpu(), time.perf_counter()
-    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     elapsed = time.perf_counter() - start
     if done.returncode not in (0, 3):  # 3: a required item the plan cannot cover, still a whole compile
         raise SystemExit(f"{' '.join(argv)} failed (exit {done.returncode}): {done.stderr.strip()[-400:]}")
@@ -52,9 +53,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--harness", action="append", choices=HARNESSES, help="default: every installed one")
     args = ap.parse_args()
-    from agentbox.adapters import get_adapter
-    from agentbox.build_identity import identify
-    from agentbox.installs import find_binary
+    from agentbox.compile.adapters import get_adapter
+    from agentbox.harnesses.build_identity import identify
+    from agentbox.harnesses.installs import find_binary
 
     found = {h: find_binary(h) for h in args.harness or HARNESSES}
     found = {h: f for h, f in found.items() if f is not None and f.source == "agentbox"}
@@ -80,8 +81,10 @@ def main() -> int:
             sizes[harness] = f"{identity.files} file(s), {identity.size / 1e6:.1f} MB"
             profile = os.path.join(tmp, f"{harness}.yaml")
             with open(profile, "w") as f:
-                f.write(f"name: bench\nharness: {harness}\npermission_intent:\n"
-                        "  workspace: {access: read_only, requirement: required}\n")
+                f.write(
+                    f"name: bench\nharness: {harness}\npermission_intent:\n"
+                    "  workspace: {access: read_only, requirement: required}\n"
+                )
             command = [*_agent_box(), "permission"]
             compile_, explain = [*command, "compile", profile, "--cwd", ws], [*command, "explain", profile, "--cwd", ws]
             cases[f"{harness} compile --harness-version"] = ([*compile_, "--harness-version", installed.version], None)
@@ -103,9 +106,11 @@ def main() -> int:
         print(f"{harness} ({sizes[harness]} hashed cold):")
         for command in ("compile", "explain"):
             cold, warm = med[f"{harness} {command} cold"], med[f"{harness} {command} warm"]
-            print(f"  {command}: cold/warm {cold / warm:.2f}x; warm vs no probe {(warm / floor - 1) * 100:+.1f}%; "
-                  f"warm {warm:.0f} ms, cpu {cpu[f'{harness} {command} warm']:.0f} ms "
-                  f"(target <= {TARGET_MS} ms: {'met' if warm <= TARGET_MS else 'NOT met'})")
+            print(
+                f"  {command}: cold/warm {cold / warm:.2f}x; warm vs no probe {(warm / floor - 1) * 100:+.1f}%; "
+                f"warm {warm:.0f} ms, cpu {cpu[f'{harness} {command} warm']:.0f} ms "
+                f"(target <= {TARGET_MS} ms: {'met' if warm <= TARGET_MS else 'NOT met'})"
+            )
     return 0
 
 

@@ -37,9 +37,22 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         evidence = args.evidence or scratch
-        argv = [sys.executable, "-m", "pytest", "conformance", "negative", "-q", "-n", str(args.workers),
-                "--agentbox-matrix", args.matrix, "--agentbox-require-harnesses",
-                "--agentbox-evidence-dir", evidence, *args.extra]
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "conformance",
+            "negative",
+            "-q",
+            "-n",
+            str(args.workers),
+            "--agentbox-matrix",
+            args.matrix,
+            "--agentbox-require-harnesses",
+            "--agentbox-evidence-dir",
+            evidence,
+            *args.extra,
+        ]
         start = time.perf_counter()
         with open(args.log or "/dev/null", "w") as log:
             done = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
@@ -55,8 +68,12 @@ def main() -> int:
     print(f"pytest exit {done.returncode}; {len(records)} vector records")
     for key in sorted(runs):
         print(f"  {key[0]:<12} {key[1]:<9} {runs[key]:>4} records, cheapest {cheapest[key]:6.2f}s")
-    print(f"wall {wall / 60:.1f} min; floor {floor / 60:.1f} min (cheapest start x records / {args.workers} workers); "
-          f"ratio {wall / floor:.2f}" if floor else f"wall {wall / 60:.1f} min; no records")
+    print(
+        f"wall {wall / 60:.1f} min; floor {floor / 60:.1f} min (cheapest start x records / {args.workers} workers); "
+        f"ratio {wall / floor:.2f}"
+        if floor
+        else f"wall {wall / 60:.1f} min; no records"
+    )
     return 0
 
 

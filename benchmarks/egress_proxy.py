@@ -43,6 +43,7 @@ ORIGIN_NAMES = ("origin.test", "sink.test", "echo.test")
 
 # -- the origins (a child process) ------------------------------------------------------------------
 
+
 async def _http(reader, writer):
     await reader.readuntil(b"\r\n\r\n")
     writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
@@ -91,8 +92,10 @@ async def _model(reader, writer):
             fields = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
             await reader.readexactly(int(fields.get("content-length", "0")))
             ok = fields.get("authorization") == f"Bearer {REAL_KEY}"
-            writer.write(b"HTTP/1.1 %s\r\nContent-Length: 2\r\n\r\n%s" % ((b"200 OK", b"ok") if ok else
-                                                                             (b"401 Unauthorized", b"no")))
+            writer.write(
+                b"HTTP/1.1 %s\r\nContent-Length: 2\r\n\r\n%s"
+                % ((b"200 OK", b"ok") if ok else (b"401 Unauthorized", b"no"))
+            )
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
@@ -120,17 +123,29 @@ def _swap_proxy(spec: dict) -> None:
     from agentbox.egress.swap import Swap, SwapTable
 
     bound = f"tls.test:{spec['tls_port']}"
-    policy = EgressPolicy(model_endpoint=Endpoint(host="model.test", port=spec["model_port"]),
-                          allow_domains=(bound, f"open.test:{spec['open_port']}"),
-                          resolver_overrides={name: "127.0.0.1" for name in ("model.test", "tls.test", "open.test")})
-    swaps = SwapTable([Swap.make("MODEL_KEY", PLACEHOLDER, REAL_KEY, ["Authorization: Bearer {value}"], model=True),
-                       Swap.make("TOKEN", TOKEN_PLACEHOLDER, REAL_KEY, ["Authorization: Bearer {value}"],
-                                 hosts=[bound])])
+    policy = EgressPolicy(
+        model_endpoint=Endpoint(host="model.test", port=spec["model_port"]),
+        allow_domains=(bound, f"open.test:{spec['open_port']}"),
+        resolver_overrides={name: "127.0.0.1" for name in ("model.test", "tls.test", "open.test")},
+    )
+    swaps = SwapTable(
+        [
+            Swap.make("MODEL_KEY", PLACEHOLDER, REAL_KEY, ["Authorization: Bearer {value}"], model=True),
+            Swap.make("TOKEN", TOKEN_PLACEHOLDER, REAL_KEY, ["Authorization: Bearer {value}"], hosts=[bound]),
+        ]
+    )
     authority = Authority((parse_entry(bound),))
     with open(spec["run_ca"], "wb") as f:
         f.write(authority.cert_pem())
-    proxy = EgressProxy(policy, spec["log"], socket_path=spec["socket"], model_socket=spec["model_socket"],
-                        swaps=swaps, authority=authority, upstream_ca=spec["suite_ca"]).start()
+    proxy = EgressProxy(
+        policy,
+        spec["log"],
+        socket_path=spec["socket"],
+        model_socket=spec["model_socket"],
+        swaps=swaps,
+        authority=authority,
+        upstream_ca=spec["suite_ca"],
+    ).start()
     print("ready", flush=True)
     try:
         sys.stdin.read()  # until the benchmark closes our stdin
@@ -139,6 +154,7 @@ def _swap_proxy(spec: dict) -> None:
 
 
 # -- the client (this process) ----------------------------------------------------------------------
+
 
 def _connect(address) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX if isinstance(address, str) else socket.AF_INET, socket.SOCK_STREAM)
@@ -190,8 +206,10 @@ def push(sock: socket.socket, megabytes: int, host: str = "sink.test") -> float:
 
 def model_request(sock: socket.socket, key: str) -> bytes:
     body = b'{"model":"m","messages":[]}'
-    return (f"POST /v1/chat/completions HTTP/1.1\r\nHost: model.test\r\nAuthorization: Bearer {key}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    return (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: model.test\r\nAuthorization: Bearer {key}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
 def keepalive_requests(sock: socket.socket, key: str, n: int) -> list[float]:
@@ -266,10 +284,22 @@ def main() -> int:
     allow = (f"origin.test:{http_port}", f"sink.test:{sink_port}", f"echo.test:{echo_port}")
     policy = EgressPolicy(allow_domains=allow, resolver_overrides={name: "127.0.0.1" for name in ORIGIN_NAMES})
     proxy = ProxyProcess(policy, f"{tmp}/policy.json", f"{tmp}/decisions.jsonl", socket_path=f"{tmp}/egress.sock")
-    spec = {"model_port": model_port, "tls_port": tls_port, "open_port": open_port, "log": f"{tmp}/swap.jsonl", "socket": f"{tmp}/s.sock",
-            "model_socket": f"{tmp}/m.sock", "run_ca": f"{tmp}/run-ca.pem", "suite_ca": f"{tmp}/suite-ca.pem"}
-    swapper = subprocess.Popen([sys.executable, __file__, "--swap-proxy", json.dumps(spec)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True)
+    spec = {
+        "model_port": model_port,
+        "tls_port": tls_port,
+        "open_port": open_port,
+        "log": f"{tmp}/swap.jsonl",
+        "socket": f"{tmp}/s.sock",
+        "model_socket": f"{tmp}/m.sock",
+        "run_ca": f"{tmp}/run-ca.pem",
+        "suite_ca": f"{tmp}/suite-ca.pem",
+    }
+    swapper = subprocess.Popen(
+        [sys.executable, __file__, "--swap-proxy", json.dumps(spec)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert swapper.stdout.readline().strip() == "ready", "the swapping proxy did not start"
         proxy.start()
@@ -301,8 +331,10 @@ def main() -> int:
         open_tunnels = []
         for _ in range(args.tunnels):
             sock = tunnel(sock_path, f"echo.test:{echo_port}")
-            sock.sendall(f"POST /echo HTTP/1.1\r\nHost: echo.test:{echo_port}\r\nContent-Length: {len(payload)}\r\n\r\n"
-                         .encode() + payload)
+            sock.sendall(
+                f"POST /echo HTTP/1.1\r\nHost: echo.test:{echo_port}\r\nContent-Length: {len(payload)}\r\n\r\n".encode()
+                + payload
+            )
             got = -len(f"HTTP/1.1 200 OK\r\nContent-Length: {len(payload)}\r\n\r\n")  # the answer's head first
             while got < len(payload):
                 got += len(sock.recv(65536))
@@ -344,10 +376,12 @@ def main() -> int:
             https_request(via(f"tls.test:{tls_port}"), f"tls.test:{tls_port}", spec["run_ca"], TOKEN_PLACEHOLDER)
         t_open, t_ended = [], []
         for _ in range(args.tls_requests):
-            t_open.append(https_request(via(f"open.test:{open_port}"), f"open.test:{open_port}", spec["suite_ca"],
-                                        REAL_KEY))
-            t_ended.append(https_request(via(f"tls.test:{tls_port}"), f"tls.test:{tls_port}", spec["run_ca"],
-                                         TOKEN_PLACEHOLDER))
+            t_open.append(
+                https_request(via(f"open.test:{open_port}"), f"open.test:{open_port}", spec["suite_ca"], REAL_KEY)
+            )
+            t_ended.append(
+                https_request(via(f"tls.test:{tls_port}"), f"tls.test:{tls_port}", spec["run_ca"], TOKEN_PLACEHOLDER)
+            )
         to, te = statistics.median(t_open) * 1000, statistics.median(t_ended) * 1000
     finally:
         proxy.stop()
@@ -364,22 +398,34 @@ def main() -> int:
     print(f"  added    median {added:7.3f} ms   target < 2 ms: {'met' if added < 2 else 'NOT met'}")
     print(f"throughput (one CONNECT tunnel, {args.megabytes} MiB pushed and confirmed)")
     print(f"  direct   {base_mbs:8.1f} MiB/s")
-    print(f"  tunnel   {tunnel_mbs:8.1f} MiB/s   x direct {tunnel_mbs / base_mbs:5.2f}"
-          f"   target >= 50: {'met' if tunnel_mbs >= 50 else 'NOT met'}")
+    print(
+        f"  tunnel   {tunnel_mbs:8.1f} MiB/s   x direct {tunnel_mbs / base_mbs:5.2f}"
+        f"   target >= 50: {'met' if tunnel_mbs >= 50 else 'NOT met'}"
+    )
     print(f"memory (proxy process, python -m agentbox.egress serve, pid {proxy.pid})")
     print(f"  idle                  VmRSS {idle_kib / 1024:6.1f} MiB")
-    print(f"  {args.tunnels} open tunnels      VmRSS {busy_kib / 1024:6.1f} MiB"
-          f"   (peak VmHWM {peak_kib / 1024:.1f} MiB)   target < 64: {'met' if busy_kib < 64 * 1024 else 'NOT met'}")
-    print(f"model route with the key swap ({args.requests} requests; direct carries the real key, the route swaps "
-          "a placeholder for it)")
-    print(f"  new connection each   direct median {md:7.3f} ms   route median {mr:7.3f} ms   x direct {mr / md:5.2f}"
-          f"   added {mr - md:6.3f} ms   target < 2 ms: {'met' if mr - md < 2 else 'NOT met'}")
-    print(f"  one keep-alive conn.  direct median {kd:7.3f} ms   route median {kr:7.3f} ms   x direct {kr / kd:5.2f}"
-          f"   added {kr - kd:6.3f} ms   target < 2 ms: {'met' if kr - kd < 2 else 'NOT met'}")
+    print(
+        f"  {args.tunnels} open tunnels      VmRSS {busy_kib / 1024:6.1f} MiB"
+        f"   (peak VmHWM {peak_kib / 1024:.1f} MiB)   target < 64: {'met' if busy_kib < 64 * 1024 else 'NOT met'}"
+    )
+    print(
+        f"model route with the key swap ({args.requests} requests; direct carries the real key, the route swaps "
+        "a placeholder for it)"
+    )
+    print(
+        f"  new connection each   direct median {md:7.3f} ms   route median {mr:7.3f} ms   x direct {mr / md:5.2f}"
+        f"   added {mr - md:6.3f} ms   target < 2 ms: {'met' if mr - md < 2 else 'NOT met'}"
+    )
+    print(
+        f"  one keep-alive conn.  direct median {kd:7.3f} ms   route median {kr:7.3f} ms   x direct {kr / kd:5.2f}"
+        f"   added {kr - kd:6.3f} ms   target < 2 ms: {'met' if kr - kd < 2 else 'NOT met'}"
+    )
     print(f"TLS termination for a bound host ({args.tls_requests} HTTPS requests, a new connection and handshake each)")
     print(f"  opaque tunnel (client TLS to the origin)          median {to:7.3f} ms")
-    print(f"  ended at the proxy, secret swapped, TLS re-made   median {te:7.3f} ms   x opaque {te / to:5.2f}"
-          f"   cost of termination {te - to:6.3f} ms")
+    print(
+        f"  ended at the proxy, secret swapped, TLS re-made   median {te:7.3f} ms   x opaque {te / to:5.2f}"
+        f"   cost of termination {te - to:6.3f} ms"
+    )
     return 0
 
 

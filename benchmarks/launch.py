@@ -35,16 +35,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   check=True)
+    subprocess.run(
+        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
+    )
     return time.perf_counter() - start
 
 
 def _store(store: str, harness: str, version: str, sha: str, capabilities: list[str], count: int) -> None:
-    from agentbox.claims import default_catalogue_dir
-    from agentbox.evidence import append
+    from agentbox.prove.claims import default_catalogue_dir
+    from agentbox.prove.evidence import append
     from synthetic_evidence import filler_lines, posing_as_observed, proving_records
-    from agentbox.vectors import load_catalogue
+    from agentbox.prove.vectors import load_catalogue
 
     catalogue = load_catalogue(default_catalogue_dir())
     os.makedirs(store, exist_ok=True)
@@ -69,8 +70,8 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--venv", default=None, help="also time a regular install in its own venv (built here once)")
     args = ap.parse_args()
-    from agentbox.adapters import get_adapter
-    from agentbox.installs import find_binary
+    from agentbox.compile.adapters import get_adapter
+    from agentbox.harnesses.installs import find_binary
 
     found = find_binary("codex")
     if found is None:
@@ -82,13 +83,17 @@ def main() -> int:
         os.makedirs(ws)
         # the installed codex, seen from a fresh AGENTBOX_HOME: find_binary picks it as it would at home
         os.makedirs(os.path.join(home, "harnesses", "codex"))
-        os.symlink(os.path.dirname(os.path.dirname(os.path.dirname(found.binary))),
-                   os.path.join(home, "harnesses", "codex", found.version))
+        os.symlink(
+            os.path.dirname(os.path.dirname(os.path.dirname(found.binary))),
+            os.path.join(home, "harnesses", "codex", found.version),
+        )
         profile = os.path.join(tmp, "codex-bench.yaml")
         with open(profile, "w") as f:
-            f.write("name: codex-bench\nharness: codex\npermission_intent:\n"
-                    "  workspace: {access: read_only, requirement: required}\n"
-                    "  host_home: {access: hidden, requirement: required}\n")
+            f.write(
+                "name: codex-bench\nharness: codex\npermission_intent:\n"
+                "  workspace: {access: read_only, requirement: required}\n"
+                "  host_home: {access: hidden, requirement: required}\n"
+            )
         _store(store, "codex", probe.version, probe.sha256, ["workspace.read_only", "host_home.hidden"], args.records)
         repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         # bytecode cached (as a pip install leaves it), in the temp folder rather than the source tree
@@ -102,15 +107,20 @@ def main() -> int:
         sandbox_only, sandbox_env = _sandbox_argv(entry, tmp)
         empty = os.path.join(tmp, "empty-home")
         os.makedirs(empty)
-        plain = {**{k: os.environ[k] for k in entry["sandbox"]["env_allow"] if k in os.environ},
-                 "HOME": empty, "CODEX_HOME": empty}
+        plain = {
+            **{k: os.environ[k] for k in entry["sandbox"]["env_allow"] if k in os.environ},
+            "HOME": empty,
+            "CODEX_HOME": empty,
+        }
         cases = {
             "codex --version": ([found.binary, "--version"], env),
             "codex --version, launch's vars": ([found.binary, "--version"], plain),
             "agent-box launch": (launch, env),
             # the same launch with no site hooks: what agent-box itself costs, apart from this machine's .pth files
-            "agent-box launch, python -S": ([sys.executable, "-S", "-m", "agentbox.cli", *launch[len(_agent_box()):]],
-                                            env),
+            "agent-box launch, python -S": (
+                [sys.executable, "-S", "-m", "agentbox.cli", *launch[len(_agent_box()) :]],
+                env,
+            ),
             "bwrap + codex (no agent-box)": (sandbox_only, sandbox_env),
             "python -c pass": ([sys.executable, "-c", "pass"], env),
             "python -S -c pass": ([sys.executable, "-S", "-c", "pass"], env),
@@ -118,8 +128,8 @@ def main() -> int:
         if args.venv:
             installed = _venv_agent_box(args.venv, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             venv_env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "PYTHONPYCACHEPREFIX")}
-            timed([installed, "launch", *launch[len(_agent_box()) + 1:]], venv_env)  # its own first launch
-            cases["agent-box launch, own venv"] = ([installed, "launch", *launch[len(_agent_box()) + 1:]], venv_env)
+            timed([installed, "launch", *launch[len(_agent_box()) + 1 :]], venv_env)  # its own first launch
+            cases["agent-box launch, own venv"] = ([installed, "launch", *launch[len(_agent_box()) + 1 :]], venv_env)
         samples: dict[str, list[float]] = {k: [] for k in cases}
         for _ in range(args.runs):
             for name, (argv, case_env) in cases.items():
@@ -127,8 +137,10 @@ def main() -> int:
         runs = subprocess.run([*_agent_box(), "runs", "list", "--json"], env=env, capture_output=True, text=True)
         recorded = len(json.loads(runs.stdout))
     base = statistics.median(samples["codex --version"])
-    print(f"evidence store: {args.records} records; first launch (index build + gate) {first * 1000:.0f} ms; "
-          f"{recorded} runs recorded")
+    print(
+        f"evidence store: {args.records} records; first launch (index build + gate) {first * 1000:.0f} ms; "
+        f"{recorded} runs recorded"
+    )
     print(f"{'case':<32} {'median ms':>10} {'x codex':>8}")
     for name, values in samples.items():
         med = statistics.median(values)
@@ -136,8 +148,10 @@ def main() -> int:
     for baseline in ("codex --version", "codex --version, launch's vars"):
         for name in [n for n in samples if n.startswith("agent-box launch")]:
             ratio = statistics.median(samples[name]) / statistics.median(samples[baseline])
-            print(f"{name} vs {baseline}: {(ratio - 1) * 100:+.1f}% "
-                  f"(target <= +15%: {'met' if ratio <= 1.15 else 'NOT met'})")
+            print(
+                f"{name} vs {baseline}: {(ratio - 1) * 100:+.1f}% "
+                f"(target <= +15%: {'met' if ratio <= 1.15 else 'NOT met'})"
+            )
     return 0
 
 

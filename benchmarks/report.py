@@ -45,8 +45,8 @@ def main() -> int:
     ap.add_argument("--vectors", type=int, default=40)
     args = ap.parse_args()
 
-    from agentbox.evidence import append
-    from agentbox.evidence_merge import collect
+    from agentbox.prove.evidence import append
+    from agentbox.prove.evidence_merge import collect
     from agentbox.report import generate
     from agentbox.report.build import build_report
     from agentbox.report.html import render_html
@@ -66,24 +66,40 @@ def main() -> int:
         content = report.model_dump(mode="json")
         base_s, _ = median_time(lambda: json.dumps(content), args.runs)
         out = os.path.join(tmp, "report.html")
-        total_s, _ = median_time(lambda: generate([os.path.join(tmp, "ev")], out, json_path=os.path.join(tmp, "r.json"),
-                                                  catalogue_dir=os.path.join(tmp, "vectors"), declarations=source),
-                                 args.runs)
+        total_s, _ = median_time(
+            lambda: generate(
+                [os.path.join(tmp, "ev")],
+                out,
+                json_path=os.path.join(tmp, "r.json"),
+                catalogue_dir=os.path.join(tmp, "vectors"),
+                declarations=source,
+            ),
+            args.runs,
+        )
         size = os.path.getsize(out)
 
-    print(f"evidence: {len(records)} records ({args.harnesses} harnesses x {args.versions} versions x "
-          f"{args.vectors} vectors x 3 layers); report: {len(report.columns)} columns, {len(report.cells)} cells, "
-          f"{len(report.observations)} records shown; median of {args.runs} runs")
+    print(
+        f"evidence: {len(records)} records ({args.harnesses} harnesses x {args.versions} versions x "
+        f"{args.vectors} vectors x 3 layers); report: {len(report.columns)} columns, {len(report.cells)} cells, "
+        f"{len(report.observations)} records shown; median of {args.runs} runs"
+    )
     print(f"{'phase':<36} {'ms':>8} {'x json.dumps':>13}")
-    for name, seconds in (("json.dumps of the report (baseline)", base_s), ("read the store", read_s),
-                          ("build the report model", build_s), ("render the HTML", render_s),
-                          ("whole report (read+build+render+write)", total_s)):
+    for name, seconds in (
+        ("json.dumps of the report (baseline)", base_s),
+        ("read the store", read_s),
+        ("build the report model", build_s),
+        ("render the HTML", render_s),
+        ("whole report (read+build+render+write)", total_s),
+    ):
         print(f"{name:<36} {seconds * 1000:>8.1f} {seconds / base_s:>13.1f}")
-    print(f"HTML size: {size / 1024 / 1024:.2f} MB, of which the embedded data "
-          f"{len(report.model_dump_json()) / size:.0%}")
+    print(
+        f"HTML size: {size / 1024 / 1024:.2f} MB, of which the embedded data {len(report.model_dump_json()) / size:.0%}"
+    )
     ok_time, ok_size = total_s < TARGET_SECONDS, size < TARGET_BYTES
-    print(f"target whole report < {TARGET_SECONDS:.0f} s: {'met' if ok_time else 'MISSED'}; "
-          f"HTML < {TARGET_BYTES // 1024 // 1024} MB: {'met' if ok_size else 'MISSED'}")
+    print(
+        f"target whole report < {TARGET_SECONDS:.0f} s: {'met' if ok_time else 'MISSED'}; "
+        f"HTML < {TARGET_BYTES // 1024 // 1024} MB: {'met' if ok_size else 'MISSED'}"
+    )
     return 0 if ok_time and ok_size else 1
 
 

@@ -32,21 +32,39 @@ def main() -> int:
         os.makedirs(ws)
         profile = os.path.join(tmp, "p.yaml")
         with open(profile, "w") as f:
-            f.write("name: bench\nharness: codex\npermission_intent:\n"
-                    "  workspace: {access: read_only, requirement: required}\n"
-                    "  command_network: {access: none, requirement: required}\n")
+            f.write(
+                "name: bench\nharness: codex\npermission_intent:\n"
+                "  workspace: {access: read_only, requirement: required}\n"
+                "  command_network: {access: none, requirement: required}\n"
+            )
         # network unrestricted (the default) shares the host's network: bubblewrap then starts inside the
         # Landlock scope over abstract sockets (one more exec on the path)
         shared = os.path.join(tmp, "shared.yaml")
         with open(shared, "w") as f:
-            f.write("name: bench\nharness: codex\npermission_intent:\n"
-                    "  workspace: {access: read_only, requirement: required}\n")
+            f.write(
+                "name: bench\nharness: codex\npermission_intent:\n"
+                "  workspace: {access: read_only, requirement: required}\n"
+            )
         env = {**os.environ, "AGENTBOX_HOME": home}
-        agentbox = [shutil.which("agent-box") or "agent-box", "sandbox", "run", profile, "--cwd", ws,
-                    "--", "true"]
+        agentbox = [shutil.which("agent-box") or "agent-box", "sandbox", "run", profile, "--cwd", ws, "--", "true"]
         unrestricted = [*agentbox[:3], shared, *agentbox[4:]]
-        bare = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session", "true"]
+        bare = [
+            "bwrap",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+            "--unshare-net",
+            "--unshare-pid",
+            "--die-with-parent",
+            "--new-session",
+            "true",
+        ]
         cases = {"agent-box sandbox run": agentbox, "  network unrestricted": unrestricted, "bwrap": bare}
         if shutil.which("srt"):
             cases["srt -c true"] = ["srt", "-c", "true"]

@@ -9,7 +9,6 @@ harness; the third carries a baseline entry that no longer fails and must fail a
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,19 +16,22 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentbox.claims import default_catalogue_dir
+from agentbox.prove.claims import default_catalogue_dir
 
 OLD, NEW = "0.147.0", "0.171.0"
 # One vector per capability keeps the run short while every layer and the diff are exercised.
 SUBSET = ("shell-deny-runs-nothing", "ws-ro-shell-redirect", "mcp-denied-tool-call", "net-curl")
 
 
-
 @pytest.fixture(scope="module")
 def codex_versions():
     for version in (OLD, NEW):
-        done = subprocess.run([sys.executable, "-m", "agentbox", "harness", "install", f"codex@{version}"],
-                              capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            [sys.executable, "-m", "agentbox", "harness", "install", f"codex@{version}"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if done.returncode != 0:
             pytest.fail(f"cannot install codex@{version}: {done.stderr or done.stdout}")
     return OLD, NEW
@@ -51,10 +53,23 @@ def _canary(evidence: Path, catalogue: Path, *extra: str) -> tuple[subprocess.Co
     the suite it runs is the one the package ships."""
     project = evidence.parent / f"{evidence.name}-project"
     project.mkdir(exist_ok=True)
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly",
-            "--agentbox-canary", f"--agentbox-harness=codex@{OLD}", f"--agentbox-harness=codex@{NEW}",
-            "--agentbox-require-harnesses", f"--agentbox-catalogue={catalogue}", f"--agentbox-evidence-dir={evidence}",
-            "-n", "2", *extra]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:randomly",
+        "--agentbox-canary",
+        f"--agentbox-harness=codex@{OLD}",
+        f"--agentbox-harness=codex@{NEW}",
+        "--agentbox-require-harnesses",
+        f"--agentbox-catalogue={catalogue}",
+        f"--agentbox-evidence-dir={evidence}",
+        "-n",
+        "2",
+        *extra,
+    ]
     done = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=1800)
     report = evidence / "canary-report.json"
     return done, (json.loads(report.read_text()) if report.exists() else {})
@@ -81,12 +96,14 @@ def test_a_first_canary_reverifies_both_versions_and_diffs_the_new_one_against_t
     records = [json.loads(line) for line in (first_run[0] / "evidence.jsonl").read_text().splitlines()]
     # Both layers of every subset vector on both versions, and the sandbox-alone runs once.
     assert {(r["run_info"]["version"], r["layer"]) for r in records if r["run_info"]["harness"]} == {
-        (v, layer) for v in (OLD, NEW) for layer in ("harness", "composed")}
+        (v, layer) for v in (OLD, NEW) for layer in ("harness", "composed")
+    }
     assert {r["vector_id"] for r in records} == set(SUBSET)
     assert new["previous_version"] == OLD
     # The diff names every capability the subset covers, each with its change.
     assert sorted(c["capability"] for c in new["changes"]) == sorted(
-        ["shell.deny", "workspace.read_only", "mcp.allowlist", "command_network.none"])
+        ["shell.deny", "workspace.read_only", "mcp.allowlist", "command_network.none"]
+    )
     assert all(c["change"] in ("improved", "regressed", "new", "removed", "unchanged") for c in new["changes"])
     assert all(c["old"] and c["new"] for c in new["changes"])
     # ... and every layer under the claims, vector by vector (a harness layer may weaken while a claim holds).
@@ -112,23 +129,35 @@ def test_a_second_canary_reuses_current_evidence_and_starts_no_harness(first_run
 def test_a_baseline_entry_that_no_longer_fails_fails_the_canary_as_stale(first_run, catalogue, tmp_path):
     evidence, _, _ = first_run
     baseline = tmp_path / "expected-failures.yaml"
-    stale = {"harness": "codex", "version": NEW, "backend": "bwrap", "capability": "shell.deny", "outcome": "refuted",
-             "reason": "upstream bug 1234"}
+    stale = {
+        "harness": "codex",
+        "version": NEW,
+        "backend": "bwrap",
+        "capability": "shell.deny",
+        "outcome": "refuted",
+        "reason": "upstream bug 1234",
+    }
     baseline.write_text(yaml.safe_dump({"schema_version": 2, "expected_failures": [stale]}))
-    done, report = _canary(evidence, catalogue, f"--agentbox-baseline={baseline}",
-                           f"--agentbox-canary-report={tmp_path / 'report.json'}")
+    done, report = _canary(
+        evidence, catalogue, f"--agentbox-baseline={baseline}", f"--agentbox-canary-report={tmp_path / 'report.json'}"
+    )
     report = json.loads((tmp_path / "report.json").read_text())
     assert done.returncode == 1, done.stdout[-4000:]
     assert report["stale_baseline"] == [stale]
     assert f"stale baseline entry codex@{NEW} bwrap/shell.deny refuted" in done.stdout
 
 
-def test_a_canary_that_runs_no_vector_for_a_build_it_was_to_reverify_fails_naming_the_build(codex_versions, catalogue,
-                                                                                           tmp_path):
+def test_a_canary_that_runs_no_vector_for_a_build_it_was_to_reverify_fails_naming_the_build(
+    codex_versions, catalogue, tmp_path
+):
     evidence = tmp_path / "evidence"
     evidence.mkdir()
     done, report = _canary(evidence, catalogue, "-k", "no_test_is_called_this")
     assert done.returncode == 1, done.stdout[-4000:]
-    assert report["ran_nothing_for"] == [f"codex@{OLD}", f"codex@{NEW}", f"{report['sandbox'][0]['subject']} (sandbox alone)"]
+    assert report["ran_nothing_for"] == [
+        f"codex@{OLD}",
+        f"codex@{NEW}",
+        f"{report['sandbox'][0]['subject']} (sandbox alone)",
+    ]
     assert f"FAIL codex@{NEW}: to be re-verified, and no vector ran for it" in done.stdout
     assert "canary: FAILED (" in done.stdout

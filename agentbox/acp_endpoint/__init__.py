@@ -13,7 +13,8 @@ __all__ = ["main"]
 
 
 def main(*args, **kwargs) -> int:
-    from .endpoint import main as _main  # imports no `acp` module: the endpoint loads the SDK its own way (sdk.py)
-
+    from agentbox.acp_endpoint.endpoint import (
+        main as _main,
+    )  # imports no `acp` module: the endpoint loads the SDK its own way (sdk.py)
 
     return _main(*args, **kwargs)

@@ -26,27 +26,36 @@ from __future__ import annotations
 import json
 import os
 
-from ..errors import AgentBoxError
-from .notes import note
+from agentbox.errors import AgentBoxError
+from agentbox.acp_endpoint.notes import note
 
 __all__ = ["main", "serve", "surface_policy", "sandbox_entry", "cache_path"]
 
 FORMAT = "acp-1"
 
 
-def cache_path(profile_bytes: bytes, profile_path: str, cwd: str, evidence: str, binary: str | None,
-               accept_unverified: tuple[str, ...]) -> str:
+def cache_path(
+    profile_bytes: bytes,
+    profile_path: str,
+    cwd: str,
+    evidence: str,
+    binary: str | None,
+    accept_unverified: tuple[str, ...],
+) -> str:
     """Where an allowed decision for exactly these inputs is kept (launch's key, with this command's format)."""
-    from ..launch import cache_file
+    from agentbox.run.launch import cache_file
 
     return cache_file(profile_bytes, profile_path, cwd, evidence, binary, accept_unverified, kind="acp", fmt=FORMAT)
 
 
-def _cached(profile: str, cwd: str, evidence: str | None, accept_unverified: tuple[str, ...],
-            binary: str | None) -> tuple[dict, str] | None:
+def _cached(
+    profile: str, cwd: str, evidence: str | None, accept_unverified: tuple[str, ...], binary: str | None
+) -> tuple[dict, str] | None:
     """The cached allowed start for these inputs, if it is still current; else None (the gate decides afresh)."""
-    from ..hot import agentbox_home, resolve_profile_path, stat_key
-    from ..launch import _current  # launch's freshness check: binaries, build, surfaces, uid, bwrap, evidence
+    from agentbox.hot import agentbox_home, resolve_profile_path, stat_key
+    from agentbox.run.launch import (
+        _current,
+    )  # launch's freshness check: binaries, build, surfaces, uid, bwrap, evidence
 
     path = resolve_profile_path(profile)
     real_cwd = os.path.realpath(cwd)
@@ -67,10 +76,16 @@ def _cached(profile: str, cwd: str, evidence: str | None, accept_unverified: tup
     return entry, key
 
 
-def main(profile: str, cwd: str, *, evidence: str | None = None, accept_unverified: tuple[str, ...] = (),
-         binary: str | None = None) -> int:
-    from ..hot import agentbox_home, write_json_atomic
-    from ..runs import RunStore
+def main(
+    profile: str,
+    cwd: str,
+    *,
+    evidence: str | None = None,
+    accept_unverified: tuple[str, ...] = (),
+    binary: str | None = None,
+) -> int:
+    from agentbox.hot import agentbox_home, write_json_atomic
+    from agentbox.run.runs import RunStore
 
     cached = _cached(profile, cwd, evidence, accept_unverified, binary)
     if cached is not None:
@@ -81,49 +96,69 @@ def main(profile: str, cwd: str, *, evidence: str | None = None, accept_unverifi
             return start
         if start.pop("cacheable"):
             with open(start["check"]["profile_path"], "rb") as f:
-                write_json_atomic(cache_path(f.read(), start["check"]["profile_path"], start["cwd"],
-                                             start["check"]["evidence"], binary, accept_unverified), start)
+                write_json_atomic(
+                    cache_path(
+                        f.read(),
+                        start["check"]["profile_path"],
+                        start["cwd"],
+                        start["check"]["evidence"],
+                        binary,
+                        accept_unverified,
+                    ),
+                    start,
+                )
     if start.get("notice"):
         note(start["notice"])
 
     def policy():  # made once the agent is starting (the policy's modules are on the editor's wait otherwise)
-        from .policy import SurfacePolicy
+        from agentbox.acp_endpoint.policy import SurfacePolicy
 
         return SurfacePolicy.from_data(start["policy"], start["sandbox"]["argv"])
 
     store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
     try:
         store.reap()
-        from ..profile_state import state_dir
+        from agentbox.run.profile_state import state_dir
 
         kept = state_dir(agentbox_home(), start["run"]["profile"], start["run"]["harness"])
-        return serve(start["sandbox"], start["cwd"], policy, start["argv"], start["env"], start["run"], store,
-                     label=start["label"], state_dir=kept)
+        return serve(
+            start["sandbox"],
+            start["cwd"],
+            policy,
+            start["argv"],
+            start["env"],
+            start["run"],
+            store,
+            label=start["label"],
+            state_dir=kept,
+        )
     finally:
         store.close()
 
 
-def _decide(profile: str, cwd: str, evidence: str | None, accept_unverified: tuple[str, ...],
-            binary: str | None) -> dict | int:
+def _decide(
+    profile: str, cwd: str, evidence: str | None, accept_unverified: tuple[str, ...], binary: str | None
+) -> dict | int:
     """The gate, afresh: the start entry when it allows, else the exit status after answering the client."""
-    from .sdk import framing
+    from agentbox.acp_endpoint.sdk import framing
 
     framing()
     from acp.exceptions import RequestError
 
-    from ..acp import acp_entry
-    from ..hot import agentbox_home, stat_key
-    from ..launch_plan import trusted, with_remedies
-    from ..runs import RunStore
-    from .gate import answer_with_error, prepare, refusal_data
-    from .relay import REFUSED, refused
+    from agentbox.harnesses.acp import acp_entry
+    from agentbox.hot import agentbox_home, stat_key
+    from agentbox.run.launch_plan import trusted, with_remedies
+    from agentbox.run.runs import RunStore
+    from agentbox.acp_endpoint.gate import answer_with_error, prepare, refusal_data
+    from agentbox.acp_endpoint.relay import REFUSED, refused
 
     try:
         ready = prepare(profile, cwd, evidence=evidence, accept_unverified=accept_unverified, binary=binary)
     except AgentBoxError as exc:
         note(str(exc))
-        answer_with_error(RequestError(REFUSED, f"agent-box: {exc}", {"refusedBy": "agent-box",
-                                                                      "exitCode": exc.exit_code}))
+        answer_with_error(
+            RequestError(REFUSED, f"agent-box: {exc}", {"refusedBy": "agent-box", "exitCode": exc.exit_code})
+        )
         return exc.exit_code
     built = ready.built
     if not built.decision.allowed:
@@ -138,12 +173,21 @@ def _decide(profile: str, cwd: str, evidence: str | None, accept_unverified: tup
         return 3
     entry = {**sandbox_entry(built.plan), "trusted": trusted(built)}
     policy = surface_policy(built.plan, entry, built.loaded.profile, acp_entry(built.plan.harness))
-    return {"format": FORMAT, "check": {**built.check, "profile_path": built.loaded.source}, "sandbox": entry,
-            "cwd": built.plan.cwd, "policy": policy.data(), "argv": ready.argv, "env": ready.env, "run": built.fields,
-            "label": f"{built.plan.harness} {built.probe.version}", "agent_stat": stat_key(ready.argv[0]),
-            "notice": built.decision.notice() if built.decision.accepted else None,
-            # a tool allowlist's inventory is asked afresh at every start (as launch does)
-            "cacheable": not built.loaded.profile.permission_intent.mcp.tools}
+    return {
+        "format": FORMAT,
+        "check": {**built.check, "profile_path": built.loaded.source},
+        "sandbox": entry,
+        "cwd": built.plan.cwd,
+        "policy": policy.data(),
+        "argv": ready.argv,
+        "env": ready.env,
+        "run": built.fields,
+        "label": f"{built.plan.harness} {built.probe.version}",
+        "agent_stat": stat_key(ready.argv[0]),
+        "notice": built.decision.notice() if built.decision.accepted else None,
+        # a tool allowlist's inventory is asked afresh at every start (as launch does)
+        "cacheable": not built.loaded.profile.permission_intent.mcp.tools,
+    }
 
 
 def _in_thread(fn, name: str):
@@ -165,9 +209,9 @@ def _in_thread(fn, name: str):
 
 def sandbox_entry(plan) -> dict:
     """The plan's sandbox as plain data (launch's entry), with the project's config surfaces masked."""
-    from ..sandbox import bwrap
-    from ..sandbox.session import entry_from_plan
-    from ..sandbox.surfaces import discover
+    from agentbox.sandbox import bwrap
+    from agentbox.sandbox.session import entry_from_plan
+    from agentbox.sandbox.surfaces import discover
 
     req = plan.native.requirements
     masks = discover(plan.cwd, plan.profile, req.surfaces, bwrap.hidden_roots(req, os.environ.get("HOME") or "/root"))
@@ -177,24 +221,48 @@ def sandbox_entry(plan) -> dict:
 def surface_policy(plan, entry: dict, profile, facts=None):
     """The client-surface policy of a compiled plan, with an ACP agent's facts (`acp.AcpEntry`; none: a protocol
     test agent, which reads no `_meta` and has no modes)."""
-    from .policy import SurfacePolicy
-    from .view import SandboxView, mounts_of
+    from agentbox.acp_endpoint.policy import SurfacePolicy
+    from agentbox.acp_endpoint.view import SandboxView, mounts_of
 
     intent = profile.permission_intent
     session_mcp = None
     if facts is not None and facts.mcp_from_session:
-        session_mcp = tuple({"name": name, "command": spec.command, "args": list(spec.args),
-                             "env": [{"name": k, "value": v} for k, v in spec.env.items()]}
-                            for name, spec in profile.mcp_servers.items() if name in intent.mcp.servers)
+        session_mcp = tuple(
+            {
+                "name": name,
+                "command": spec.command,
+                "args": list(spec.args),
+                "env": [{"name": k, "value": v} for k, v in spec.env.items()],
+            }
+            for name, spec in profile.mcp_servers.items()
+            if name in intent.mcp.servers
+        )
     return SurfacePolicy(
-        workspace=os.path.realpath(plan.cwd), workspace_access=intent.workspace.access, shell=intent.shell.access,
+        workspace=os.path.realpath(plan.cwd),
+        workspace_access=intent.workspace.access,
+        shell=intent.shell.access,
         view=SandboxView(mounts_of(entry["argv"])),
-        meta_keep=facts.meta.keep if facts else (), meta_refuse=dict(facts.meta.refuse) if facts else {},
-        refuse_modes=dict(facts.refuse_modes) if facts else {}, session_mcp=session_mcp)
+        meta_keep=facts.meta.keep if facts else (),
+        meta_refuse=dict(facts.meta.refuse) if facts else {},
+        refuse_modes=dict(facts.refuse_modes) if facts else {},
+        session_mcp=session_mcp,
+    )
 
 
-def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], fields: dict, store, *,
-          label: str, policy_hook=None, hold: bool = True, state_dir: str | None = None) -> int:
+def serve(
+    entry: dict,
+    cwd: str,
+    policy,
+    argv: list[str],
+    env: dict[str, str],
+    fields: dict,
+    store,
+    *,
+    label: str,
+    policy_hook=None,
+    hold: bool = True,
+    state_dir: str | None = None,
+) -> int:
     """Serve the client on stdio with `argv` as the ACP agent inside the sandbox `entry` describes, recorded as one
     Run (`fields`: its columns), its client surfaces held by `policy` (a SurfacePolicy, or a function that makes
     one: the command's is read from its cache once the agent is starting). `policy_hook` and `hold=False`:
@@ -205,17 +273,25 @@ def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], f
     The Run is recorded, the sandbox made and the agent started before asyncio is even imported: the editor waits
     for the agent's `initialize` answer, and the event loop, the SDK's connection and the policy load while the
     agent starts (measured: benchmarks/acp_endpoint.py)."""
-    from ..hot import agentbox_home
-    from ..launch import make_run_dir
-    from ..run.lifecycle import Record, cannot_start, sandboxed
-    from ..runs import egress_log
-    from .sandboxed import SandboxedRun
+    from agentbox.hot import agentbox_home
+    from agentbox.run.launch import make_run_dir
+    from agentbox.run.lifecycle import Record, cannot_start, sandboxed
+    from agentbox.run.runs import egress_log
+    from agentbox.acp_endpoint.sandboxed import SandboxedRun
 
     record = Record(store, {**fields, "mode": "acp", "harness_args": argv})
     proxy: list = []  # the egress proxy's start (a Future), once begun
     try:
-        with sandboxed(entry, make_run_dir(), record=record, extra_env=env, serve_later=True, state_dir=state_dir,
-                       egress_copy=lambda rid: egress_log(str(agentbox_home()), rid), tell=note) as run:
+        with sandboxed(
+            entry,
+            make_run_dir(),
+            record=record,
+            extra_env=env,
+            serve_later=True,
+            state_dir=state_dir,
+            egress_copy=lambda rid: egress_log(str(agentbox_home()), rid),
+            tell=note,
+        ) as run:
             note(f"run {run.run_id}: {label} as an ACP agent in the sandbox (agent-box runs show {run.run_id})")
             sbx = SandboxedRun(run, cwd)
             try:
@@ -225,8 +301,9 @@ def serve(entry: dict, cwd: str, policy, argv: list[str], env: dict[str, str], f
                     raise cannot_start(exc) from exc
                 import asyncio
 
-                ending, agent_status = asyncio.run(_relay(sbx, agent, entry, policy, store, run.run_id, policy_hook,
-                                                          hold, proxy))
+                ending, agent_status = asyncio.run(
+                    _relay(sbx, agent, entry, policy, store, run.run_id, policy_hook, hold, proxy)
+                )
             finally:
                 if proxy:
                     from concurrent.futures import wait
@@ -253,15 +330,15 @@ async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hoo
     import signal
 
     # the agent starts meanwhile: the SDK's connection loads now (its schema once `initialize` is answered)
-    from .sdk import framing, load_after
+    from agentbox.acp_endpoint.sdk import framing, load_after
 
     framing()
-    from .hold import CannotHold, Hold, NoHold
-    from .policy import SurfacePolicy
-    from .relay import Relay
-    from .sandboxed import STDIO_LIMIT, SandboxedRun
-    from .stdio import stdio_streams
-    from .terminals import Terminals
+    from agentbox.acp_endpoint.hold import CannotHold, Hold, NoHold
+    from agentbox.acp_endpoint.policy import SurfacePolicy
+    from agentbox.acp_endpoint.relay import Relay
+    from agentbox.acp_endpoint.sandboxed import STDIO_LIMIT, SandboxedRun
+    from agentbox.acp_endpoint.stdio import stdio_streams
+    from agentbox.acp_endpoint.terminals import Terminals
 
     if not isinstance(policy, SurfacePolicy):
         policy = policy()
@@ -269,7 +346,7 @@ async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hoo
     # which holds the workspace's host-executed paths too (bound at the start, after the plan's own mounts)
     from dataclasses import replace
 
-    from .view import SandboxView, mounts_of
+    from agentbox.acp_endpoint.view import SandboxView, mounts_of
 
     policy = replace(policy, view=SandboxView(mounts_of(sbx.started.argv)))
     proc = await SandboxedRun.adopt(agent)
@@ -287,16 +364,23 @@ async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hoo
         proxy.append(_in_thread(sbx.serve_proxy, "agentbox-acp-egress"))
         load_after(proxy[0])
         asyncio.wrap_future(proxy[0]).add_done_callback(
-            lambda done: done.cancelled() or done.exception() is None
-            or relay._end("proxy", f"the egress proxy did not start: {done.exception()}", 4))
+            lambda done: (
+                done.cancelled()
+                or done.exception() is None
+                or relay._end("proxy", f"the egress proxy did not start: {done.exception()}", 4)
+            )
+        )
 
-    relay = Relay(policy_hook(policy) if policy_hook is not None else policy,
-                  Terminals(lambda command: sbx.spawn(command, pipes=False)),
-                  on_session=lambda sid: store.add_session(run_id, sid), hold=still, on_ready=serve_proxy)
+    relay = Relay(
+        policy_hook(policy) if policy_hook is not None else policy,
+        Terminals(lambda command: sbx.spawn(command, pipes=False)),
+        on_session=lambda sid: store.add_session(run_id, sid),
+        hold=still,
+        on_ready=serve_proxy,
+    )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        loop.add_signal_handler(sig, relay._end, "stopped", f"agent-box acp got {signal.Signals(sig).name}",
-                                128 + sig)
+        loop.add_signal_handler(sig, relay._end, "stopped", f"agent-box acp got {signal.Signals(sig).name}", 128 + sig)
     reader, writer = await stdio_streams(limit=STDIO_LIMIT)
     ending = await relay.run(reader, writer, proc)  # a run that ends before `initialize` never starts the proxy:
     return ending, await SandboxedRun.stop(proc)  # its bound sockets are closed at the end, refusing their waiters

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from acp.exceptions import RequestError
 
-from ..acp import AcpUnavailable, acp_binds, acp_command, acp_entry
-from ..errors import HarnessError
-from ..launch_plan import Built, build
+from agentbox.harnesses.acp import AcpUnavailable, acp_binds, acp_command, acp_entry
+from agentbox.errors import HarnessError
+from agentbox.run.launch_plan import Built, build
 
 __all__ = ["ACP_MODE", "Ready", "prepare", "answer_with_error", "refusal_data"]
 
@@ -34,10 +34,16 @@ class Ready:
     env: dict[str, str]
 
 
-def prepare(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_unverified: tuple[str, ...] = (),
-            binary: str | None = None) -> Ready:
-    from ..installs import find_binary
-    from ..profile import load_profile
+def prepare(
+    profile_arg: str,
+    cwd: str,
+    *,
+    evidence: str | None = None,
+    accept_unverified: tuple[str, ...] = (),
+    binary: str | None = None,
+) -> Ready:
+    from agentbox.harnesses.installs import find_binary
+    from agentbox.core.profile import load_profile
 
     harness = load_profile(profile_arg).profile.harness
     entry = acp_entry(harness)
@@ -47,12 +53,21 @@ def prepare(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_u
     if entry.adapter is not None:
         found = find_binary(entry.adapter)
         if found is None:
-            raise AcpUnavailable(f"{harness}'s ACP adapter {entry.adapter} is not installed: "
-                                 f"agent-box harness install {entry.adapter}@VERSION")
+            raise AcpUnavailable(
+                f"{harness}'s ACP adapter {entry.adapter} is not installed: "
+                f"agent-box harness install {entry.adapter}@VERSION"
+            )
         # resolved: the sandbox binds the adapter's install folder at its real path, not the links leading there
         adapter_binary = os.path.realpath(found.binary)
-    built = build(profile_arg, cwd, evidence=evidence, accept_unverified=accept_unverified, binary=binary,
-                  mode=ACP_MODE, ro_binds=acp_binds(harness, adapter_binary))
+    built = build(
+        profile_arg,
+        cwd,
+        evidence=evidence,
+        accept_unverified=accept_unverified,
+        binary=binary,
+        mode=ACP_MODE,
+        ro_binds=acp_binds(harness, adapter_binary),
+    )
     if built.probe.binary is None:
         raise HarnessError(f"{harness}: no binary to start")
     argv, env, _ = acp_command(harness, built.plan.native, built.probe.binary, adapter_binary)
@@ -61,18 +76,30 @@ def prepare(profile_arg: str, cwd: str, *, evidence: str | None = None, accept_u
 
 def refusal_data(built: Built, run_id: str | None) -> dict:
     """What a refused `initialize` carries besides its message: the refused items, for a client to show."""
-    return {"refusedBy": "agent-box", "run": run_id,
-            "items": [{"item": v.item, "capability": v.capability, "claim": v.claim, "layer": v.layer,
-                       "vectors": list(v.vectors), "reason": v.reason} for v in built.decision.refused],
-            "errors": list(built.decision.errors)}
+    return {
+        "refusedBy": "agent-box",
+        "run": run_id,
+        "items": [
+            {
+                "item": v.item,
+                "capability": v.capability,
+                "claim": v.claim,
+                "layer": v.layer,
+                "vectors": list(v.vectors),
+                "reason": v.reason,
+            }
+            for v in built.decision.refused
+        ],
+        "errors": list(built.decision.errors),
+    }
 
 
 async def _answer(error: RequestError) -> None:
-    from .stdio import stdio_streams
+    from agentbox.acp_endpoint.stdio import stdio_streams
 
-    from .notes import note
-    from .relay import connect
-    from .sandboxed import STDIO_LIMIT
+    from agentbox.acp_endpoint.notes import note
+    from agentbox.acp_endpoint.relay import connect
+    from agentbox.acp_endpoint.sandboxed import STDIO_LIMIT
 
     reader, writer = await stdio_streams(limit=STDIO_LIMIT)
     answered = asyncio.Event()
@@ -89,7 +116,7 @@ async def _answer(error: RequestError) -> None:
     eof = asyncio.ensure_future(asyncio.shield(conn._recv_task)) if conn._recv_task else None
     waits = [asyncio.ensure_future(answered.wait()), *([eof] if eof else [])]
     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    from .relay import _drain
+    from agentbox.acp_endpoint.relay import _drain
 
     await _drain(conn)
     await conn.close()

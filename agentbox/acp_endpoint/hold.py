@@ -39,7 +39,7 @@ def _stat(pid: int) -> tuple[int, str] | None:
             data = f.read()
     except OSError:
         return None
-    rest = data[data.rfind(b")") + 2:].split()  # the command name may hold spaces and parentheses
+    rest = data[data.rfind(b")") + 2 :].split()  # the command name may hold spaces and parentheses
     return int(rest[1]), rest[0].decode()
 
 
@@ -166,13 +166,20 @@ class Hold:
                     self._denied.add(pid)
             # stopped means stopped: a signal is only pending until the process next leaves the kernel
             while True:
-                running = [pid for pid in self._stopped if (st := _stat(pid)) is not None and st[1] not in "TtZX"
-                           and not (st[1] == "D" and _in_vfork(pid) and self._child_stopped(pid))]
+                running = [
+                    pid
+                    for pid in self._stopped
+                    if (st := _stat(pid)) is not None
+                    and st[1] not in "TtZX"
+                    and not (st[1] == "D" and _in_vfork(pid) and self._child_stopped(pid))
+                ]
                 if not running:
                     break
                 if time.monotonic() > deadline:
-                    raise HoldFailed(f"{len(running)} process(es) of the run did not stop within {self.timeout:g}s: "
-                                     + ", ".join(_describe(pid) for pid in running[:3]))
+                    raise HoldFailed(
+                        f"{len(running)} process(es) of the run did not stop within {self.timeout:g}s: "
+                        + ", ".join(_describe(pid) for pid in running[:3])
+                    )
                 time.sleep(0.0005)
             if not new:
                 return  # a pass found nothing new, and everything found is stopped: nothing of the run can run
@@ -181,8 +188,10 @@ class Hold:
 
     def _child_stopped(self, pid: int) -> bool:
         """A child of `pid` is among the stopped ones, and stopped: a vfork parent waiting for it is held too."""
-        return any(parent == pid and (st := _stat(child)) is not None and st[1] in "Tt"
-                   for child, parent in self._stopped.items())
+        return any(
+            parent == pid and (st := _stat(child)) is not None and st[1] in "Tt"
+            for child, parent in self._stopped.items()
+        )
 
     def _resume_all(self) -> None:
         stopped, self._stopped = self._stopped, {}

@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .view import SandboxView, resolve, symlinks_on
+from agentbox.acp_endpoint.view import SandboxView, resolve, symlinks_on
 
 __all__ = ["Refusal", "SurfacePolicy", "PermissionDecision", "SESSION_METHODS"]
 
@@ -67,20 +67,31 @@ class SurfacePolicy:
 
     def data(self) -> dict:
         """Plain data (the sandbox view aside: it is read again from the entry's argv), for the endpoint's cache."""
-        return {"workspace": self.workspace, "workspace_access": self.workspace_access, "shell": self.shell,
-                "meta_keep": list(self.meta_keep), "meta_refuse": dict(self.meta_refuse),
-                "refuse_modes": dict(self.refuse_modes),
-                "session_mcp": None if self.session_mcp is None else list(self.session_mcp)}
+        return {
+            "workspace": self.workspace,
+            "workspace_access": self.workspace_access,
+            "shell": self.shell,
+            "meta_keep": list(self.meta_keep),
+            "meta_refuse": dict(self.meta_refuse),
+            "refuse_modes": dict(self.refuse_modes),
+            "session_mcp": None if self.session_mcp is None else list(self.session_mcp),
+        }
 
     @classmethod
     def from_data(cls, data: dict, sandbox_argv: list[str]) -> "SurfacePolicy":
-        from .view import mounts_of
+        from agentbox.acp_endpoint.view import mounts_of
 
         mcp = data.get("session_mcp")
-        return cls(workspace=data["workspace"], workspace_access=data["workspace_access"], shell=data["shell"],
-                   view=SandboxView(mounts_of(sandbox_argv)), meta_keep=tuple(data["meta_keep"]),
-                   meta_refuse=dict(data["meta_refuse"]), refuse_modes=dict(data["refuse_modes"]),
-                   session_mcp=None if mcp is None else tuple(mcp))
+        return cls(
+            workspace=data["workspace"],
+            workspace_access=data["workspace_access"],
+            shell=data["shell"],
+            view=SandboxView(mounts_of(sandbox_argv)),
+            meta_keep=tuple(data["meta_keep"]),
+            meta_refuse=dict(data["meta_refuse"]),
+            refuse_modes=dict(data["refuse_modes"]),
+            session_mcp=None if mcp is None else tuple(mcp),
+        )
 
     # -- initialize --------------------------------------------------------------------------------------------
     def client_capabilities(self, offered: dict | None) -> dict:
@@ -88,8 +99,10 @@ class SurfacePolicy:
         offered = offered if isinstance(offered, dict) else {}
         fs = offered.get("fs") if isinstance(offered.get("fs"), dict) else {}
         return {
-            "fs": {"readTextFile": bool(fs.get("readTextFile")) and self.workspace_access != "none",
-                   "writeTextFile": bool(fs.get("writeTextFile")) and self.workspace_access == "read_write"},
+            "fs": {
+                "readTextFile": bool(fs.get("readTextFile")) and self.workspace_access != "none",
+                "writeTextFile": bool(fs.get("writeTextFile")) and self.workspace_access == "read_write",
+            },
             # served by the endpoint inside the sandbox, so it needs no client support; offered only where the
             # client showed it renders terminals
             "terminal": bool(offered.get("terminal")) and self.shell != "deny",
@@ -102,10 +115,16 @@ class SurfacePolicy:
             return result
         methods = result.get("authMethods")
         if isinstance(methods, list):
-            result = {**result, "authMethods": [
-                m for m in methods
-                if isinstance(m, dict) and m.get("type") != "terminal"
-                and "terminal-auth" not in (m.get("_meta") or {})]}
+            result = {
+                **result,
+                "authMethods": [
+                    m
+                    for m in methods
+                    if isinstance(m, dict)
+                    and m.get("type") != "terminal"
+                    and "terminal-auth" not in (m.get("_meta") or {})
+                ],
+            }
         return result
 
     # -- the agent asks the client -------------------------------------------------------------------------
@@ -117,12 +136,18 @@ class SurfacePolicy:
         if self.workspace_access == "none" and _within(real, self.workspace):
             raise Refusal(f"fs/read_text_file {path}: workspace access is none")
         if not self.view.shows_host(real):
-            raise Refusal(f"fs/read_text_file {path}: the sandbox hides it from the agent "
-                          f"({_what(self.view, real)}), so the client may not read it either")
+            raise Refusal(
+                f"fs/read_text_file {path}: the sandbox hides it from the agent "
+                f"({_what(self.view, real)}), so the client may not read it either"
+            )
         for link, target in self._planted(path):
-            if not self.view.shows_host(target) or (self.workspace_access == "none" and _within(target, self.workspace)):
-                raise Refusal(f"fs/read_text_file {path}: {link} is a symlink to {target}, which the agent may not "
-                              "read, on the way")
+            if not self.view.shows_host(target) or (
+                self.workspace_access == "none" and _within(target, self.workspace)
+            ):
+                raise Refusal(
+                    f"fs/read_text_file {path}: {link} is a symlink to {target}, which the agent may not "
+                    "read, on the way"
+                )
         return real
 
     def check_write(self, path: Any) -> str:
@@ -131,24 +156,28 @@ class SurfacePolicy:
         if real is None:
             raise Refusal(f"fs/write_text_file {path!r}: not an absolute path")
         if self.workspace_access != "read_write":
-            raise Refusal(f"fs/write_text_file {path}: workspace access is {self.workspace_access}, "
-                          "so the client may not write for the agent")
+            raise Refusal(
+                f"fs/write_text_file {path}: workspace access is {self.workspace_access}, "
+                "so the client may not write for the agent"
+            )
         if not _within(real, self.workspace):
             raise Refusal(f"fs/write_text_file {path}: outside the workspace {self.workspace}")
         if not self.view.writable_host(real):
-            raise Refusal(f"fs/write_text_file {path}: the sandbox does not let the agent write there "
-                          f"({_what(self.view, real)})")
+            raise Refusal(
+                f"fs/write_text_file {path}: the sandbox does not let the agent write there ({_what(self.view, real)})"
+            )
         for link, target in self._planted(path):
             if not (_within(target, self.workspace) and self.view.writable_host(target)):
-                raise Refusal(f"fs/write_text_file {path}: {link} is a symlink to {target}, outside what the agent "
-                              "may write, on the way")
+                raise Refusal(
+                    f"fs/write_text_file {path}: {link} is a symlink to {target}, outside what the agent "
+                    "may write, on the way"
+                )
         return real
 
     def _planted(self, path: str) -> list[tuple[str, str]]:
         """The symlinks on the way to `path` that the agent could have made: those in a folder the sandbox lets it
         write (the host's own links elsewhere, a symlinked home or /var for one, it sees and follows the same)."""
-        return [(link, target) for link, target in symlinks_on(path)
-                if self.view.writable_host(os.path.dirname(link))]
+        return [(link, target) for link, target in symlinks_on(path) if self.view.writable_host(os.path.dirname(link))]
 
     def terminal(self) -> Literal["run", "ask"]:
         """How a terminal/create is served: in the sandbox at once, or after the client approves; Refusal under deny."""
@@ -163,11 +192,16 @@ class SurfacePolicy:
         reject = next((o["optionId"] for k in _REJECT for o in options if o.get("kind") == k), "")
         if shell and self.shell == "deny":
             return PermissionDecision(answer=reject, note="a shell action under shell: deny, rejected without asking")
-        kept = [o for o in options if o.get("optionId") not in self.refuse_modes
-                and not (shell and self.shell == "ask" and o.get("kind") == _ALLOW_ALWAYS)]
+        kept = [
+            o
+            for o in options
+            if o.get("optionId") not in self.refuse_modes
+            and not (shell and self.shell == "ask" and o.get("kind") == _ALLOW_ALWAYS)
+        ]
         dropped = [o.get("optionId") for o in options if o not in kept]
-        return PermissionDecision(options=tuple(kept),
-                                  note=f"options not offered: {', '.join(map(str, dropped))}" if dropped else "")
+        return PermissionDecision(
+            options=tuple(kept), note=f"options not offered: {', '.join(map(str, dropped))}" if dropped else ""
+        )
 
     # -- the client asks the agent ----------------------------------------------------------------------------
     def session_params(self, method: str, params: dict) -> tuple[dict, list[str]]:
@@ -176,8 +210,10 @@ class SurfacePolicy:
         notes: list[str] = []
         cwd = resolve(params.get("cwd"))
         if method in SESSION_METHODS and (cwd is None or not _within(cwd, self.workspace)):
-            raise Refusal(f"{method}: cwd {params.get('cwd')!r} is outside the workspace {self.workspace} the plan "
-                          "was compiled for (start agent-box acp with --cwd there)")
+            raise Refusal(
+                f"{method}: cwd {params.get('cwd')!r} is outside the workspace {self.workspace} the plan "
+                "was compiled for (start agent-box acp with --cwd there)"
+            )
         extra = params.get("additionalDirectories") or []
         outside = [d for d in extra if not (isinstance(d, str) and (r := resolve(d)) and _within(r, self.workspace))]
         if outside:
@@ -204,8 +240,9 @@ class SurfacePolicy:
         if method in SESSION_METHODS:
             for key, why in self.meta_refuse.items():
                 # the options themselves (`claudeCode.options.env`), else the key
-                hit = sorted(k for k in flat if k.startswith(key + ".") and "." not in k[len(key) + 1:]) \
-                    or [k for k in flat if k == key]
+                hit = sorted(k for k in flat if k.startswith(key + ".") and "." not in k[len(key) + 1 :]) or [
+                    k for k in flat if k == key
+                ]
                 if hit:
                     keys = ", ".join(f"_meta.{k}" for k in hit)
                     raise Refusal(f"{method}: {keys} would widen the plan ({why}); refused")

@@ -24,11 +24,11 @@ from acp.exceptions import RequestError
 from acp.task import MessageSender, TaskSupervisor
 from pydantic import ValidationError
 
-from .notes import note
-from .policy import SESSION_METHODS, Refusal, SurfacePolicy
-from .sdk import load_schema, schema
-from .terminals import Terminals
-from .transport import CheckedTransport, describe
+from agentbox.acp_endpoint.notes import note
+from agentbox.acp_endpoint.policy import SESSION_METHODS, Refusal, SurfacePolicy
+from agentbox.acp_endpoint.sdk import load_schema, schema
+from agentbox.acp_endpoint.terminals import Terminals
+from agentbox.acp_endpoint.transport import CheckedTransport, describe
 
 __all__ = ["Relay", "Ending", "REFUSED", "refused", "connect"]
 
@@ -67,10 +67,14 @@ _FROM_AGENT: dict[str, str | None] = {
     "terminal/kill": "KillTerminalRequest",
     "terminal/release": "ReleaseTerminalRequest",
 }
-_TERMINAL = {"terminal/output": "output", "terminal/wait_for_exit": "wait_for_exit", "terminal/kill": "kill",
-             "terminal/release": "release"}
+_TERMINAL = {
+    "terminal/output": "output",
+    "terminal/wait_for_exit": "wait_for_exit",
+    "terminal/kill": "kill",
+    "terminal/release": "release",
+}
 
-log = logging.getLogger("agentbox.acp")
+log = logging.getLogger("agentbox.harnesses.acp")
 
 
 def refused(reason: str, data: dict | None = None) -> RequestError:
@@ -87,8 +91,13 @@ class Ending:
     prompts_in_flight: int = 0  # prompts still running when it stopped
 
 
-def connect(handler, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-            on_bad: Callable[[str, bytes], Any], source: str) -> tuple[Connection, CheckedTransport]:
+def connect(
+    handler,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    on_bad: Callable[[str, bytes], Any],
+    source: str,
+) -> tuple[Connection, CheckedTransport]:
     """An SDK connection over the SDK's NDJSON framing whose malformed input goes to `on_bad`."""
     sender = MessageSender(writer, TaskSupervisor(source=source))
     transport = CheckedTransport(reader, sender, on_bad)
@@ -115,13 +124,17 @@ class Relay:
     _still: asyncio.Lock = field(default_factory=asyncio.Lock)  # one file request (or terminal start) at a time
 
     # -- running ----------------------------------------------------------------------------------------------
-    async def run(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter,
-                  proc: asyncio.subprocess.Process) -> Ending:
+    async def run(
+        self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter, proc: asyncio.subprocess.Process
+    ) -> Ending:
         assert proc.stdin is not None and proc.stdout is not None
         self.client, client_t = connect(self.from_client, client_in, client_out, self._client_garbled, "acp.client")
         self.agent, agent_t = connect(self.from_agent, proc.stdout, proc.stdin, self._agent_garbled, "acp.agent")
-        watch = [asyncio.create_task(self._eof(self.client, "client_eof", "the client closed its stream")),
-                 asyncio.create_task(self._agent_eof(proc)), asyncio.create_task(self._exited(proc))]
+        watch = [
+            asyncio.create_task(self._eof(self.client, "client_eof", "the client closed its stream")),
+            asyncio.create_task(self._agent_eof(proc)),
+            asyncio.create_task(self._exited(proc)),
+        ]
         try:
             await self._done.wait()
         finally:
@@ -174,9 +187,17 @@ class Relay:
         code = -32700 if reason.startswith("not JSON") else -32600
         msg_id = _id_of(line)
         assert self.client is not None
-        await self.client._transport.send({"jsonrpc": "2.0", "id": msg_id, "error": {
-            "code": code, "message": "Parse error" if code == -32700 else "Invalid request",
-            "data": {"details": f"agent-box: {reason}", "line": describe(line)}}})
+        await self.client._transport.send(
+            {
+                "jsonrpc": "2.0",
+                "id": msg_id,
+                "error": {
+                    "code": code,
+                    "message": "Parse error" if code == -32700 else "Invalid request",
+                    "data": {"details": f"agent-box: {reason}", "line": describe(line)},
+                },
+            }
+        )
 
     def _agent_garbled(self, reason: str, line: bytes) -> None:
         """A bad line from the agent: it can no longer be trusted to answer anything; end the session."""
@@ -259,8 +280,9 @@ class Relay:
                 note(f"dropped the agent's notification {method}: agent-box acp does not relay it")
                 return None
             note(f"refused the agent's {method}: agent-box acp does not relay it")
-            raise refused(f"{method} is not relayed to the client: agent-box acp cannot hold it to the intent",
-                          {"method": method})
+            raise refused(
+                f"{method} is not relayed to the client: agent-box acp cannot hold it to the intent", {"method": method}
+            )
         params = await _checked(_FROM_AGENT[method], params)
         assert self.client is not None
         if method == "session/update":
@@ -288,7 +310,7 @@ class Relay:
         nothing in the sandbox can swap a folder of the path for a symlink between the judgement and the client's
         act. The client is sent the resolved path. (A client that answers before it has written reopens that
         window: README.md, "An ACP agent for editors".)"""
-        from .hold import HoldFailed
+        from agentbox.acp_endpoint.hold import HoldFailed
 
         assert self.client is not None
         async with self._still:
@@ -296,8 +318,10 @@ class Relay:
                 try:
                     self.hold.stop()
                 except HoldFailed as exc:
-                    raise Refusal(f"{method} {params.get('path')}: the run could not be held still while the client "
-                                  f"acts ({exc}), so the client is not asked") from None
+                    raise Refusal(
+                        f"{method} {params.get('path')}: the run could not be held still while the client "
+                        f"acts ({exc}), so the client is not asked"
+                    ) from None
             try:
                 # the intent first (its refusal names the item), then what the client offered
                 if method == "fs/read_text_file":
@@ -307,8 +331,10 @@ class Relay:
                     path = self.policy.check_write(params["path"])
                     self._need("fs", "writeTextFile", method)
                 if self.hold is not None and self.hold.held:
-                    note(f"{method} {path}: handed to the client with the run held still "
-                         f"({self.hold.held} process(es) stopped)")
+                    note(
+                        f"{method} {path}: handed to the client with the run held still "
+                        f"({self.hold.held} process(es) stopped)"
+                    )
                 return await self._ask(self.client, method, {**params, "path": path}, "the client")
             finally:
                 if self.hold is not None:
@@ -317,8 +343,9 @@ class Relay:
     def _need(self, group: str, key: str | None, method: str) -> None:
         offered = self._offered.get(group)
         if not (offered.get(key) if key and isinstance(offered, dict) else offered):
-            raise Refusal(f"{method}: not among the capabilities the agent was given (the client's, narrowed by "
-                          "the intent)")
+            raise Refusal(
+                f"{method}: not among the capabilities the agent was given (the client's, narrowed by the intent)"
+            )
 
     async def _permission(self, params: dict) -> dict:
         decision = self.policy.permission(params)
@@ -327,30 +354,50 @@ class Relay:
         if decision.answer is not None:
             return _outcome(decision.answer)
         assert self.client is not None
-        answer = await self._ask(self.client, "session/request_permission",
-                                 {**params, "options": list(decision.options)}, "the client")
+        answer = await self._ask(
+            self.client, "session/request_permission", {**params, "options": list(decision.options)}, "the client"
+        )
         chosen = ((answer or {}).get("outcome") or {}).get("optionId")
-        if ((answer or {}).get("outcome") or {}).get("outcome") == "selected" and \
-                chosen not in {o.get("optionId") for o in decision.options}:
+        if ((answer or {}).get("outcome") or {}).get("outcome") == "selected" and chosen not in {
+            o.get("optionId") for o in decision.options
+        }:
             # an option the agent never offered, or one the policy held back: never an approval
-            note(f"session/request_permission {_title(params)}: the client chose {chosen!r}, which was not offered; "
-                 "answered as a rejection")
-            return _outcome(next((o["optionId"] for o in decision.options
-                                  if o.get("kind") in ("reject_once", "reject_always")), ""))
+            note(
+                f"session/request_permission {_title(params)}: the client chose {chosen!r}, which was not offered; "
+                "answered as a rejection"
+            )
+            return _outcome(
+                next((o["optionId"] for o in decision.options if o.get("kind") in ("reject_once", "reject_always")), "")
+            )
         return answer
 
     async def _approve_terminal(self, params: dict) -> bool:
         """Under `shell: ask` the endpoint asks the client itself before it runs a terminal in the sandbox."""
         assert self.client is not None
         command = " ".join([params["command"], *(params.get("args") or [])])
-        answer = await self._ask(self.client, "session/request_permission", {
-            "sessionId": params["sessionId"],
-            "toolCall": {"toolCallId": f"agentbox-terminal-{id(params)}", "title": f"Run in the sandbox: {command}",
-                         "kind": "execute", "status": "pending",
-                         "rawInput": {"command": params["command"], "args": params.get("args") or [],
-                                      "cwd": params.get("cwd")}},
-            "options": [{"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
-                        {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}, "the client")
+        answer = await self._ask(
+            self.client,
+            "session/request_permission",
+            {
+                "sessionId": params["sessionId"],
+                "toolCall": {
+                    "toolCallId": f"agentbox-terminal-{id(params)}",
+                    "title": f"Run in the sandbox: {command}",
+                    "kind": "execute",
+                    "status": "pending",
+                    "rawInput": {
+                        "command": params["command"],
+                        "args": params.get("args") or [],
+                        "cwd": params.get("cwd"),
+                    },
+                },
+                "options": [
+                    {"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
+                    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+                ],
+            },
+            "the client",
+        )
         outcome = (answer or {}).get("outcome") or {}
         return outcome.get("outcome") == "selected" and outcome.get("optionId") == "allow"
 
@@ -375,7 +422,9 @@ async def _checked(model: str | None, params: Any) -> dict:
         try:
             getattr(await schema(), model).model_validate(params)
         except ValidationError as exc:
-            raise RequestError.invalid_params({"errors": exc.errors(include_url=False, include_context=False)}) from None
+            raise RequestError.invalid_params(
+                {"errors": exc.errors(include_url=False, include_context=False)}
+            ) from None
     return params
 
 

@@ -11,9 +11,14 @@ from __future__ import annotations
 import os
 import signal
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..run.lifecycle import SandboxedRun as Run
-from ..sandbox.startup import filter_fd
+from agentbox.run.lifecycle import SandboxedRun as Run
+from agentbox.sandbox.startup import filter_fd
+
+if TYPE_CHECKING:  # both load lazily: the relay's start is the measured path (benchmarks/acp_endpoint.py)
+    import asyncio
+    import subprocess
 
 __all__ = ["SandboxedRun", "STDIO_LIMIT"]
 
@@ -65,8 +70,15 @@ class SandboxedRun:
 
         argv, fd = self._argv()
         try:
-            return subprocess.Popen([*argv, *command], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env,
-                                    cwd=self.cwd, start_new_session=True, pass_fds=(fd,) if fd is not None else ())
+            return subprocess.Popen(
+                [*argv, *command],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,
+                pass_fds=(fd,) if fd is not None else (),
+            )
         finally:
             if fd is not None:
                 os.close(fd)
@@ -90,9 +102,17 @@ class SandboxedRun:
         try:
             out = asyncio.subprocess.PIPE
             return await asyncio.create_subprocess_exec(
-                *argv, *command, stdin=asyncio.subprocess.PIPE if pipes else asyncio.subprocess.DEVNULL, stdout=out,
-                stderr=None if pipes else asyncio.subprocess.STDOUT, env=self.env, cwd=self.cwd,
-                start_new_session=True, limit=STDIO_LIMIT, pass_fds=(fd,) if fd is not None else ())
+                *argv,
+                *command,
+                stdin=asyncio.subprocess.PIPE if pipes else asyncio.subprocess.DEVNULL,
+                stdout=out,
+                stderr=None if pipes else asyncio.subprocess.STDOUT,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,
+                limit=STDIO_LIMIT,
+                pass_fds=(fd,) if fd is not None else (),
+            )
         finally:
             if fd is not None:
                 os.close(fd)

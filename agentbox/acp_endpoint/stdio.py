@@ -56,6 +56,7 @@ async def stdio_streams(limit: int) -> tuple[asyncio.StreamReader, asyncio.Strea
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=limit)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), _stream_fd(sys.stdin, True))
-    transport, protocol = await loop.connect_write_pipe(lambda: asyncio.streams.FlowControlMixin(),
-                                                        _stream_fd(sys.stdout, False))
+    transport, protocol = await loop.connect_write_pipe(
+        lambda: asyncio.streams.FlowControlMixin(), _stream_fd(sys.stdout, False)
+    )
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)

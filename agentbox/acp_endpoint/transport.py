@@ -41,8 +41,11 @@ class CheckedTransport(NdjsonTransport):
             except ValueError as exc:
                 await _call(self._on_bad, f"not JSON ({exc.msg})", line)
                 continue
-            if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not (
-                    isinstance(message.get("method"), str) or "id" in message):
+            if (
+                not isinstance(message, dict)
+                or message.get("jsonrpc") != "2.0"
+                or not (isinstance(message.get("method"), str) or "id" in message)
+            ):
                 await _call(self._on_bad, "not a JSON-RPC 2.0 message", line)
                 continue
             return message

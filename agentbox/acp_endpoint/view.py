@@ -20,13 +20,45 @@ from typing import Iterable
 __all__ = ["Mount", "SandboxView", "mounts_of", "resolve", "symlinks_on"]
 
 # bwrap options and how many arguments each takes (the rest take none)
-_ARITY = {"--ro-bind": 2, "--bind": 2, "--ro-bind-try": 2, "--bind-try": 2, "--dev-bind": 2, "--dev-bind-try": 2,
-          "--symlink": 2, "--setenv": 2, "--chmod": 2, "--tmpfs": 1, "--proc": 1, "--dev": 1, "--dir": 1,
-          "--mqueue": 1, "--remount-ro": 1, "--chdir": 1, "--cap-drop": 1, "--cap-add": 1, "--seccomp": 1,
-          "--uid": 1, "--gid": 1, "--hostname": 1, "--unsetenv": 1, "--perms": 1, "--size": 1}
-_KIND = {"--ro-bind": "ro-bind", "--ro-bind-try": "ro-bind", "--bind": "bind", "--bind-try": "bind",
-         "--dev-bind": "bind", "--dev-bind-try": "bind", "--tmpfs": "private", "--proc": "private",
-         "--dev": "private", "--mqueue": "private"}
+_ARITY = {
+    "--ro-bind": 2,
+    "--bind": 2,
+    "--ro-bind-try": 2,
+    "--bind-try": 2,
+    "--dev-bind": 2,
+    "--dev-bind-try": 2,
+    "--symlink": 2,
+    "--setenv": 2,
+    "--chmod": 2,
+    "--tmpfs": 1,
+    "--proc": 1,
+    "--dev": 1,
+    "--dir": 1,
+    "--mqueue": 1,
+    "--remount-ro": 1,
+    "--chdir": 1,
+    "--cap-drop": 1,
+    "--cap-add": 1,
+    "--seccomp": 1,
+    "--uid": 1,
+    "--gid": 1,
+    "--hostname": 1,
+    "--unsetenv": 1,
+    "--perms": 1,
+    "--size": 1,
+}
+_KIND = {
+    "--ro-bind": "ro-bind",
+    "--ro-bind-try": "ro-bind",
+    "--bind": "bind",
+    "--bind-try": "bind",
+    "--dev-bind": "bind",
+    "--dev-bind-try": "bind",
+    "--tmpfs": "private",
+    "--proc": "private",
+    "--dev": "private",
+    "--mqueue": "private",
+}
 
 
 @dataclass(frozen=True)

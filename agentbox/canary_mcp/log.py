@@ -40,7 +40,7 @@ def append_line(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
             fcntl.flock(fd, fcntl.LOCK_EX)
             view = memoryview(data)
             while view:  # a short write must not leave half a line for another writer to split
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)  # closing releases the flock

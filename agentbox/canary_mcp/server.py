@@ -13,8 +13,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from agentbox.canary_mcp.log import DEFAULT_SECRET, SERVER_NAME, announce_start, append_line
 
 
-def build_server(log: str | os.PathLike[str], name: str = SERVER_NAME, secret: str = DEFAULT_SECRET,
-                 tool_from: str | None = None) -> MCPServer:
+def build_server(
+    log: str | os.PathLike[str], name: str = SERVER_NAME, secret: str = DEFAULT_SECRET, tool_from: str | None = None
+) -> MCPServer:
     # No ToolAnnotations (readOnly/destructive hints) on purpose: harnesses may act on them, and a
     # negative test must see the compiled policy block denied_write, not a harness default.
     # structured_output=False keeps results a plain text block, the shape every harness handles.
@@ -22,7 +23,9 @@ def build_server(log: str | os.PathLike[str], name: str = SERVER_NAME, secret: s
 
     def record(tool: str, arguments: dict[str, str]) -> None:
         # Logged before acting: the invocation reaching the server is the fact tests care about.
-        append_line(log, {"tool": tool, "arguments": arguments, "server": name, "pid": os.getpid(), "time": time.time()})
+        append_line(
+            log, {"tool": tool, "arguments": arguments, "server": name, "pid": os.getpid(), "time": time.time()}
+        )
 
     @server.tool(structured_output=False)
     def allowed_echo(text: str) -> str:
@@ -116,8 +119,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log", default=env("AGENTBOX_CANARY_LOG"), required=env("AGENTBOX_CANARY_LOG") is None)
     parser.add_argument("--name", default=env("AGENTBOX_CANARY_NAME", SERVER_NAME))
     parser.add_argument("--secret", default=env("AGENTBOX_CANARY_SECRET", DEFAULT_SECRET))
-    parser.add_argument("--tool-from", default=env("AGENTBOX_CANARY_TOOL_FROM"),
-                        help="name one more tool after this file's first line, if it can be read")
+    parser.add_argument(
+        "--tool-from",
+        default=env("AGENTBOX_CANARY_TOOL_FROM"),
+        help="name one more tool after this file's first line, if it can be read",
+    )
     args = parser.parse_args(argv)
     announce_start(args.log, args.name)
     build_server(args.log, args.name, args.secret, args.tool_from).run("stdio")

@@ -26,12 +26,29 @@ Submodules are imported on first use, so the sandbox's hot paths can read `insid
 
 import importlib
 
-__all__ = ["EgressPolicy", "Endpoint", "Decision", "policy_for", "EgressProxy", "ProxyProcess", "ProxyStartError",
-           "Limits", "DecisionLog"]
+__all__ = [
+    "EgressPolicy",
+    "Endpoint",
+    "Decision",
+    "policy_for",
+    "EgressProxy",
+    "ProxyProcess",
+    "ProxyStartError",
+    "Limits",
+    "DecisionLog",
+]
 
-_WHERE = {"DecisionLog": "decisions", "Limits": "handler", "Decision": "policy", "EgressPolicy": "policy",
-          "Endpoint": "policy", "policy_for": "policy", "ProxyProcess": "process", "EgressProxy": "proxy",
-          "ProxyStartError": "proxy"}
+_WHERE = {
+    "DecisionLog": "decisions",
+    "Limits": "handler",
+    "Decision": "policy",
+    "EgressPolicy": "policy",
+    "Endpoint": "policy",
+    "policy_for": "policy",
+    "ProxyProcess": "process",
+    "EgressProxy": "proxy",
+    "ProxyStartError": "proxy",
+}
 
 
 def __getattr__(name: str):

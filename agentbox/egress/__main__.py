@@ -15,8 +15,8 @@ import os
 import signal
 import sys
 
-from .policy import EgressPolicy, Endpoint
-from .proxy import ProxyServer, ProxyStartError, bind_tcp, bind_unix, open_log
+from agentbox.egress.policy import EgressPolicy, Endpoint
+from agentbox.egress.proxy import ProxyServer, ProxyStartError, bind_tcp, bind_unix, open_log
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,8 +27,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log", required=True, help="decision log (JSON Lines, appended)")
     serve.add_argument("--socket", help="unix socket path to listen on (must not exist)")
     serve.add_argument("--tcp-port", type=int, help="also listen on 127.0.0.1:PORT (0: any free port)")
-    serve.add_argument("--route", action="append", default=[], metavar="SOCKET=HOST:PORT",
-                       help="a unix socket whose connections go to HOST:PORT when the policy allows it (repeatable)")
+    serve.add_argument(
+        "--route",
+        action="append",
+        default=[],
+        metavar="SOCKET=HOST:PORT",
+        help="a unix socket whose connections go to HOST:PORT when the policy allows it (repeatable)",
+    )
     serve.add_argument("--ready", help="write the listening JSON here (atomically) once serving")
     serve.add_argument("--exit-with-parent", action="store_true", help="stop when the parent process goes away")
     return parser

@@ -9,16 +9,17 @@ from __future__ import annotations
 import asyncio
 import re
 
-from .http1 import BadRequest, RequestHead, check_trailer, framing
-from .streams import HeadTooLarge, Idle, Buffered, Tally, pump
+from agentbox.egress.http1 import BadRequest, RequestHead, check_trailer, framing
+from agentbox.egress.streams import HeadTooLarge, Idle, Buffered, Tally, pump
 
 __all__ = ["copy_body"]
 
 _CHUNK_SIZE = re.compile(rb"^([0-9A-Fa-f]{1,15})(;[^\r\n]*)?\r\n$")
 
 
-async def copy_body(rd: Buffered, writer: asyncio.StreamWriter, head: RequestHead, idle: Idle, tally: Tally,
-                    limit: int) -> bool:
+async def copy_body(
+    rd: Buffered, writer: asyncio.StreamWriter, head: RequestHead, idle: Idle, tally: Tally, limit: int
+) -> bool:
     """Copy the body `head` announces; False when the client went away before its end.
 
     `limit` bounds every line read (chunk sizes, trailers). Raises BadRequest for bad framing.

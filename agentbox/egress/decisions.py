@@ -13,7 +13,7 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from .streams import Tally
+from agentbox.egress.streams import Tally
 
 __all__ = ["DecisionLog", "Exchange", "read_log"]
 
@@ -21,8 +21,23 @@ __all__ = ["DecisionLog", "Exchange", "read_log"]
 class Exchange:
     """What one client connection asked for and what became of it."""
 
-    __slots__ = ("client", "method", "host", "port", "allowed", "reason", "detail", "address",
-                 "up", "down", "started", "time", "answered", "credentials", "final")
+    __slots__ = (
+        "client",
+        "method",
+        "host",
+        "port",
+        "allowed",
+        "reason",
+        "detail",
+        "address",
+        "up",
+        "down",
+        "started",
+        "time",
+        "answered",
+        "credentials",
+        "final",
+    )
 
     def __init__(self, client: str):
         self.client = client
@@ -48,11 +63,21 @@ class Exchange:
         self.final = True
 
     def record(self) -> dict:
-        return {"time": self.time, "client": self.client, "method": self.method, "host": self.host,
-                "port": self.port, "allowed": self.allowed, "reason": self.reason, "detail": self.detail,
-                "address": self.address, "bytes_up": self.up.n, "bytes_down": self.down.n,
-                "duration_ms": round((time.monotonic() - self.started) * 1000, 1),
-                **({"credentials": sorted(set(self.credentials))} if self.credentials else {})}
+        return {
+            "time": self.time,
+            "client": self.client,
+            "method": self.method,
+            "host": self.host,
+            "port": self.port,
+            "allowed": self.allowed,
+            "reason": self.reason,
+            "detail": self.detail,
+            "address": self.address,
+            "bytes_up": self.up.n,
+            "bytes_down": self.down.n,
+            "duration_ms": round((time.monotonic() - self.started) * 1000, 1),
+            **({"credentials": sorted(set(self.credentials))} if self.credentials else {}),
+        }
 
 
 def _now() -> str:

@@ -10,8 +10,8 @@ import asyncio
 import socket
 import ssl
 
-from . import hostnames
-from .policy import EgressPolicy
+from agentbox.egress import hostnames
+from agentbox.egress.policy import EgressPolicy
 
 __all__ = ["Refused", "resolve", "connect"]
 

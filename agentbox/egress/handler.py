@@ -23,18 +23,27 @@ from collections import deque
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import hostnames
-from .bodies import copy_body
-from .decisions import DecisionLog, Exchange
-from .dial import Refused, connect, resolve
-from .listeners import foreign_listener
-from .http1 import (BadRequest, forward_head, framing, host_matches, parse_absolute, parse_request, render_request,
-                    response, split_authority)
-from .policy import EgressPolicy, Endpoint
-from .scrub import Forms, Refusal, Scrubber, scrubbed_pump
-from .streams import READ_LIMIT, Buffered, HeadTooLarge, Idle, half_close, pump
-from .swap import Replay, SwapTable
-from .tunnel import check_request, client_to_upstream, forward_requests, swapped_head
+from agentbox.egress import hostnames
+from agentbox.egress.bodies import copy_body
+from agentbox.egress.decisions import DecisionLog, Exchange
+from agentbox.egress.dial import Refused, connect, resolve
+from agentbox.egress.listeners import foreign_listener
+from agentbox.egress.http1 import (
+    BadRequest,
+    forward_head,
+    framing,
+    host_matches,
+    parse_absolute,
+    parse_request,
+    render_request,
+    response,
+    split_authority,
+)
+from agentbox.egress.policy import EgressPolicy, Endpoint
+from agentbox.egress.scrub import Forms, Refusal, Scrubber, scrubbed_pump
+from agentbox.egress.streams import READ_LIMIT, Buffered, HeadTooLarge, Idle, half_close, pump
+from agentbox.egress.swap import Replay, SwapTable
+from agentbox.egress.tunnel import check_request, client_to_upstream, forward_requests, swapped_head
 
 __all__ = ["Limits", "Handler"]
 
@@ -53,8 +62,15 @@ class Limits(BaseModel):
 
 
 class Handler:
-    def __init__(self, policy: EgressPolicy, log: DecisionLog, limits: Limits, swaps: SwapTable | None = None,
-                 upstream_ca: str | None = None, authority=None):
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        log: DecisionLog,
+        limits: Limits,
+        swaps: SwapTable | None = None,
+        upstream_ca: str | None = None,
+        authority=None,
+    ):
         self.policy, self.log, self.limits = policy, log, limits
         self.swaps = swaps or SwapTable()
         self.forms = Forms(self.swaps.secrets())  # what must never come back (made once: it costs a few ms)
@@ -78,6 +94,7 @@ class Handler:
         model socket), once the policy allows it; decided and logged like any other exchange. It stays a splice
         (the endpoint is fixed, so no byte of it can name another host) and swaps nothing in; its way back is
         still searched for the run's secrets, as a stream that is not HTTP."""
+
         async def body(rd: Buffered, writer, exchange: Exchange, writers: list) -> bool:
             # Decided once the client has spoken (HTTP speaks first): a refusal then answers a request that
             # was read, instead of resetting a connection whose bytes are still unread.
@@ -111,15 +128,25 @@ class Handler:
             methods: deque[str] = deque()  # of the requests forwarded, for the scrub of the responses
 
             async def dial() -> asyncio.StreamWriter:
-                up_reader, upstream = await self._dial(exchange, writers, decision, endpoint.port,
-                                                       endpoint.host if tls else None)
-                down.append(asyncio.create_task(self._down(up_reader, writer, idle, exchange, writers,
-                                                           methods=methods, bound=True)))
+                up_reader, upstream = await self._dial(
+                    exchange, writers, decision, endpoint.port, endpoint.host if tls else None
+                )
+                down.append(
+                    asyncio.create_task(
+                        self._down(up_reader, writer, idle, exchange, writers, methods=methods, bound=True)
+                    )
+                )
                 return upstream
 
             def edit(head, raw: bytes) -> bytes:
-                line = {"client": exchange.client, "route": "model", "method": head.method, "host": endpoint.host,
-                        "port": endpoint.port, "target": head.target[:200]}
+                line = {
+                    "client": exchange.client,
+                    "route": "model",
+                    "method": head.method,
+                    "host": endpoint.host,
+                    "port": endpoint.port,
+                    "target": head.target[:200],
+                }
                 try:
                     if not head.target.startswith("/"):
                         raise BadRequest(f"the model route takes origin-form targets, not {head.target[:80]!r}")
@@ -131,14 +158,21 @@ class Handler:
                 exchange.credentials += swapped
                 # which headers carried it: names only, so the log says how the harness sends its key
                 carried = sorted({k.lower() for k, v in set(new.headers) - set(head.headers)} - {"accept-encoding"})
-                self.log.write_request({**line, "allowed": True, "reason": "model_route", "credentials": list(swapped),
-                                        **({"headers": carried} if carried else {})})
-                return render_request(new, [("Host", authority), *((k, v) for k, v in new.headers
-                                                                    if k.lower() != "host")])
+                self.log.write_request(
+                    {
+                        **line,
+                        "allowed": True,
+                        "reason": "model_route",
+                        "credentials": list(swapped),
+                        **({"headers": carried} if carried else {}),
+                    }
+                )
+                return render_request(
+                    new, [("Host", authority), *((k, v) for k, v in new.headers if k.lower() != "host")]
+                )
 
             try:
-                upstream = await forward_requests(rd, dial, edit, idle, exchange.up, self.limits.head_bytes,
-                                                  methods)
+                upstream = await forward_requests(rd, dial, edit, idle, exchange.up, self.limits.head_bytes, methods)
                 if upstream is not None:
                     half_close(upstream)
                 if down:
@@ -222,8 +256,7 @@ class Handler:
         (reader, writer)."""
         addresses = await resolve(self.policy, decision.host, port)
         tls = (self.client_tls(), tls_host) if tls_host is not None else None
-        reader, writer, exchange.address = await connect(addresses, port, self.limits.connect_timeout, READ_LIMIT,
-                                                         tls)
+        reader, writer, exchange.address = await connect(addresses, port, self.limits.connect_timeout, READ_LIMIT, tls)
         writers.append(writer)
         if self.policy.shared_loopback and hostnames.is_loopback_name(exchange.address):
             # before a byte (the real credential among them) goes to a port the run could have taken first
@@ -233,8 +266,17 @@ class Handler:
         exchange.decide(True, decision.reason)
         return reader, writer
 
-    def _down(self, up_reader, client, idle: Idle, exchange: Exchange, writers: list, readable: bool = True,
-              methods: deque | None = None, bound: bool = False):
+    def _down(
+        self,
+        up_reader,
+        client,
+        idle: Idle,
+        exchange: Exchange,
+        writers: list,
+        readable: bool = True,
+        methods: deque | None = None,
+        bound: bool = False,
+    ):
         """The upstream -> client copy of an exchange. While the run has a secret, what the proxy can read
         (`readable`: not a TLS session it only splices) goes through a Scrubber: a real value seen there
         closes both sides at once, and the exchange's line records the refusal, naming the variable.
@@ -244,8 +286,10 @@ class Handler:
             return pump(up_reader, client, idle, exchange.down)
 
         def refused(refusal: Refusal) -> None:
-            exchange.refuse_for_good(refusal.reason, f"the response from {exchange.host}:{exchange.port} was cut "
-                                     f"before it reached the client: {refusal}")
+            exchange.refuse_for_good(
+                refusal.reason,
+                f"the response from {exchange.host}:{exchange.port} was cut before it reached the client: {refusal}",
+            )
             _abort(writers)
 
         return scrubbed_pump(up_reader, client, idle, exchange.down, Scrubber(self.forms, methods, bound), refused)
@@ -275,13 +319,35 @@ class Handler:
 
         async def dial(readable: bool) -> asyncio.StreamWriter:
             up_reader, upstream = await self._dial(exchange, writers, decision, port)
-            down.append(asyncio.create_task(self._down(up_reader, client, idle, exchange, writers, readable,
-                                                       methods, self.swaps.is_bound(exchange.host, port))))
+            down.append(
+                asyncio.create_task(
+                    self._down(
+                        up_reader,
+                        client,
+                        idle,
+                        exchange,
+                        writers,
+                        readable,
+                        methods,
+                        self.swaps.is_bound(exchange.host, port),
+                    )
+                )
+            )
             return upstream
 
         try:
-            await client_to_upstream(rd, dial, exchange.host, port, idle, exchange.up, self.limits.head_bytes,
-                                     self.swaps, exchange.credentials.extend, methods)
+            await client_to_upstream(
+                rd,
+                dial,
+                exchange.host,
+                port,
+                idle,
+                exchange.up,
+                self.limits.head_bytes,
+                self.swaps,
+                exchange.credentials.extend,
+                methods,
+            )
             if down:
                 await down[0]
             elif exchange.reason == "incomplete":
@@ -310,8 +376,9 @@ class Handler:
         async def dial() -> asyncio.StreamWriter:
             up_reader, upstream = await self._dial(exchange, writers, decision, port, host)
             exchange.detail = "TLS terminated to swap a bound secret in"
-            down.append(asyncio.create_task(self._down(up_reader, client, idle, exchange, writers, methods=methods,
-                                                       bound=True)))
+            down.append(
+                asyncio.create_task(self._down(up_reader, client, idle, exchange, writers, methods=methods, bound=True))
+            )
             return upstream
 
         def edit(head, raw: bytes) -> bytes:
@@ -350,8 +417,17 @@ class Handler:
         upstream.write(first)
         exchange.up.n += len(first)
         idle = Idle(self.limits.idle_timeout, lambda: _abort(writers))
-        down = asyncio.create_task(self._down(up_reader, client, idle, exchange, writers,
-                                              methods=deque([head.method]), bound=self.swaps.binds(host, port)))
+        down = asyncio.create_task(
+            self._down(
+                up_reader,
+                client,
+                idle,
+                exchange,
+                writers,
+                methods=deque([head.method]),
+                bound=self.swaps.binds(host, port),
+            )
+        )
         try:
             try:
                 await copy_body(rd, upstream, head, idle, exchange.up, self.limits.head_bytes)

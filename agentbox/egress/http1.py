@@ -17,10 +17,21 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from . import hostnames
+from agentbox.egress import hostnames
 
-__all__ = ["BadRequest", "RequestHead", "parse_request", "check_trailer", "split_authority", "parse_absolute",
-           "host_matches", "framing", "forward_head", "render_request", "response"]
+__all__ = [
+    "BadRequest",
+    "RequestHead",
+    "parse_request",
+    "check_trailer",
+    "split_authority",
+    "parse_absolute",
+    "host_matches",
+    "framing",
+    "forward_head",
+    "render_request",
+    "response",
+]
 
 _TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([\x21-\x7e]+) HTTP/(1\.[01])")
@@ -30,8 +41,16 @@ _CONTENT_LENGTH = re.compile(r"[0-9]{1,15}")
 # The check normalizes (case, a trailing dot, IDNA, blanks) but the header goes upstream as it came; a
 # spelling the upstream reads as another name (or as no known name: its default host) must not pass.
 _PLAIN_AUTHORITY = re.compile(r"[A-Za-z0-9._\-]+(:[0-9]+)?|\[[0-9A-Fa-f:.]+\](:[0-9]+)?")
-_HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate",
-               "te", "trailer", "upgrade"}
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "te",
+    "trailer",
+    "upgrade",
+}
 # A Connection header may name further hop-by-hop headers, but never these: dropping one would change
 # how the upstream frames the body, or which host it serves.
 _NEVER_DROPPED = {"host", "content-length", "transfer-encoding"}
@@ -180,13 +199,20 @@ def render_request(head: RequestHead, headers: list[tuple[str, str]]) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-_REASONS = {400: "Bad Request", 403: "Forbidden", 408: "Request Timeout", 431: "Request Header Fields Too Large",
-            502: "Bad Gateway", 503: "Service Unavailable"}
+_REASONS = {
+    400: "Bad Request",
+    403: "Forbidden",
+    408: "Request Timeout",
+    431: "Request Header Fields Too Large",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
 
 
 def response(status: int, text: str) -> bytes:
     """A complete short reply from the proxy itself; the connection is closed after it."""
     body = (text + "\n").encode("utf-8", "replace")
-    return (f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\nX-Agentbox-Egress: {status}\r\n\r\n"
-            ).encode("ascii") + body
+    return (
+        f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\nX-Agentbox-Egress: {status}\r\n\r\n"
+    ).encode("ascii") + body

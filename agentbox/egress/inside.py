@@ -7,9 +7,24 @@ loopback port inside the network namespace to each.
 
 from __future__ import annotations
 
-__all__ = ["SOCKET_NAME", "MODEL_SOCKET", "LOG_NAME", "PROXY_PORT", "proxy_port", "proxy_env", "NO_PROXY",
-           "loopback_socket", "MODEL_ROUTE_PORT", "MODEL_PORT_TOKEN", "PROXY_PORT_TOKEN", "free_port",
-           "CA_DIR", "CA_NAME", "BUNDLE_NAME", "trust_env"]
+__all__ = [
+    "SOCKET_NAME",
+    "MODEL_SOCKET",
+    "LOG_NAME",
+    "PROXY_PORT",
+    "proxy_port",
+    "proxy_env",
+    "NO_PROXY",
+    "loopback_socket",
+    "MODEL_ROUTE_PORT",
+    "MODEL_PORT_TOKEN",
+    "PROXY_PORT_TOKEN",
+    "free_port",
+    "CA_DIR",
+    "CA_NAME",
+    "BUNDLE_NAME",
+    "trust_env",
+]
 
 SOCKET_NAME = "egress.sock"  # the proxy, in the run's relay folder
 MODEL_SOCKET = "model.sock"  # the fixed route to a loopback model endpoint, next to it
@@ -37,8 +52,13 @@ CA_NAME, BUNDLE_NAME = "ca.pem", "bundle.pem"
 
 def trust_env() -> dict[str, str]:
     bundle = f"{CA_DIR}/{BUNDLE_NAME}"
-    return {"SSL_CERT_FILE": bundle, "REQUESTS_CA_BUNDLE": bundle, "CURL_CA_BUNDLE": bundle, "GIT_SSL_CAINFO": bundle,
-            "NODE_EXTRA_CA_CERTS": f"{CA_DIR}/{CA_NAME}"}
+    return {
+        "SSL_CERT_FILE": bundle,
+        "REQUESTS_CA_BUNDLE": bundle,
+        "CURL_CA_BUNDLE": bundle,
+        "GIT_SSL_CAINFO": bundle,
+        "NODE_EXTRA_CA_CERTS": f"{CA_DIR}/{CA_NAME}",
+    }
 
 
 def free_port(first: int, taken: set[int] | frozenset[int] = frozenset()) -> int:

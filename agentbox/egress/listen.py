@@ -14,7 +14,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
-from ..errors import SandboxError
+from agentbox.errors import SandboxError
 
 __all__ = ["ProxyStartError", "Bound", "bind_unix", "bind_tcp"]
 
@@ -35,8 +35,12 @@ def bind_unix(path: str) -> socket.socket:
         sock.listen(_BACKLOG)
     except OSError as exc:
         sock.close()
-        hint = ("; a unix socket path has at most 107 bytes: point AGENTBOX_RUN_ROOT at a shorter folder under /tmp (the run folder "
-                "lives there)" if len(os.fsencode(path)) > 107 else "")
+        hint = (
+            "; a unix socket path has at most 107 bytes: point AGENTBOX_RUN_ROOT at a shorter folder under /tmp (the run folder "
+            "lives there)"
+            if len(os.fsencode(path)) > 107
+            else ""
+        )
         raise ProxyStartError(f"egress proxy cannot listen on {path}: {exc.strerror or exc}{hint}") from None
     return sock
 

@@ -29,7 +29,7 @@ def _address(hexaddr: str) -> tuple[str, int]:
     """/proc/net/tcp's `0100007F:270F` (host byte order per 32-bit word) as ('127.0.0.1', 9999)."""
     host, port = hexaddr.split(":")
     raw = bytes.fromhex(host)
-    words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
     ip = ipaddress.ip_address(words)
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
@@ -100,8 +100,10 @@ def foreign_listener(sock: socket.socket) -> str | None:
     mine = _pid_namespace("self")
     for inode, pids in _holders(ours).items():
         if not pids:
-            return (f"the socket answering {peer[0]}:{peer[1]} (inode {inode}) is held by no process this proxy can "
-                    "see, as a sandboxed one would be")
+            return (
+                f"the socket answering {peer[0]}:{peer[1]} (inode {inode}) is held by no process this proxy can "
+                "see, as a sandboxed one would be"
+            )
         for pid in pids:
             if _pid_namespace(pid) != mine:
                 return f"{peer[0]}:{peer[1]} is answered by pid {pid}, a process of another PID namespace (a sandbox)"

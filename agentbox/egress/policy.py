@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from . import hostnames
+from agentbox.egress import hostnames
 
 __all__ = ["Endpoint", "AllowEntry", "Decision", "EgressPolicy", "parse_entry", "policy_for", "DEFAULT_PORTS"]
 
@@ -190,9 +190,13 @@ def _entries(allow_domains: tuple[str, ...]) -> tuple[AllowEntry, ...]:
     return tuple(parse_entry(e) for e in allow_domains)
 
 
-def policy_for(network: Literal["none", "restricted", "unrestricted"], model: str | None,
-               allow_domains: tuple[str, ...] = (), resolver_overrides: dict[str, str] | None = None,
-               model_tls: bool = False) -> EgressPolicy | None:
+def policy_for(
+    network: Literal["none", "restricted", "unrestricted"],
+    model: str | None,
+    allow_domains: tuple[str, ...] = (),
+    resolver_overrides: dict[str, str] | None = None,
+    model_tls: bool = False,
+) -> EgressPolicy | None:
     """The policy a compiled plan implies; `model` is a base URL or the plan's `host:port` model endpoint
     (`model_tls`: that endpoint speaks https, as a base URL's scheme says itself).
 
@@ -205,6 +209,9 @@ def policy_for(network: Literal["none", "restricted", "unrestricted"], model: st
     endpoint = None
     if model:
         endpoint = Endpoint.from_base_url(model) if "://" in model else Endpoint.parse(model)
-    return EgressPolicy(model_endpoint=endpoint, model_tls=model_tls or bool(model and model.startswith("https://")),
-                        allow_domains=tuple(allow_domains) if network == "restricted" else (),
-                        resolver_overrides=resolver_overrides or {})
+    return EgressPolicy(
+        model_endpoint=endpoint,
+        model_tls=model_tls or bool(model and model.startswith("https://")),
+        allow_domains=tuple(allow_domains) if network == "restricted" else (),
+        resolver_overrides=resolver_overrides or {},
+    )

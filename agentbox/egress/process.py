@@ -16,15 +16,23 @@ import sys
 import threading
 import time
 
-from .policy import EgressPolicy, Endpoint
-from .proxy import ProxyStartError
+from agentbox.egress.policy import EgressPolicy, Endpoint
+from agentbox.egress.proxy import ProxyStartError
 
 __all__ = ["ProxyProcess"]
 
 
 class ProxyProcess:
-    def __init__(self, policy: EgressPolicy, policy_path: str, log_path: str, socket_path: str | None = None,
-                 tcp_port: int | None = None, ready_timeout: float = 15.0, routes: dict[str, Endpoint] | None = None):
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        policy_path: str,
+        log_path: str,
+        socket_path: str | None = None,
+        tcp_port: int | None = None,
+        ready_timeout: float = 15.0,
+        routes: dict[str, Endpoint] | None = None,
+    ):
         self.policy, self.policy_path, self.log_path = policy, policy_path, log_path
         self.socket_path, self.tcp_port, self.ready_timeout = socket_path, tcp_port, ready_timeout
         self.routes = dict(routes or {})
@@ -43,8 +51,17 @@ class ProxyProcess:
         return f"http://{host}:{port}"
 
     def argv(self) -> list[str]:
-        argv = [sys.executable, "-m", "agentbox.egress", "serve", "--policy", self.policy_path, "--log", self.log_path,
-                "--exit-with-parent"]
+        argv = [
+            sys.executable,
+            "-m",
+            "agentbox.egress",
+            "serve",
+            "--policy",
+            self.policy_path,
+            "--log",
+            self.log_path,
+            "--exit-with-parent",
+        ]
         if self.socket_path:
             argv += ["--socket", self.socket_path]
         if self.tcp_port is not None:
@@ -56,8 +73,14 @@ class ProxyProcess:
     def start(self) -> "ProxyProcess":
         with open(self.policy_path, "w") as f:
             f.write(self.policy.model_dump_json(indent=2))
-        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, close_fds=True)
+        self.proc = subprocess.Popen(
+            self.argv(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            close_fds=True,
+        )
         threading.Thread(target=self._drain, daemon=True).start()
         line = self._first_line()
         if not line.startswith("listening "):
@@ -83,10 +106,12 @@ class ProxyProcess:
 
     def watch(self, on_death) -> threading.Thread:
         """Call `on_death(returncode)` from a daemon thread if the proxy exits before `stop()`."""
+
         def wait() -> None:
             code = self.proc.wait()
             if not self._stopping:
                 on_death(code)
+
         thread = threading.Thread(target=wait, name="agentbox-egress-watch", daemon=True)
         thread.start()
         return thread

@@ -19,12 +19,12 @@ import os
 import socket
 import threading
 
-from .decisions import DecisionLog
-from .handler import Handler, Limits
-from .listen import Bound, ProxyStartError, bind_tcp, bind_unix
-from .policy import EgressPolicy, Endpoint
-from .streams import READ_LIMIT
-from .swap import SwapTable
+from agentbox.egress.decisions import DecisionLog
+from agentbox.egress.handler import Handler, Limits
+from agentbox.egress.listen import Bound, ProxyStartError, bind_tcp, bind_unix
+from agentbox.egress.policy import EgressPolicy, Endpoint
+from agentbox.egress.streams import READ_LIMIT
+from agentbox.egress.swap import SwapTable
 
 __all__ = ["EgressProxy", "ProxyServer", "ProxyStartError", "bind_unix", "bind_tcp", "open_log"]
 
@@ -39,15 +39,26 @@ def open_log(path: str) -> DecisionLog:
 class ProxyServer:
     """Serves pre-bound listening sockets on the running loop until `close()`."""
 
-    def __init__(self, policy: EgressPolicy, log: DecisionLog, limits: Limits | None = None,
-                 swaps: SwapTable | None = None, upstream_ca: str | None = None, authority=None):
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        log: DecisionLog,
+        limits: Limits | None = None,
+        swaps: SwapTable | None = None,
+        upstream_ca: str | None = None,
+        authority=None,
+    ):
         self.handler = Handler(policy, log, limits or Limits(), swaps, upstream_ca, authority)
         self.log = log
         self._servers: list[asyncio.base_events.Server] = []
         self._unix_paths: list[str] = []
 
-    async def start(self, listeners: list[socket.socket], routes: dict[socket.socket, Endpoint] | None = None,
-                    model: list[socket.socket] | tuple = ()) -> None:
+    async def start(
+        self,
+        listeners: list[socket.socket],
+        routes: dict[socket.socket, Endpoint] | None = None,
+        model: list[socket.socket] | tuple = (),
+    ) -> None:
         """Serve the proxy on `listeners`, each fixed route's unix socket to its endpoint, and the model route on
         the `model` sockets (to the policy's model endpoint)."""
         served = [(sock, self.handler) for sock in listeners]
@@ -87,10 +98,20 @@ class EgressProxy:
     runs the same server as a separate process (see process.py).
     """
 
-    def __init__(self, policy: EgressPolicy, log_path: str, socket_path: str | None = None,
-                 tcp_port: int | None = None, limits: Limits | None = None, routes: dict[str, Endpoint] | None = None,
-                 model_socket: str | None = None, model_tcp: bool = False, swaps: SwapTable | None = None,
-                 upstream_ca: str | None = None, authority=None):
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        log_path: str,
+        socket_path: str | None = None,
+        tcp_port: int | None = None,
+        limits: Limits | None = None,
+        routes: dict[str, Endpoint] | None = None,
+        model_socket: str | None = None,
+        model_tcp: bool = False,
+        swaps: SwapTable | None = None,
+        upstream_ca: str | None = None,
+        authority=None,
+    ):
         if socket_path is None and tcp_port is None and not routes and not model_socket and not model_tcp:
             raise ValueError("an egress proxy needs a socket path, a TCP port or a route")
         self.policy, self.log_path, self.socket_path, self.limits = policy, log_path, socket_path, limits
@@ -152,7 +173,9 @@ class EgressProxy:
         self._thread = threading.Thread(target=self._run, name="agentbox-egress", daemon=True)
         self._thread.start()
         try:
-            asyncio.run_coroutine_threadsafe(self._server.start(listeners, routes, model), self._loop).result(timeout=10)
+            asyncio.run_coroutine_threadsafe(self._server.start(listeners, routes, model), self._loop).result(
+                timeout=10
+            )
         except Exception as exc:
             self.stop()
             raise ProxyStartError(f"egress proxy did not start serving: {exc!r}") from exc
@@ -170,10 +193,12 @@ class EgressProxy:
 
     def watch(self, on_death) -> threading.Thread:
         """Call `on_death(None)` from a daemon thread if the proxy's loop ends before `stop()` (as ProxyProcess.watch)."""
+
         def wait() -> None:
             self._thread.join()
             if not self._stopping:
                 on_death(None)
+
         thread = threading.Thread(target=wait, name="agentbox-egress-watch", daemon=True)
         thread.start()
         return thread

@@ -77,7 +77,7 @@ class Responses:
         state. A line longer than `limit` is none a response has: the stream is text from there on."""
         searched = max(0, len(self.line) - len(end_with) + 1)
         before = len(self.line)
-        piece = data[at:at + limit + len(end_with) - before]
+        piece = data[at : at + limit + len(end_with) - before]
         self.line += piece
         found = self.line.find(end_with, searched)
         if found < 0:
@@ -104,8 +104,9 @@ class Responses:
             return
         method = self.methods.popleft()
         fields = [line.partition(b":") for line in lines[1:]]
-        codings = [c.strip().lower() for k, _, v in fields if k.strip().lower() == b"transfer-encoding"
-                   for c in v.split(b",")]
+        codings = [
+            c.strip().lower() for k, _, v in fields if k.strip().lower() == b"transfer-encoding" for c in v.split(b",")
+        ]
         lengths = {v.strip() for k, _, v in fields if k.strip().lower() == b"content-length"}
         if method == "HEAD" or code in (204, 304):
             self.state = "head"
@@ -118,8 +119,12 @@ class Responses:
         else:
             self.state = "text"  # no length: the body runs to the end of the connection
         if self.state != "head":
-            content = [c.strip().lower() for k, _, v in fields if k.strip().lower() == b"content-encoding"
-                       for c in v.split(b",")]
+            content = [
+                c.strip().lower()
+                for k, _, v in fields
+                if k.strip().lower() == b"content-encoding"
+                for c in v.split(b",")
+            ]
             coded = [c for c in content + codings if c not in (b"", b"identity", b"chunked")]
             self.encoded = b", ".join(coded).decode("latin-1")
 

@@ -16,8 +16,8 @@ import os
 import ssl
 import threading
 
-from . import hostnames
-from .policy import AllowEntry
+from agentbox.egress import hostnames
+from agentbox.egress.policy import AllowEntry
 
 __all__ = ["Authority", "host_bundle"]
 
@@ -40,16 +40,32 @@ class Authority:
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name} {os.urandom(4).hex()}")])
         permitted = [_constraint(x509, e) for e in entries] or [x509.DNSName("invalid")]
         self.cert = (
-            x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
-            .public_key(self._key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(self._valid[0]).not_valid_after(self._valid[1])
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(subject)
+            .public_key(self._key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(self._valid[0])
+            .not_valid_after(self._valid[1])
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
-                                         data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                         crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=False,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
             .add_extension(x509.NameConstraints(permitted_subtrees=permitted, excluded_subtrees=None), critical=True)
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(self._key.public_key()), critical=False)
-            .sign(self._key, hashes.SHA256()))
+            .sign(self._key, hashes.SHA256())
+        )
         self._contexts: dict[str, ssl.SSLContext] = {}
         self._lock = threading.Lock()
 
@@ -73,20 +89,22 @@ class Authority:
         from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
         key = ec.generate_private_key(ec.SECP256R1())
-        alt = (x509.IPAddress(ipaddress.ip_address(host)) if hostnames.kind(host) == "ip" else x509.DNSName(host))
+        alt = x509.IPAddress(ipaddress.ip_address(host)) if hostnames.kind(host) == "ip" else x509.DNSName(host)
         cert = (
             x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host[:64])]))
-            .issuer_name(self.cert.subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(self._valid[0])
+            .issuer_name(self.cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(self._valid[0])
             .not_valid_after(self._valid[1])
             .add_extension(x509.SubjectAlternativeName([alt]), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()), critical=False)
-            .sign(self._key, self._hashes.SHA256()))
-        return (cert.public_bytes(Encoding.PEM),
-                key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+            .sign(self._key, self._hashes.SHA256())
+        )
+        return (cert.public_bytes(Encoding.PEM), key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
 
     def _context(self, host: str) -> ssl.SSLContext:
         cert, key = self.leaf(host)

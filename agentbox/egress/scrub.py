@@ -52,11 +52,20 @@ from collections import deque
 from typing import Iterable
 from urllib.parse import quote, quote_plus
 
-from .responses import Responses
-from .streams import CHUNK, Idle, Tally, half_close
+from agentbox.egress.responses import Responses
+from agentbox.egress.streams import CHUNK, Idle, Tally, half_close
 
-__all__ = ["Forms", "Scrubber", "Refusal", "Seen", "Unreadable", "scrubbed_pump", "MIN_FORM", "SHORT_HOLD",
-           "RELEASE_AFTER"]
+__all__ = [
+    "Forms",
+    "Scrubber",
+    "Refusal",
+    "Seen",
+    "Unreadable",
+    "scrubbed_pump",
+    "MIN_FORM",
+    "SHORT_HOLD",
+    "RELEASE_AFTER",
+]
 
 MIN_FORM = 8  # a derived form shorter than this is not looked for
 SHORT_HOLD = 4  # a held tail this short may be let go on a timer
@@ -106,14 +115,23 @@ def _forms(value: str) -> list[tuple[str, bytes]]:
     for how, text in texts:
         data = text.encode("utf-8")
         out.append((how, data))
-        out += [(f"{how}, percent-encoded", q.encode()) for q in
-                (quote(text, safe=""), quote(text, safe="/"), quote_plus(text, safe=""), quote(text, safe="!~*'()"))]
+        out += [
+            (f"{how}, percent-encoded", q.encode())
+            for q in (
+                quote(text, safe=""),
+                quote(text, safe="/"),
+                quote_plus(text, safe=""),
+                quote(text, safe="!~*'()"),
+            )
+        ]
         out += [(f"{how}, JSON-escaped", j) for j in _json(text)]
         out.append((f"{how}, HTML-escaped", html.escape(text).encode()))
         out.append((f"{how}, hex", data.hex().encode()))
         for core in _base64_cores(data):
-            out += [(f"{how}, base64", core),
-                    (f"{how}, base64, percent-encoded", quote(core.decode(), safe="").encode())]
+            out += [
+                (f"{how}, base64", core),
+                (f"{how}, base64, percent-encoded", quote(core.decode(), safe="").encode()),
+            ]
     out += [(f"{how}, JSON-escaped", text.replace(b"/", b"\\/")) for how, text in out if b"/" in text]
     return [(how, text) for how, text in out if how == "as is" or len(text) >= MIN_FORM]
 
@@ -129,7 +147,7 @@ def _base64_cores(data: bytes) -> list[bytes]:
     cores = []
     for offset in range(3):
         encoded = base64.b64encode(b"\0" * offset + data)
-        core = encoded[4 if offset else 0:4 * ((offset + len(data)) // 3)]
+        core = encoded[4 if offset else 0 : 4 * ((offset + len(data)) // 3)]
         if core:
             cores += [core, core.translate(bytes.maketrans(b"+/", b"-_"))]
     return cores
@@ -218,8 +236,8 @@ def _rebased(pieces: tuple[list[int], list[int]], keep: int) -> tuple[list[int],
     k = bisect.bisect_right(at_text, keep) - 1
     if k < 0:
         return [], []
-    starts = [0] + [t - keep for t in at_text[k + 1:]]
-    raws = [at_raw[k] + keep - at_text[k]] + at_raw[k + 1:]
+    starts = [0] + [t - keep for t in at_text[k + 1 :]]
+    raws = [at_raw[k] + keep - at_text[k]] + at_raw[k + 1 :]
     return starts, raws
 
 
@@ -238,8 +256,9 @@ def _longest_start(text: bytes, forms: Forms) -> tuple[int, tuple[str, str] | No
     return best, of
 
 
-async def scrubbed_pump(reader, writer: asyncio.StreamWriter, idle: Idle, tally: Tally, scrubber: Scrubber,
-                        on_refused) -> None:
+async def scrubbed_pump(
+    reader, writer: asyncio.StreamWriter, idle: Idle, tally: Tally, scrubber: Scrubber, on_refused
+) -> None:
     """As streams.pump, through `scrubber`; a refusal (a value seen) calls `on_refused(Refusal)` and stops the
     copy (the caller closes both sides: nothing after it is forwarded, not even what came before it in the
     same read)."""

@@ -63,17 +63,17 @@ def client_hello_sni(buf: bytes) -> tuple[bool, str | None]:
             if size > MAX_HELLO:
                 raise BadHello("ClientHello larger than 64 KiB")
             if len(message) >= 4 + size:
-                return True, _sni(bytes(message[4:4 + size]))
+                return True, _sni(bytes(message[4 : 4 + size]))
         if len(buf) < offset + 5:
             return False, None
         if buf[offset] != 0x16:
             raise BadHello("record before the end of the ClientHello is not a handshake record")
-        length = int.from_bytes(buf[offset + 3:offset + 5], "big")
+        length = int.from_bytes(buf[offset + 3 : offset + 5], "big")
         if length == 0 or length > 16384 + 2048:
             raise BadHello("bad TLS record length")
         if len(buf) < offset + 5 + length:
             return False, None
-        message += buf[offset + 5:offset + 5 + length]
+        message += buf[offset + 5 : offset + 5 + length]
         offset += 5 + length
 
 
@@ -84,7 +84,7 @@ class _Reader:
     def take(self, n: int) -> bytes:
         if self.pos + n > len(self.data):
             raise BadHello("ClientHello is truncated")
-        out = self.data[self.pos:self.pos + n]
+        out = self.data[self.pos : self.pos + n]
         self.pos += n
         return out
 

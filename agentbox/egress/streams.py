@@ -49,8 +49,8 @@ class Buffered:
             if end > limit or (end < 0 and len(self.buf) > limit):
                 raise HeadTooLarge(f"no {sep!r} within {limit} bytes")
             if end >= 0:
-                data = bytes(self.buf[:end + len(sep)])
-                del self.buf[:end + len(sep)]
+                data = bytes(self.buf[: end + len(sep)])
+                del self.buf[: end + len(sep)]
                 return data
             searched = max(0, len(self.buf) - len(sep) + 1)
             if not await self.fill():

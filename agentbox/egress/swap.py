@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from . import hostnames
-from .http1 import RequestHead
-from .policy import AllowEntry, parse_entry
+from agentbox.egress import hostnames
+from agentbox.egress.http1 import RequestHead
+from agentbox.egress.policy import AllowEntry, parse_entry
 
 __all__ = ["Swap", "SwapTable", "Rewritten", "Replay", "parse_header", "identity_encoded"]
 
@@ -73,8 +73,14 @@ class Swap(NamedTuple):
             # it goes into a header as it is (CR or LF would start another header), and the scrub of what comes
             # back relies on it holding no line break
             raise ValueError(f"{variable}: the value holds a character other than printable ASCII")
-        return cls(variable, placeholder, value, tuple(parse_header(h) for h in headers),
-                   tuple(parse_entry(h) for h in hosts), model)
+        return cls(
+            variable,
+            placeholder,
+            value,
+            tuple(parse_header(h) for h in headers),
+            tuple(parse_entry(h) for h in hosts),
+            model,
+        )
 
     def bound_to(self, host: str | None, port: int | None, model_route: bool) -> bool:
         if model_route:
@@ -93,7 +99,7 @@ class Swap(NamedTuple):
         holding exactly its placeholder; else None."""
         for header, prefix, suffix in self.headers:
             # the scheme word is case-insensitive (`bearer`), the placeholder and the rest are exact
-            head, rest = value[:len(prefix)], value[len(prefix):]
+            head, rest = value[: len(prefix)], value[len(prefix) :]
             if name == header and head.lower() == prefix.lower() and rest == self.placeholder + suffix:
                 return head + self.value + suffix
         return None
@@ -129,15 +135,17 @@ class SwapTable:
         """Does any credential bind host:port (the proxy then terminates TLS to it, to swap inside)?"""
         return any(s.bound_to(host, port, False) for s in self.swaps)
 
-    def rewrite(self, target: str, headers: list[tuple[str, str]], host: str | None, port: int | None,
-                model_route: bool = False) -> Rewritten:
+    def rewrite(
+        self, target: str, headers: list[tuple[str, str]], host: str | None, port: int | None, model_route: bool = False
+    ) -> Rewritten:
         """The head's headers with every bound placeholder swapped in (see the module docstring)."""
         if not self.swaps:
             return Rewritten(headers, (), ())
         out, swapped, replayed = [], [], []
         for swap in self.swaps:
             if not swap.bound_to(host, port, model_route) and (
-                    swap.placeholder in target or any(swap.placeholder in v for _, v in headers)):
+                swap.placeholder in target or any(swap.placeholder in v for _, v in headers)
+            ):
                 replayed.append(swap.variable)
         for name, value in headers:
             new = None
@@ -150,8 +158,9 @@ class SwapTable:
             out.append((name, value if new is None else new))
         return Rewritten(out, tuple(dict.fromkeys(swapped)), tuple(replayed))
 
-    def apply(self, head: RequestHead, host: str | None, port: int | None,
-              model_route: bool = False) -> tuple[RequestHead, tuple[str, ...]]:
+    def apply(
+        self, head: RequestHead, host: str | None, port: int | None, model_route: bool = False
+    ) -> tuple[RequestHead, tuple[str, ...]]:
         """`head` with its bound placeholders swapped in (and, towards where a secret is bound, asking for an
         identity-encoded response), and the variables swapped; raises Replay. `head` itself when unchanged."""
         done = self.rewrite(head.target, head.headers, host, port, model_route)

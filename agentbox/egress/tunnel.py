@@ -21,23 +21,40 @@ import asyncio
 from collections import deque
 from typing import Awaitable, Callable, Literal
 
-from .swap import Replay, SwapTable
+from agentbox.egress.swap import Replay, SwapTable
 
-from . import hostnames
-from .bodies import copy_body
-from .dial import Refused
-from .http1 import BadRequest, RequestHead, framing, host_matches, parse_request, render_request, split_authority
-from .sniff import MAX_HELLO, BadHello, classify, client_hello_sni
-from .streams import HeadTooLarge, Idle, Buffered, Tally, half_close, pump
+from agentbox.egress import hostnames
+from agentbox.egress.bodies import copy_body
+from agentbox.egress.dial import Refused
+from agentbox.egress.http1 import (
+    BadRequest,
+    RequestHead,
+    framing,
+    host_matches,
+    parse_request,
+    render_request,
+    split_authority,
+)
+from agentbox.egress.sniff import MAX_HELLO, BadHello, classify, client_hello_sni
+from agentbox.egress.streams import HeadTooLarge, Idle, Buffered, Tally, half_close, pump
 
 __all__ = ["client_to_upstream", "first_message", "forward_requests", "Edit", "check_request", "swapped_head"]
 
 _SCHEME_PORTS = {"http": 80, "https": 443}
 
 
-async def client_to_upstream(rd: Buffered, dial: TunnelDial, host: str, port: int, idle: Idle, tally: Tally,
-                             head_limit: int, swaps: SwapTable | None = None, on_swap=None,
-                             methods: deque | None = None) -> None:
+async def client_to_upstream(
+    rd: Buffered,
+    dial: TunnelDial,
+    host: str,
+    port: int,
+    idle: Idle,
+    tally: Tally,
+    head_limit: int,
+    swaps: SwapTable | None = None,
+    on_swap=None,
+    methods: deque | None = None,
+) -> None:
     """The client -> upstream direction of a tunnel to host:port; raises Refused(0, ...) on a mismatch or a
     message the tunnel cannot check.
 
@@ -51,6 +68,7 @@ async def client_to_upstream(rd: Buffered, dial: TunnelDial, host: str, port: in
             return  # the client ended before its first message was whole: nothing of it goes upstream
         idle.touch()
     if step == "http":
+
         def edit(head: RequestHead, raw: bytes) -> bytes:
             check_request(head, host, port)
             return swapped_head(head, raw, swaps, host, port, on_swap)
@@ -76,8 +94,12 @@ def first_message(buf: bytes, host: str, head_limit: int) -> Literal["more", "ht
             raise Refused(0, "unclassifiable", f"first {len(buf)} bytes are neither TLS nor an HTTP request line")
         return "more"
     if kind == "opaque":
-        raise Refused(0, "not_tls_or_http", f"the tunnel's first bytes {buf[:24]!r} are neither a TLS ClientHello "
-                                            "nor an HTTP/1.x request: what the proxy cannot check, it does not pass")
+        raise Refused(
+            0,
+            "not_tls_or_http",
+            f"the tunnel's first bytes {buf[:24]!r} are neither a TLS ClientHello "
+            "nor an HTTP/1.x request: what the proxy cannot check, it does not pass",
+        )
     if kind == "http":
         return "http"
     return "tls" if _hello_names(buf, host) else "more"
@@ -101,8 +123,12 @@ def _hello_names(buf: bytes, host: str) -> bool:
             raise Refused(0, "bad_client_hello", "ClientHello spread over too many records")
         return False
     if sni is None:
-        raise Refused(0, "bad_client_hello", f"a ClientHello without a server name in a tunnel to {host}: the "
-                                             "server would answer for its default host, which need not be the target")
+        raise Refused(
+            0,
+            "bad_client_hello",
+            f"a ClientHello without a server name in a tunnel to {host}: the "
+            "server would answer for its default host, which need not be the target",
+        )
     if _normalized(sni) != host:
         raise Refused(0, "host_mismatch", f"TLS SNI {sni!r} in a tunnel to {host}")
     return True
@@ -112,8 +138,15 @@ def _hello_names(buf: bytes, host: str) -> bool:
 Edit = Callable[[RequestHead, bytes], bytes]
 
 
-def swapped_head(head: RequestHead, raw: bytes, swaps: SwapTable | None, host: str | None, port: int | None,
-                 on_swap=None, model_route: bool = False) -> bytes:
+def swapped_head(
+    head: RequestHead,
+    raw: bytes,
+    swaps: SwapTable | None,
+    host: str | None,
+    port: int | None,
+    on_swap=None,
+    model_route: bool = False,
+) -> bytes:
     """`raw` with the run's credentials swapped in where bound; a placeholder sent where it is not bound is
     refused as a credential replay (the value never leaves). `on_swap(variables)` hears of every swap."""
     if not swaps:
@@ -127,8 +160,9 @@ def swapped_head(head: RequestHead, raw: bytes, swaps: SwapTable | None, host: s
     return raw if new is head else render_request(new, new.headers)
 
 
-async def forward_requests(rd: Buffered, dial: Dial, edit: Edit, idle: Idle, tally: Tally,
-                           limit: int, methods: deque | None = None) -> asyncio.StreamWriter | None:
+async def forward_requests(
+    rd: Buffered, dial: Dial, edit: Edit, idle: Idle, tally: Tally, limit: int, methods: deque | None = None
+) -> asyncio.StreamWriter | None:
     """Check (and edit) and forward request after request until the client has finished (EOF); the upstream,
     once dialled. A refusal before anything was dialled keeps its status (the client gets it); after, it only
     closes (a response may be under way). A head is checked whole, its body framing included, before a byte

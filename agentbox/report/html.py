@@ -11,8 +11,8 @@ from functools import lru_cache
 from itertools import groupby
 from pathlib import Path
 
-from .legend import MARKS, layer_word
-from .model import Report
+from agentbox.report.legend import MARKS, layer_word
+from agentbox.report.model import Report
 
 __all__ = ["render_html"]
 
@@ -21,8 +21,13 @@ __all__ = ["render_html"]
 def _template():
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-    env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     return env.get_template("report.html.j2")
 
 
@@ -39,5 +44,12 @@ def render_html(report: Report) -> str:
     index = {(cell.column, cell.capability): i for i, cell in enumerate(report.cells)}
     rows = [(cap, [(index.get((col.key, cap)), col) for col in report.columns]) for cap in report.capabilities]
     groups = [(harness, len(list(cols))) for harness, cols in groupby(report.columns, key=lambda c: c.harness)]
-    return _template().render(report=report, rows=rows, groups=groups, marks=MARKS, layer_word=layer_word,
-                              states={s.state: s for s in report.states}, data=Markup(_embedded(report)))
+    return _template().render(
+        report=report,
+        rows=rows,
+        groups=groups,
+        marks=MARKS,
+        layer_word=layer_word,
+        states={s.state: s for s in report.states},
+        data=Markup(_embedded(report)),
+    )

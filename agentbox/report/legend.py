@@ -22,11 +22,18 @@ class Mark(NamedTuple):
 
 MARKS = (
     Mark(NOT_APPLICABLE, "n/a", "no claim for this capability in this column."),
-    Mark("n/m", "as declared", "of the m vectors bearing on the claim (those not run included), n behaved as "
-         "the declarations predict: blocked, or escaped through a declared bypass. A cell's details also say how "
-         "many of the m ran."),
-    Mark(" / ".join(LAYER_WORDS), "enforced by", "the layer whose declaration enforces the capability (both: "
-         "sandbox and harness; none: no layer does)."),
+    Mark(
+        "n/m",
+        "as declared",
+        "of the m vectors bearing on the claim (those not run included), n behaved as "
+        "the declarations predict: blocked, or escaped through a declared bypass. A cell's details also say how "
+        "many of the m ran.",
+    ),
+    Mark(
+        " / ".join(LAYER_WORDS),
+        "enforced by",
+        "the layer whose declaration enforces the capability (both: sandbox and harness; none: no layer does).",
+    ),
 )
 
 

@@ -8,8 +8,8 @@ the layer that enforces it. The legend lists the same entries as the page's (`le
 
 from __future__ import annotations
 
-from .legend import MARKS, NOT_APPLICABLE, layer_word
-from .model import Cell, Column, Report
+from agentbox.report.legend import MARKS, NOT_APPLICABLE, layer_word
+from agentbox.report.model import Cell, Column, Report
 
 __all__ = ["render_markdown"]
 
@@ -40,10 +40,14 @@ def _cell(cell: Cell, symbols: dict[str, str]) -> str:
 def render_markdown(report: Report) -> str:
     symbols = {s.state: s.symbol for s in report.states}
     cells = {(c.column, c.capability): c for c in report.cells}
-    lines = ["## Agent-Box compatibility report", "",
-             f"{report.recorded.records} evidence records, recorded {report.recorded.first or '-'} .. "
-             f"{report.recorded.last or '-'}; kernel {', '.join(report.host.kernels) or '-'}; "
-             f"suite {', '.join(report.host.suite_revisions) or '-'}.", ""]
+    lines = [
+        "## Agent-Box compatibility report",
+        "",
+        f"{report.recorded.records} evidence records, recorded {report.recorded.first or '-'} .. "
+        f"{report.recorded.last or '-'}; kernel {', '.join(report.host.kernels) or '-'}; "
+        f"suite {', '.join(report.host.suite_revisions) or '-'}.",
+        "",
+    ]
     if not report.columns:
         lines += ["No claims: no record names a vector of this catalogue.", ""]
     else:
@@ -58,13 +62,31 @@ def render_markdown(report: Report) -> str:
         lines.append("")
     changed = [(d, c) for d in report.diffs for c in d.changes if c.change != "unchanged"]
     if changed:
-        lines += ["### Changes between versions", "",
-                  _row(["harness", "from", "to", "capability", "backend", "change"]), "| --- " * 6 + "|"]
-        lines += [_row([d.harness, f"{d.old_version}: {c.old or '-'}", f"{d.new_version}: {c.new or '-'}",
-                        c.capability, c.backend, c.change]) for d, c in changed]
+        lines += [
+            "### Changes between versions",
+            "",
+            _row(["harness", "from", "to", "capability", "backend", "change"]),
+            "| --- " * 6 + "|",
+        ]
+        lines += [
+            _row(
+                [
+                    d.harness,
+                    f"{d.old_version}: {c.old or '-'}",
+                    f"{d.new_version}: {c.new or '-'}",
+                    c.capability,
+                    c.backend,
+                    c.change,
+                ]
+            )
+            for d, c in changed
+        ]
         lines.append("")
-    lines += ["Legend:", *(f"- {s.symbol} **{s.state}**: {s.meaning}" for s in report.states),
-              *(f"- {m.symbol} **{m.name}**: {m.meaning}" for m in MARKS)]
+    lines += [
+        "Legend:",
+        *(f"- {s.symbol} **{s.state}**: {s.meaning}" for s in report.states),
+        *(f"- {m.symbol} **{m.name}**: {m.meaning}" for m in MARKS),
+    ]
     if report.notes:
         lines += ["", "Notes:", *(f"- {n}" for n in report.notes)]
     return "\n".join(lines) + "\n"

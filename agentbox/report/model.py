@@ -18,13 +18,26 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from ..capability import Support
-from ..claims import Drift
-from ..claims_diff import STATE_RANK, ClaimChange, State
-from ..evidence import Layer, Outcome
+from agentbox.core.capability import Support
+from agentbox.prove.claims import Drift
+from agentbox.prove.claims_diff import STATE_RANK, ClaimChange, State
+from agentbox.prove.evidence import Layer, Outcome
 
-__all__ = ["SCHEMA_VERSION", "StateInfo", "Column", "VectorInfo", "Observation", "VectorRow", "Cell",
-           "VersionDiff", "Recorded", "HostFacts", "Report", "load_states", "json_schema"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "StateInfo",
+    "Column",
+    "VectorInfo",
+    "Observation",
+    "VectorRow",
+    "Cell",
+    "VersionDiff",
+    "Recorded",
+    "HostFacts",
+    "Report",
+    "load_states",
+    "json_schema",
+]
 
 SCHEMA_VERSION = 1
 
@@ -159,6 +172,6 @@ def json_schema() -> dict:
 
 
 if __name__ == "__main__":
-    from ..schema_export import main
+    from agentbox.core.schema_export import main
 
     sys.exit(main("agentbox.report.model", json_schema, sys.argv[1:]))

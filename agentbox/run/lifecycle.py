@@ -23,9 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from ..errors import AgentBoxError, SandboxError
-from ..profile_state import keep, restore
-from ..sandbox.session import (
+from agentbox.errors import AgentBoxError, SandboxError
+from agentbox.run.profile_state import keep, restore
+from agentbox.sandbox.session import (
     cleanup,
     environment,
     for_the_user,
@@ -33,10 +33,18 @@ from ..sandbox.session import (
     materialize,
     settle_key_approvals,
 )
-from ..sandbox.startup import Started
+from agentbox.sandbox.startup import Started
 
-__all__ = ["SandboxedRun", "ProxyDied", "Record", "sandboxed", "cannot_start", "say", "NAMESPACE_GRACE",
-           "AFTER_THE_RUN"]
+__all__ = [
+    "SandboxedRun",
+    "ProxyDied",
+    "Record",
+    "sandboxed",
+    "cannot_start",
+    "say",
+    "NAMESPACE_GRACE",
+    "AFTER_THE_RUN",
+]
 
 # How long a run's processes get to end with its PID namespace before they count as outliving it (only spent when
 # some process is still there: the kernel ends a namespace in milliseconds).
@@ -101,11 +109,22 @@ class SandboxedRun:
 
 
 @contextmanager
-def sandboxed(entry: dict, run_dir: str, *, run_id: str | None = None, record: Record | None = None,
-              source=None, extra_env: dict[str, str] | None = None, resolve: dict[str, str] | None = None,
-              upstream_ca: str | None = None, serve_later: bool = False, state_dir: str | None = None,
-              egress_copy: str | Callable[[str], str] | None = None, keep_run_dir: bool = False,
-              tell: Callable[[str], None] = say) -> Iterator[SandboxedRun]:
+def sandboxed(
+    entry: dict,
+    run_dir: str,
+    *,
+    run_id: str | None = None,
+    record: Record | None = None,
+    source=None,
+    extra_env: dict[str, str] | None = None,
+    resolve: dict[str, str] | None = None,
+    upstream_ca: str | None = None,
+    serve_later: bool = False,
+    state_dir: str | None = None,
+    egress_copy: str | Callable[[str], str] | None = None,
+    keep_run_dir: bool = False,
+    tell: Callable[[str], None] = say,
+) -> Iterator[SandboxedRun]:
     """The run of `entry` (a plan's sandbox as plain data, `session.entry_from_plan`) in `run_dir`, a fresh private
     folder. `record`: the Run store and columns (its id is the run's); else `run_id`, or a random one. `source`: the
     environment the run's allowed variables and real credentials are read from (default this process's);
@@ -127,10 +146,16 @@ def sandboxed(entry: dict, run_dir: str, *, run_id: str | None = None, record: R
             env = environment(entry, run_id, source, extra_env)
             # the proxy runs before the command exists; it alone holds the real credentials, the run gets
             # placeholders (written into `env` here)
-            started = Started(entry, run_dir, run_id, resolve, env=env,
-                              source=None if source is None and not extra_env else {**(source or os.environ),
-                                                                                    **(extra_env or {})},
-                              upstream_ca=upstream_ca, serve_later=serve_later)
+            started = Started(
+                entry,
+                run_dir,
+                run_id,
+                resolve,
+                env=env,
+                source=None if source is None and not extra_env else {**(source or os.environ), **(extra_env or {})},
+                upstream_ca=upstream_ca,
+                serve_later=serve_later,
+            )
             settle_key_approvals(entry, run_dir, env)  # of the key the command is given: its placeholder
             if state_dir is not None:
                 for problem in restore(entry, run_dir, state_dir):  # the profile's answers from earlier runs

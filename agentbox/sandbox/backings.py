@@ -95,7 +95,7 @@ def refuse_unrecorded(path: str, home: str, default_text: str = "") -> None:
     empty folder, or a file holding the surface's `default_text`: what Agent-Box makes, an earlier version
     without digests, or another start of this project a moment ago) is recorded instead: it can show the
     harness nothing the profile would not."""
-    from ..errors import SandboxError
+    from agentbox.errors import SandboxError
 
     found = status(path, home)
     if found.startswith("not written") and _blank(path, default_text):
@@ -104,4 +104,5 @@ def refuse_unrecorded(path: str, home: str, default_text: str = "") -> None:
     if found not in ("missing", "written by Agent-Box"):
         raise SandboxError(
             f"profile backing {path} is {found} (sandbox layer): the harness would see it in place of the "
-            f"profile's blank config; remove it (rm -r '{path}') and the next run makes a blank one")
+            f"profile's blank config; remove it (rm -r '{path}') and the next run makes a blank one"
+        )

@@ -20,19 +20,40 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..capability import TRIVIAL, capability_id, load_declarations
-from ..egress import inside
-from ..egress.policy import EgressPolicy, policy_for
-from ..errors import SandboxError
-from ..paths import is_within
-from ..plan import SANDBOX_CONFIG_HOME, SANDBOX_TMPDIR, Credential, LayerCoverage, RuntimeRequirements, SandboxPlan
-from . import landlock_scope, unix_filter
-from .relay import RELAY_DIR
-from .surfaces import Mask
+from agentbox.core.capability import TRIVIAL, capability_id, load_declarations
+from agentbox.egress import inside
+from agentbox.egress.policy import EgressPolicy, policy_for
+from agentbox.errors import SandboxError
+from agentbox.core.paths import is_within
+from agentbox.core.plan import (
+    SANDBOX_CONFIG_HOME,
+    SANDBOX_TMPDIR,
+    Credential,
+    LayerCoverage,
+    RuntimeRequirements,
+    SandboxPlan,
+)
+from agentbox.sandbox import landlock_scope, unix_filter
+from agentbox.sandbox.relay import RELAY_DIR
+from agentbox.sandbox.surfaces import Mask
 
-__all__ = ["SandboxRequest", "compile_bwrap", "coverage", "bwrap_binary", "hidden_paths", "hidden_roots", "BASE_ENV", "backend_version",
-           "unshares_net", "USER_NAMESPACES", "egress_policy", "relay_ports", "enforced_items", "sandbox_env_names",
-           "model_route_url"]
+__all__ = [
+    "SandboxRequest",
+    "compile_bwrap",
+    "coverage",
+    "bwrap_binary",
+    "hidden_paths",
+    "hidden_roots",
+    "BASE_ENV",
+    "backend_version",
+    "unshares_net",
+    "USER_NAMESPACES",
+    "egress_policy",
+    "relay_ports",
+    "enforced_items",
+    "sandbox_env_names",
+    "model_route_url",
+]
 
 RUN_DIR = "{run_dir}"
 # Processes of a run may not create user namespaces (--disable-userns, and the seccomp denylist).
@@ -133,8 +154,10 @@ def _check(request: SandboxRequest) -> None:
     if is_within(ws, "/tmp/agentbox"):
         raise SandboxError(f"workspace {ws} would be hidden by the sandbox's private /tmp/agentbox")
     if ws == "/tmp":
-        raise SandboxError("workspace /tmp would expose the host's /tmp, where every run keeps its own folder (its "
-                           "relay sockets and config): use a folder of its own, such as /tmp/project")
+        raise SandboxError(
+            "workspace /tmp would expose the host's /tmp, where every run keeps its own folder (its "
+            "relay sockets and config): use a folder of its own, such as /tmp/project"
+        )
     if request.requirements.host_home == "hidden" and is_within(home, ws):
         raise SandboxError(f"workspace {ws} contains the host home {home}, which host_home: hidden must hide")
     for path in (*request.ro_binds, *request.rw_binds):
@@ -152,8 +175,20 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     # core_pattern and with it a program the host kernel runs as root), /proc/sysrq-trigger, and /proc/<pid>/mem of
     # every process of the same uid (bubblewrap's own pid 1 among them, which no seccomp filter covers). bubblewrap
     # covers only /proc's folders it finds writable, and /proc/sys is mode 0555, so it covers none of those files.
-    argv: list[str] = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc",
-                       "--tmpfs", "/tmp"]
+    argv: list[str] = [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--remount-ro",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+    ]
     binds: list[tuple[str, str, str]] = []
 
     def bind(mode: str, src: str, dst: str) -> None:
@@ -201,8 +236,10 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     low = [(port, name) for port, name in relay if port < 1024]
     if low:
         what = "the model endpoint's" if low[0][1] == inside.MODEL_SOCKET else "the allowed (allow_domains)"
-        raise SandboxError(f"{what} loopback port {low[0][0]} is below 1024: the run holds no capability, so its "
-                           "relay cannot listen there inside the sandbox; serve it on a port >= 1024")
+        raise SandboxError(
+            f"{what} loopback port {low[0][0]} is below 1024: the run holds no capability, so its "
+            "relay cannot listen there inside the sandbox; serve it on a port >= 1024"
+        )
     if relay:
         # read-only: the relay dials the socket paths in this folder on every connection, so a run that could
         # replace one (with a link to a host socket) would aim the relay, which holds its unix sockets, anywhere
@@ -233,41 +270,54 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
         env.update(inside.proxy_env(inside.PROXY_PORT_TOKEN))
     if run_ca:
         env.update(inside.trust_env())
-    return SandboxPlan(backend="bwrap", argv=tuple(argv), env=dict(sorted(env.items())), binds=tuple(binds),
-                       # every run, whatever its network: a host socket is reachable by path from a shared network
-                       # namespace too, and none of them can be hidden wherever it lives (/var/tmp, a home, a project)
-                       relay=relay, egress=policy, unix_filter=unix_filter.supported(),
-                       syscall_filter=True,
-                       # a network namespace of its own has its own abstract sockets; a shared one has the host's
-                       abstract_unix_scope=not unshares_net(req) and landlock_scope.supported(),
-                       host_executed=host_executed_spec(request),
-                       model_route=None if policy is None or policy.model_endpoint is None
-                       else "relay" if relay else "tcp", proxy_tcp=proxy_tcp, run_ca=run_ca,
-                       credentials=tuple(c for c in request.credentials if not c.model or policy is not None))
+    return SandboxPlan(
+        backend="bwrap",
+        argv=tuple(argv),
+        env=dict(sorted(env.items())),
+        binds=tuple(binds),
+        # every run, whatever its network: a host socket is reachable by path from a shared network
+        # namespace too, and none of them can be hidden wherever it lives (/var/tmp, a home, a project)
+        relay=relay,
+        egress=policy,
+        unix_filter=unix_filter.supported(),
+        syscall_filter=True,
+        # a network namespace of its own has its own abstract sockets; a shared one has the host's
+        abstract_unix_scope=not unshares_net(req) and landlock_scope.supported(),
+        host_executed=host_executed_spec(request),
+        model_route=None if policy is None or policy.model_endpoint is None else "relay" if relay else "tcp",
+        proxy_tcp=proxy_tcp,
+        run_ca=run_ca,
+        credentials=tuple(c for c in request.credentials if not c.model or policy is not None),
+    )
 
 
-def _check_credentials(credentials: tuple[Credential, ...], req: RuntimeRequirements,
-                       policy: EgressPolicy | None) -> None:
+def _check_credentials(
+    credentials: tuple[Credential, ...], req: RuntimeRequirements, policy: EgressPolicy | None
+) -> None:
     """Fail closed: a secret bound to a host the network policy does not let through could never be swapped in,
     and a plan that says otherwise would be a lie."""
-    from ..egress.policy import parse_entry
+    from agentbox.egress.policy import parse_entry
 
     for cred in credentials:
         for text in cred.hosts:
             if req.network == "unrestricted":
                 continue
             entry = parse_entry(text)
-            allowed = policy is not None and all(policy.decide(f"x.{entry.host}" if entry.wildcard else entry.host,
-                                                               port).allowed for port in entry.ports)
+            allowed = policy is not None and all(
+                policy.decide(f"x.{entry.host}" if entry.wildcard else entry.host, port).allowed for port in entry.ports
+            )
             if entry.wildcard and allowed:
-                allowed = any(a.wildcard and (entry.host == a.host or entry.host.endswith("." + a.host))
-                              for a in map(parse_entry, policy.allow_domains))
+                allowed = any(
+                    a.wildcard and (entry.host == a.host or entry.host.endswith("." + a.host))
+                    for a in map(parse_entry, policy.allow_domains)
+                )
             if not allowed:
                 allowed_text = ", ".join(req.allow_domains) or "nothing"
                 raise SandboxError(
                     f"{cred.source}: bound host {text} is not allowed by command_network ({req.network}, allowing "
                     f"{allowed_text}), and the egress proxy (sandbox layer) swaps a secret in only on requests it "
-                    f"lets through; add {text} to allow_domains or remove the binding")
+                    f"lets through; add {text} to allow_domains or remove the binding"
+                )
 
 
 def _run_resolver_files() -> tuple[str, ...]:
@@ -307,8 +357,11 @@ def coverage(request: SandboxRequest, version: str | None) -> dict[str, LayerCov
         "host_executed": {"access": req.host_executed},
     }
     mechanisms = {
-        "workspace": {"none": "workspace hidden by tmpfs", "read_only": "--ro-bind workspace",
-                      "read_write": "--bind workspace, read-only host, private /tmp"}[req.workspace],
+        "workspace": {
+            "none": "workspace hidden by tmpfs",
+            "read_only": "--ro-bind workspace",
+            "read_write": "--bind workspace, read-only host, private /tmp",
+        }[req.workspace],
         "command_network": _network_mechanism(req),
         "host_home": "--tmpfs over the home" if req.host_home == "hidden" else "home visible read-only",
         "environment": _environment_mechanism(request),
@@ -318,18 +371,31 @@ def coverage(request: SandboxRequest, version: str | None) -> dict[str, LayerCov
     out: dict[str, LayerCoverage] = {}
     for item, value in values.items():
         if value is None:
-            out[item] = LayerCoverage(layer="sandbox", support="unsupported", mechanism="none",
-                                      reason="the OS sandbox cannot restrict a harness's shell tool")
+            out[item] = LayerCoverage(
+                layer="sandbox",
+                support="unsupported",
+                mechanism="none",
+                reason="the OS sandbox cannot restrict a harness's shell tool",
+            )
             continue
         report = decl.report(capability_id(item, value), version)
-        cov = LayerCoverage(layer="sandbox", support=report.support, mechanism=mechanisms[item],
-                            enforcement_scope=report.enforcement_scope, bypass_surfaces=report.bypass_surfaces,
-                            reason=report.reason)
+        cov = LayerCoverage(
+            layer="sandbox",
+            support=report.support,
+            mechanism=mechanisms[item],
+            enforcement_scope=report.enforcement_scope,
+            bypass_surfaces=report.bypass_surfaces,
+            reason=report.reason,
+        )
         if item == "command_network" and unshares_net(req) and not unix_filter.supported():
-            cov = cov.model_copy(update={
-                "support": "partial" if cov.support == "exact" else cov.support, "bypass_surfaces": ("unix_socket",),
-                "reason": "no unix-socket filter for this architecture: a unix socket the host listens on stays "
-                          "reachable"})
+            cov = cov.model_copy(
+                update={
+                    "support": "partial" if cov.support == "exact" else cov.support,
+                    "bypass_surfaces": ("unix_socket",),
+                    "reason": "no unix-socket filter for this architecture: a unix socket the host listens on stays "
+                    "reachable",
+                }
+            )
         out[item] = cov
     return out
 
@@ -339,7 +405,9 @@ def _environment_mechanism(request: SandboxRequest) -> str:
     passed = [n for n in (*BASE_ENV, *request.requirements.env_allow) if n not in swapped]
     text = "clean environment: " + ", ".join(passed)
     if swapped:
-        text += "; per-run placeholders for " + ", ".join(sorted(swapped)) + " (the egress proxy swaps the real values in)"
+        text += (
+            "; per-run placeholders for " + ", ".join(sorted(swapped)) + " (the egress proxy swaps the real values in)"
+        )
     return text
 
 
@@ -349,9 +417,11 @@ def _host_executed_mechanism(req: RuntimeRequirements) -> str:
     if req.host_executed == "writable":
         return "none (the profile lets the run write them)"
     freed = f"; writable by the profile's name: {', '.join(req.host_writable)}" if req.host_writable else ""
-    return ("at each start, --ro-bind over each host-executed path of the workspace and each folder of the "
-            "launcher's PATH in it, --bind over the folders above a nested one, an empty read-only placeholder where "
-            f"one is absent at the root; a relative PATH entry refuses the run{freed}")
+    return (
+        "at each start, --ro-bind over each host-executed path of the workspace and each folder of the "
+        "launcher's PATH in it, --bind over the folders above a nested one, an empty read-only placeholder where "
+        f"one is absent at the root; a relative PATH entry refuses the run{freed}"
+    )
 
 
 _HOST_EXECUTED = Path(__file__).parent.parent / "data" / "host_executed.yaml"
@@ -366,9 +436,15 @@ def _host_executed_names() -> dict:
     for item in raw["anywhere"]["files"]:
         name, text = next(iter(item.items())) if isinstance(item, dict) else (item, "")
         files[name] = text or ""
-    return {"files": files, "directories": list(raw["anywhere"]["directories"]),
-            "home_files": list(raw["home"]["files"]), "home_directories": list(raw["home"]["directories"]),
-            "skip": list(raw["skip"]), "depth": int(raw["depth"]), "git_depth": int(raw["git_depth"])}
+    return {
+        "files": files,
+        "directories": list(raw["anywhere"]["directories"]),
+        "home_files": list(raw["home"]["files"]),
+        "home_directories": list(raw["home"]["directories"]),
+        "skip": list(raw["skip"]),
+        "depth": int(raw["depth"]),
+        "git_depth": int(raw["git_depth"]),
+    }
 
 
 def host_executed_spec(request: SandboxRequest) -> dict | None:
@@ -376,20 +452,31 @@ def host_executed_spec(request: SandboxRequest) -> dict | None:
     req = request.requirements
     if req.workspace != "read_write" or req.host_executed != "protected":
         return None
-    return {"workspace": request.workspace, "home": request.home, "writable": list(req.host_writable),
-            **_host_executed_names()}
+    return {
+        "workspace": request.workspace,
+        "home": request.home,
+        "writable": list(req.host_writable),
+        **_host_executed_names(),
+    }
 
 
 def enforced_items(req: RuntimeRequirements) -> tuple[str, ...]:
     """The intent items this backend enforces exactly for every process of a run (what an adapter may rely on);
     an item that restricts nothing (an unrestricted network, a visible home) is not among them."""
     request = SandboxRequest(requirements=req, workspace="/", home="/")  # coverage reads only the requirements
-    values = {"workspace": req.workspace, "command_network": req.network, "host_home": req.host_home,
-              "host_executed": req.host_executed}
+    values = {
+        "workspace": req.workspace,
+        "command_network": req.network,
+        "host_home": req.host_home,
+        "host_executed": req.host_executed,
+    }
     # what the mechanism does, whatever the installed version's claims: the tested range speaks to evidence
     tested = load_declarations("bwrap").tested_range.get("max")
-    return tuple(item for item, cov in coverage(request, tested).items()
-                 if cov.support == "exact" and f"{item}.{values.get(item)}" not in TRIVIAL)
+    return tuple(
+        item
+        for item, cov in coverage(request, tested).items()
+        if cov.support == "exact" and f"{item}.{values.get(item)}" not in TRIVIAL
+    )
 
 
 def sandbox_env_names(req: RuntimeRequirements, bound_secrets: bool = False) -> tuple[str, ...]:

@@ -28,10 +28,12 @@ def _apart(cred: Mapping, value: str) -> str:
         fake = placeholder(cred.get("placeholder") or {})
         if fake not in value and value not in fake:
             return fake
-    from ..errors import SandboxError
+    from agentbox.errors import SandboxError
 
-    raise SandboxError(f"{cred['source']}: the value of {cred['variable']} is too short to be told apart from its "
-                       "placeholder (sandbox layer); refusing to start the run")
+    raise SandboxError(
+        f"{cred['source']}: the value of {cred['variable']} is too short to be told apart from its "
+        "placeholder (sandbox layer); refusing to start the run"
+    )
 
 
 class Issued:
@@ -53,15 +55,24 @@ def issue(credentials: list[dict], source: Mapping[str, str]) -> Issued:
         value = source.get(name)
         if not value:
             if cred.get("required", True):
-                from ..errors import SandboxError
+                from agentbox.errors import SandboxError
 
                 raise SandboxError(
                     f"{cred['source']}: {name} is not set in the host environment, so the egress proxy has no value to "
-                    f"swap in for its placeholder (sandbox layer); set {name} or remove the binding")
+                    f"swap in for its placeholder (sandbox layer); set {name} or remove the binding"
+                )
             out.missing.append(name)
             continue
         fake = _apart(cred, value)
         out.env[name] = fake
-        out.swaps.append({"variable": name, "placeholder": fake, "value": value, "headers": list(cred["headers"]),
-                          "hosts": list(cred.get("hosts", ())), "model": bool(cred.get("model"))})
+        out.swaps.append(
+            {
+                "variable": name,
+                "placeholder": fake,
+                "value": value,
+                "headers": list(cred["headers"]),
+                "hosts": list(cred.get("hosts", ())),
+                "model": bool(cred.get("model")),
+            }
+        )
     return out

@@ -22,10 +22,11 @@ import json
 import os
 import stat
 
-from ..errors import SandboxError
-from ..paths import is_within
+from agentbox.errors import SandboxError
+from agentbox.core.paths import is_within
 
 __all__ = ["Guard", "scan", "guard_args", "guard_folder"]
+
 
 def _opted_out(rel: str, writable: set[str]) -> bool:
     """A bare name in `writable` frees that name everywhere; a path with a slash frees that one path."""
@@ -43,7 +44,8 @@ def _no_link_on_the_way(ws: str, path: str) -> None:
             raise SandboxError(
                 f"host-executed path {here} is a symbolic link (sandbox layer): a process of the run could replace "
                 "the link, and a host program would then run what it points at; replace the link with what it "
-                f"points at, or make it writable by name (host_executed: {{writable: [{os.path.relpath(here, ws)}]}})")
+                f"points at, or make it writable by name (host_executed: {{writable: [{os.path.relpath(here, ws)}]}})"
+            )
 
 
 def _regular(path: str) -> bool:
@@ -65,8 +67,11 @@ def _git_pointers(ws: str, gitdir: str, worktree: str) -> list[str]:
     if common:
         out.append(common)
     # a linked worktree reads the common repository's config, then its own config.worktree
-    configs = [os.path.join(d, name) for d in dict.fromkeys(filter(None, (common, gitdir)))
-               for name in ("config", "config.worktree")]
+    configs = [
+        os.path.join(d, name)
+        for d in dict.fromkeys(filter(None, (common, gitdir)))
+        for name in ("config", "config.worktree")
+    ]
     for config in configs:
         for key, value, origin in _git_config(config):
             if origin:
@@ -74,8 +79,7 @@ def _git_pointers(ws: str, gitdir: str, worktree: str) -> list[str]:
             if key == "core.hookspath":
                 out.append(os.path.normpath(os.path.join(worktree, os.path.expanduser(value))))
             elif key.endswith(".path") and key.startswith("include"):
-                out.append(os.path.normpath(os.path.join(os.path.dirname(origin or config),
-                                                         os.path.expanduser(value))))
+                out.append(os.path.normpath(os.path.join(os.path.dirname(origin or config), os.path.expanduser(value))))
     return [p for p in dict.fromkeys(out) if is_within(p, ws) and p != ws and p not in configs]
 
 
@@ -89,18 +93,22 @@ def _git_config(config: str) -> list[tuple[str, str, str]]:
     git = shutil.which("git")
     if git and _regular(config):
         try:
-            done = subprocess.run([git, "config", "--file", config, "--includes", "--list", "--show-origin", "-z"],
-                                  capture_output=True, timeout=10,
-                                  env={"PATH": os.environ.get("PATH", ""), "GIT_CONFIG_NOSYSTEM": "1",
-                                       "HOME": "/nonexistent"})
+            done = subprocess.run(
+                [git, "config", "--file", config, "--includes", "--list", "--show-origin", "-z"],
+                capture_output=True,
+                timeout=10,
+                env={"PATH": os.environ.get("PATH", ""), "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"},
+            )
         except subprocess.TimeoutExpired:
-            raise SandboxError(f"git did not read {config} within 10 s (sandbox layer): something it includes "
-                               "never ends (a FIFO); the run's host-executed paths cannot be known") from None
+            raise SandboxError(
+                f"git did not read {config} within 10 s (sandbox layer): something it includes "
+                "never ends (a FIFO); the run's host-executed paths cannot be known"
+            ) from None
         if done.returncode == 0:
             parts = done.stdout.decode(errors="replace").split("\0")
             for origin, item in zip(parts[0::2], parts[1::2]):
                 key, _, value = item.partition("\n")
-                out.append((key.lower(), value, origin[len("file:"):] if origin.startswith("file:") else ""))
+                out.append((key.lower(), value, origin[len("file:") :] if origin.startswith("file:") else ""))
     for line in _lines(config):
         key, sep, value = line.strip().partition("=")
         key = key.strip().lower()
@@ -166,7 +174,8 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
                     raise SandboxError(
                         f"host-executed path {path} is a symbolic link (sandbox layer): a process of the run could "
                         "replace the link, and a host program would then run what it points at; replace the link "
-                        f"with what it points at, or make it writable by name (host_executed: {{writable: [{rel}]}})")
+                        f"with what it points at, or make it writable by name (host_executed: {{writable: [{rel}]}})"
+                    )
                 existing[path] = "directory" if e.is_dir(follow_symlinks=False) else "file"
                 if name == ".git":
                     gitdir = path if existing[path] == "directory" else _gitfile_target(path)
@@ -210,7 +219,8 @@ def _path_folders(ws: str, path: str | None, writable: set[str]) -> list[tuple[s
                 f"PATH holds the relative entry {entry!r} (sandbox layer): a host shell then runs programs from "
                 "whatever folder it is in, so a program this run writes in the workspace would run on the host in "
                 "place of the one meant; remove the entry from PATH, or let the run write what the host executes "
-                "(host_executed: writable)")
+                "(host_executed: writable)"
+            )
         spelled, real = os.path.abspath(entry), os.path.realpath(entry)
         if is_within(spelled, ws):
             _no_link_on_the_way(ws, spelled)
@@ -220,7 +230,8 @@ def _path_folders(ws: str, path: str | None, writable: set[str]) -> list[tuple[s
             raise SandboxError(
                 f"PATH holds the workspace {ws} itself (sandbox layer): every program this run writes at its root "
                 "would run on the host in place of the one meant, and a writable workspace cannot be held whole; "
-                "remove it from PATH, or set host_executed: writable")
+                "remove it from PATH, or set host_executed: writable"
+            )
         if _opted_out(os.path.relpath(real, ws), writable):
             continue
         first = real
@@ -236,34 +247,42 @@ def _gitfile_target(path: str) -> str | None:
     lines = _lines(path)
     if not lines or not lines[0].startswith("gitdir:"):
         return None
-    target = lines[0][len("gitdir:"):].strip()
+    target = lines[0][len("gitdir:") :].strip()
     return os.path.normpath(os.path.join(os.path.dirname(path), target))
 
 
-def guard_args(spec: dict, argv: list[str], run_dir: str, registered: set[str] = frozenset(),
-               scanned: tuple[list, list] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
+def guard_args(
+    spec: dict,
+    argv: list[str],
+    run_dir: str,
+    registered: set[str] = frozenset(),
+    scanned: tuple[list, list] | None = None,
+) -> tuple[list[str], list[tuple[str, str]]]:
     """The bwrap options that hold the workspace's host-executed paths, and the placeholders they create.
 
     `argv`: the plan's own options (a path it already mounts over, a profile mask, the hidden .agentbox, is left
     to it); `registered`: placeholders another run of this workspace holds right now (empty files on the host,
     which count as absent); `scanned`: the workspace's `scan`, when the caller made it already."""
-    from ..acp_endpoint.view import mounts_of
+    from agentbox.acp_endpoint.view import mounts_of
 
     ws = spec["workspace"]
     mounts = list(mounts_of(argv))
     # what the plan mounts over inside the workspace after binding it (a mask, the hidden .agentbox) is left to
     # it; a mount before the workspace's bind is covered by it, so does not count
     at = max((i for i, m in enumerate(mounts) if m.target == ws), default=-1)
-    taken = [m.target for m in mounts[at + 1:] if m.target != ws and is_within(m.target, ws)]
+    taken = [m.target for m in mounts[at + 1 :] if m.target != ws and is_within(m.target, ws)]
+
     def free(path: str) -> bool:
         return not any(is_within(path, t) for t in taken)
 
     found, absent = scanned if scanned is not None else scan(spec)
     absent = list(absent)
     existing = [p for p, _ in found if p not in registered and free(p)]
-    absent += [(p, k, spec["files"].get(os.path.basename(p), "")) for p, k in
-               ((p, "directory" if os.path.isdir(p) else "file") for p in sorted(registered))
-               if not any(a[0] == p for a in absent)]
+    absent += [
+        (p, k, spec["files"].get(os.path.basename(p), ""))
+        for p, k in ((p, "directory" if os.path.isdir(p) else "file") for p in sorted(registered))
+        if not any(a[0] == p for a in absent)
+    ]
     absent = [a for a in absent if free(a[0])]
 
     pins: set[str] = set()
@@ -401,7 +420,7 @@ def guard_folder(state_home: str, runtime: str | None = None) -> str:
     workspace under two homes would then not see each other's hold, and the first to end would take the other's
     placeholders away (a removed mount point is unmounted inside every run), freeing their names to it.
     `runtime`: the runtime folder (default: found from the user and the environment)."""
-    for base in ([runtime] if runtime is not None else _runtime_folders()):
+    for base in [runtime] if runtime is not None else _runtime_folders():
         folder = os.path.join(base, "agentbox", "guards")
         try:
             os.makedirs(folder, mode=0o700, exist_ok=True)

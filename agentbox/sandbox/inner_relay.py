@@ -71,7 +71,7 @@ def parse(argv):
     for spec in argv[:cut]:
         port, _, path = spec.partition("=")
         mappings.append((int(port), path))
-    return mappings, argv[cut + 1:]
+    return mappings, argv[cut + 1 :]
 
 
 def bind(port):
@@ -97,8 +97,11 @@ def start(cmd, listeners):
             code = None
         unix_filter.install(code) if code else unix_filter.apply()
     except OSError as exc:
-        os.write(2, f"agent-box: the sandbox's unix-socket filter cannot be applied ({exc}); "
-                    "refusing to start the command\n".encode())
+        os.write(
+            2,
+            f"agent-box: the sandbox's unix-socket filter cannot be applied ({exc}); "
+            "refusing to start the command\n".encode(),
+        )
         os._exit(REFUSED)
     try:
         os.execvp(cmd[0], cmd)

@@ -29,8 +29,11 @@ ABI_SCOPED = 6  # the first ABI with `scoped`
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 def _libc():
@@ -75,8 +78,11 @@ def main(argv: list[str]) -> int:
         restrict()
     except OSError as exc:
         # fail closed: the plan counted on the scope
-        print(f"agent-box: the run's Landlock scope (abstract unix sockets) cannot be applied ({exc}); "
-              "refusing to start the sandbox", file=sys.stderr)
+        print(
+            f"agent-box: the run's Landlock scope (abstract unix sockets) cannot be applied ({exc}); "
+            "refusing to start the sandbox",
+            file=sys.stderr,
+        )
         return 4
     try:
         os.execvp(argv[0], argv)

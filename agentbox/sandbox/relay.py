@@ -23,7 +23,7 @@ COMMAND_FILTER = "command.bpf"  # the program the relay installs on the command 
 def install(run_dir: str, denylist: bool = True) -> None:
     """The relay's files in the run folder; with `denylist`, the host-built program it installs on the command
     (without it, as in a plan that has no denylist, the relay falls back to the unix-socket filter alone)."""
-    from .syscall_filter import host_program
+    from agentbox.sandbox.syscall_filter import host_program
 
     dest = os.path.join(run_dir, "relay")
     os.makedirs(dest, exist_ok=True)
@@ -41,5 +41,11 @@ def install(run_dir: str, denylist: bool = True) -> None:
 def relay_argv(python: str, mappings: list[tuple[int, str]]) -> list[str]:
     """argv prefix inside the sandbox: port -> socket (a name in the relay folder) for each mapping, then `--`."""
     # -S: the relay needs the standard library alone, and site's .pth files would sit before every command's start
-    return [python, "-I", "-S", f"{RELAY_DIR}/inner_relay.py",
-            *(f"{port}={RELAY_DIR}/{name}" for port, name in mappings), "--"]
+    return [
+        python,
+        "-I",
+        "-S",
+        f"{RELAY_DIR}/inner_relay.py",
+        *(f"{port}={RELAY_DIR}/{name}" for port, name in mappings),
+        "--",
+    ]

@@ -18,28 +18,49 @@ import signal
 import sys
 import time
 
-from ..hot import which
+from agentbox.hot import which
 
-__all__ = ["MARKER", "RUN_DIR", "entry_from_plan", "writable_sources", "state_home", "refuse_writable_state", "make_backing", "write_config", "materialize", "environment",
-           "sandbox_argv", "hide_state", "marked", "kill_marked", "run_attached", "cleanup", "for_the_user",
-           "python_for_sandbox"]
+__all__ = [
+    "MARKER",
+    "RUN_DIR",
+    "entry_from_plan",
+    "writable_sources",
+    "state_home",
+    "refuse_writable_state",
+    "make_backing",
+    "write_config",
+    "materialize",
+    "environment",
+    "sandbox_argv",
+    "hide_state",
+    "marked",
+    "kill_marked",
+    "run_attached",
+    "cleanup",
+    "for_the_user",
+    "python_for_sandbox",
+]
 
 MARKER = "AGENTBOX_RUN_ID"
 # a placeholder removed on the host while the run lasts is unmounted inside it too, and its name free to the run:
 # what is there at the end may be the run's, whoever wrote it (host_executed.md)
-KEPT_PLACEHOLDERS = ("kept the host-executed placeholders that were written, or removed on the host and made again, "
-                     "while the run lasted, which a host program may run, so review them")
+KEPT_PLACEHOLDERS = (
+    "kept the host-executed placeholders that were written, or removed on the host and made again, "
+    "while the run lasted, which a host program may run, so review them"
+)
 # what the guard could not hold, as it did not exist at the start (host_executed.md, "a new repository")
 # (no "; " in it: a cleanup note is its parts joined by that)
-NEW_HOST_EXECUTED = ("the run left host-executed files where nothing held them, which a host program may run (git in "
-                     "that folder, an editor opening it), so review them before you do")
+NEW_HOST_EXECUTED = (
+    "the run left host-executed files where nothing held them, which a host program may run (git in "
+    "that folder, an editor opening it), so review them before you do"
+)
 RUN_DIR = "{run_dir}"
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH)
 
 
 def entry_from_plan(plan, masks) -> dict:
     """The plain-data form of a compiled plan's sandbox half (cold path: imports the models)."""
-    from .bwrap import BASE_ENV
+    from agentbox.sandbox.bwrap import BASE_ENV
 
     req = plan.native.requirements
     sandbox = plan.sandbox
@@ -88,7 +109,7 @@ def settle_key_approvals(entry: dict, run_dir: str, env: dict[str, str]) -> None
                 state = json.load(f)
         except FileNotFoundError:
             state = {}
-        state[approval["key"]] = _filled(approval["template"], value[-approval["last"]:])
+        state[approval["key"]] = _filled(approval["template"], value[-approval["last"] :])
         with open(path, "w") as f:
             json.dump(state, f)
 
@@ -100,8 +121,8 @@ def make_backing(path: str, kind: str, default_text: str, home: str | None = Non
     let the project decide what the mask shows or where the harness's writes land. So is one that Agent-Box
     did not write (`backings`: it came with a clone). `home`: AGENTBOX_HOME, where the digests are kept.
     """
-    from ..errors import SandboxError
-    from .backings import record, refuse_unrecorded
+    from agentbox.errors import SandboxError
+    from agentbox.sandbox.backings import record, refuse_unrecorded
 
     home = home or state_home()
 
@@ -186,7 +207,7 @@ def _within(child: str, parent: str) -> bool:
 
 def state_home(env=None) -> str:
     """AGENTBOX_HOME as the launcher's environment `env` names it (default: this process's)."""
-    from ..hot import agentbox_home
+    from agentbox.hot import agentbox_home
 
     named = (env or {}).get("AGENTBOX_HOME")
     return os.path.abspath(os.path.expanduser(named)) if named else agentbox_home()
@@ -199,35 +220,39 @@ def refuse_writable_state(entry: dict, run_dir: str, env=None) -> None:
     that could rewrite them would decide what the next run, or the next gate, does. `env`: the launcher's
     environment (AGENTBOX_HOME), default this process's. An entry with `trust_writable_state` (a control of the
     suite's, `agentbox.testing.weakened`) skips the check."""
-    from ..errors import SandboxError
+    from agentbox.errors import SandboxError
 
     if entry.get("trust_writable_state"):
         return
     home = state_home(env)
 
-    paths = {"the run folder": (run_dir, "remove the writable bind over /tmp"),
-             "AGENTBOX_HOME": (home, "set AGENTBOX_HOME to a folder outside it"),
-             # what runs on the host at the next command: Agent-Box's own code and the Python that runs it
-             "Agent-Box's own code": (_PACKAGE, "install Agent-Box outside it (pipx install agent-box)"),
-             "the Python that runs Agent-Box": (sys.prefix, "install Agent-Box with a Python outside it (pipx)"),
-             # bubblewrap as the run will find it on PATH: a wrapper there would drop every flag on the host
-             "bubblewrap": (which("bwrap") or "", "install bubblewrap outside it (apt-get install bubblewrap)"),
-             **{label: (path, "keep it outside the workspace") for label, path in entry.get("trusted", {}).items()}}
+    paths = {
+        "the run folder": (run_dir, "remove the writable bind over /tmp"),
+        "AGENTBOX_HOME": (home, "set AGENTBOX_HOME to a folder outside it"),
+        # what runs on the host at the next command: Agent-Box's own code and the Python that runs it
+        "Agent-Box's own code": (_PACKAGE, "install Agent-Box outside it (pipx install agent-box)"),
+        "the Python that runs Agent-Box": (sys.prefix, "install Agent-Box with a Python outside it (pipx)"),
+        # bubblewrap as the run will find it on PATH: a wrapper there would drop every flag on the host
+        "bubblewrap": (which("bwrap") or "", "install bubblewrap outside it (apt-get install bubblewrap)"),
+        **{label: (path, "keep it outside the workspace") for label, path in entry.get("trusted", {}).items()},
+    }
     for src in writable_sources(entry["argv"], run_dir):
         for label, (path, fix) in paths.items():
             if path and _within(path, src):
                 raise SandboxError(
                     f"{label} {path} is inside {src}, which this run can write (sandbox layer): a process of the run "
                     f"could rewrite what Agent-Box reads back later; {fix}, or make that folder read-only in the "
-                    f"profile")
+                    f"profile"
+                )
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LANDLOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock_scope.py")
 
 
-def sandbox_argv(entry: dict, run_dir: str, seccomp_fd: int | None = None, guard: list[str] = (),
-                 state: str | None = None) -> list[str]:
+def sandbox_argv(
+    entry: dict, run_dir: str, seccomp_fd: int | None = None, guard: list[str] = (), state: str | None = None
+) -> list[str]:
     """`guard`: the options holding the workspace's host-executed paths (host_guard), mounted after every
     other: over the workspace's own bind, never under it. `state`: the launcher's AGENTBOX_HOME, hidden."""
     argv = [a.replace(RUN_DIR, run_dir) for a in entry["argv"]]
@@ -271,9 +296,9 @@ def _after_private_tmp(argv: list[str]) -> int:
     """Where the state's mounts go: right after the private /tmp, before every bind a plan names (which may lie
     inside AGENTBOX_HOME and must stay in view)."""
     for i in range(len(argv) - 1):
-        if argv[i:i + 2] == ["--tmpfs", "/tmp"]:
+        if argv[i : i + 2] == ["--tmpfs", "/tmp"]:
             return i + 2
-        if argv[i:i + 3] == ["--bind", "/tmp", "/tmp"]:
+        if argv[i : i + 3] == ["--bind", "/tmp", "/tmp"]:
             return i + 3
     return min(len(argv), 4)
 
@@ -425,8 +450,9 @@ def for_the_user(note: str) -> list[str]:
     return [line for line in note.split("; ") if line.startswith((KEPT_PLACEHOLDERS, NEW_HOST_EXECUTED))]
 
 
-def cleanup(run_id: str, run_dir: str | None, started=None, keep_run_dir: bool = False,
-            egress_copy: str | None = None) -> str:
+def cleanup(
+    run_id: str, run_dir: str | None, started=None, keep_run_dir: bool = False, egress_copy: str | None = None
+) -> str:
     """Stop the egress proxy (`started`: a startup.Started), kill leftovers, keep a copy of the decision log if
     asked, remove the run folder; say what was done ("clean" when nothing was left)."""
     notes = list(started.notes) if started is not None else []
@@ -434,8 +460,9 @@ def cleanup(run_id: str, run_dir: str | None, started=None, keep_run_dir: bool =
         started.close()
     leftovers = kill_marked(run_id)
     if leftovers:
-        notes.append(f"killed {len(leftovers)} leftover process(es): "
-                     + "; ".join(f"{pid} {cmd[:80]}" for pid, cmd in leftovers))
+        notes.append(
+            f"killed {len(leftovers)} leftover process(es): " + "; ".join(f"{pid} {cmd[:80]}" for pid, cmd in leftovers)
+        )
     # only once no process of the run is left: a placeholder removed on the host is unmounted inside too
     left, fresh = started.release_guard() if started is not None else ([], [])
     if left:
@@ -443,7 +470,7 @@ def cleanup(run_id: str, run_dir: str | None, started=None, keep_run_dir: bool =
     if fresh:
         notes.append(f"{NEW_HOST_EXECUTED}: {', '.join(fresh)}")
     if run_dir and egress_copy:
-        from .startup import copy_decisions
+        from agentbox.sandbox.startup import copy_decisions
 
         copy_decisions(run_dir, egress_copy, notes)
     if run_dir and not keep_run_dir:
@@ -451,4 +478,3 @@ def cleanup(run_id: str, run_dir: str | None, started=None, keep_run_dir: bool =
         if os.path.exists(run_dir):
             notes.append(f"could not remove {run_dir}")
     return "; ".join(notes) or "clean"
-

@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import os
 
-from ..egress.inside import LOG_NAME, MODEL_PORT_TOKEN, PROXY_PORT_TOKEN
-from .host_guard import Guard
-from .session import RUN_DIR, kill_marked, python_for_sandbox, sandbox_argv, state_home
+from agentbox.egress.inside import LOG_NAME, MODEL_PORT_TOKEN, PROXY_PORT_TOKEN
+from agentbox.sandbox.host_guard import Guard
+from agentbox.sandbox.session import RUN_DIR, kill_marked, python_for_sandbox, sandbox_argv, state_home
 
-__all__ = ["Started", "start_egress", "run_authority", "fill_ports", "relay_prefix", "filter_fd", "end_run_if_proxy_dies",
-           "read_decisions", "copy_decisions"]
+__all__ = [
+    "Started",
+    "start_egress",
+    "run_authority",
+    "fill_ports",
+    "relay_prefix",
+    "filter_fd",
+    "end_run_if_proxy_dies",
+    "read_decisions",
+    "copy_decisions",
+]
 
 
 def run_authority(entry: dict, run_dir: str, swaps: list[dict]):
@@ -23,13 +32,13 @@ def run_authority(entry: dict, run_dir: str, swaps: list[dict]):
     cannot be made refuses the run (SandboxError, exit 4)."""
     if not entry.get("run_ca"):
         return None
-    from ..egress.inside import BUNDLE_NAME, CA_NAME
-    from ..errors import SandboxError
+    from agentbox.egress.inside import BUNDLE_NAME, CA_NAME
+    from agentbox.errors import SandboxError
 
     hosts = [h for s in swaps for h in s["hosts"]]
     try:
-        from ..egress.policy import parse_entry
-        from ..egress.run_ca import Authority, host_bundle
+        from agentbox.egress.policy import parse_entry
+        from agentbox.egress.run_ca import Authority, host_bundle
 
         authority = Authority(tuple(parse_entry(h) for h in hosts)) if hosts else None
         folder = os.path.join(run_dir, "ca")
@@ -40,9 +49,11 @@ def run_authority(entry: dict, run_dir: str, swaps: list[dict]):
         with open(os.path.join(folder, BUNDLE_NAME), "wb") as f:
             f.write(host_bundle().rstrip(b"\n") + b"\n" + ca)
     except Exception as exc:  # ImportError (no cryptography), OSError, a library refusal: all fail closed
-        raise SandboxError(f"secrets: the run's certificate authority cannot be created ({exc!r}), so the egress "
-                           f"proxy cannot swap a secret into TLS to its bound hosts (sandbox layer); refusing to "
-                           f"start the run") from None
+        raise SandboxError(
+            f"secrets: the run's certificate authority cannot be created ({exc!r}), so the egress "
+            f"proxy cannot swap a secret into TLS to its bound hosts (sandbox layer); refusing to "
+            f"start the run"
+        ) from None
     return authority
 
 
@@ -53,20 +64,33 @@ def bind_egress(entry: dict, run_dir: str):
     the proxy's TCP port."""
     if not entry.get("egress"):
         return None
-    from ..egress.inside import MODEL_SOCKET, SOCKET_NAME, loopback_socket
-    from ..egress.listen import Bound
+    from agentbox.egress.inside import MODEL_SOCKET, SOCKET_NAME, loopback_socket
+    from agentbox.egress.listen import Bound
 
     relay_dir = os.path.join(run_dir, "relay")
     names = {name for _, name in entry.get("relay", ())}
     route = entry.get("model_route")
     routes = sorted({name for port, name in entry.get("relay", ()) if name == loopback_socket(int(port))})
-    paths = [os.path.join(relay_dir, n) for n in (*([SOCKET_NAME] if SOCKET_NAME in names else []), *routes,
-                                                   *([MODEL_SOCKET] if route == "relay" else []))]
+    paths = [
+        os.path.join(relay_dir, n)
+        for n in (
+            *([SOCKET_NAME] if SOCKET_NAME in names else []),
+            *routes,
+            *([MODEL_SOCKET] if route == "relay" else []),
+        )
+    ]
     return Bound.bind(paths, model_tcp=route == "tcp", proxy_tcp=bool(entry.get("proxy_tcp")))
 
 
-def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = None, swaps: list[dict] = (),
-                 upstream_ca: str | None = None, authority=None, bound=None):
+def start_egress(
+    entry: dict,
+    run_dir: str,
+    resolve: dict[str, str] | None = None,
+    swaps: list[dict] = (),
+    upstream_ca: str | None = None,
+    authority=None,
+    bound=None,
+):
     """Start the run's egress proxy before anything runs; None when the plan needs none.
 
     It serves the proxy socket and the fixed routes in the run's relay folder, the model route there or (network
@@ -77,10 +101,10 @@ def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = Non
     """
     if not entry.get("egress"):
         return None
-    from ..egress.inside import MODEL_SOCKET, SOCKET_NAME, loopback_socket
-    from ..egress.policy import EgressPolicy
-    from ..egress.proxy import EgressProxy
-    from ..egress.swap import Swap, SwapTable
+    from agentbox.egress.inside import MODEL_SOCKET, SOCKET_NAME, loopback_socket
+    from agentbox.egress.policy import EgressPolicy
+    from agentbox.egress.proxy import EgressProxy
+    from agentbox.egress.swap import Swap, SwapTable
 
     data = dict(entry["egress"])
     data["resolver_overrides"] = {**data.get("resolver_overrides", {}), **(resolve or {})}
@@ -90,18 +114,25 @@ def start_egress(entry: dict, run_dir: str, resolve: dict[str, str] | None = Non
     fixed = {loopback_socket(e.port): e for e in policy.loopback_routes()}
     routes = {os.path.join(relay_dir, name): fixed[name] for name in names if name in fixed}
     route = entry.get("model_route")
-    return EgressProxy(policy, os.path.join(run_dir, LOG_NAME),
-                       socket_path=os.path.join(relay_dir, SOCKET_NAME) if SOCKET_NAME in names else None,
-                       routes=routes, model_socket=os.path.join(relay_dir, MODEL_SOCKET) if route == "relay" else None,
-                       model_tcp=route == "tcp", tcp_port=0 if entry.get("proxy_tcp") else None,
-                       swaps=SwapTable([Swap.make(**s) for s in swaps]), upstream_ca=upstream_ca,
-                       authority=authority).start(bound)
+    return EgressProxy(
+        policy,
+        os.path.join(run_dir, LOG_NAME),
+        socket_path=os.path.join(relay_dir, SOCKET_NAME) if SOCKET_NAME in names else None,
+        routes=routes,
+        model_socket=os.path.join(relay_dir, MODEL_SOCKET) if route == "relay" else None,
+        model_tcp=route == "tcp",
+        tcp_port=0 if entry.get("proxy_tcp") else None,
+        swaps=SwapTable([Swap.make(**s) for s in swaps]),
+        upstream_ca=upstream_ca,
+        authority=authority,
+    ).start(bound)
 
 
 def fill_ports(run_dir: str, env: dict[str, str], ports: dict[str, int]) -> None:
     """Write each port over its token (MODEL_PORT_TOKEN, PROXY_PORT_TOKEN) in the run's config files and
     variables: under a shared network the proxy's ports are loopback ports of the host, known only once it
     listens."""
+
     def filled(text: str) -> str:
         for token, port in ports.items():
             text = text.replace(token, str(port))
@@ -123,7 +154,7 @@ def relay_prefix(entry: dict, run_dir: str) -> list[str]:
     """The inner relay's argv prefix (installing it in the run folder), or [] when the run has no relay."""
     if not entry.get("relay"):
         return []
-    from .relay import install, relay_argv
+    from agentbox.sandbox.relay import install, relay_argv
 
     install(run_dir, denylist=bool(entry.get("seccomp")))
     return relay_argv(python_for_sandbox(), [(int(port), name) for port, name in entry["relay"]])
@@ -138,14 +169,14 @@ def filter_fd(entry: dict) -> int | None:
         return None
     try:
         if entry.get("seccomp"):
-            from . import syscall_filter
+            from agentbox.sandbox import syscall_filter
 
             return syscall_filter.program_fd(deny_unix)
-        from . import unix_filter
+        from agentbox.sandbox import unix_filter
 
         return unix_filter.program_fd()
     except OSError as exc:
-        from ..errors import SandboxError
+        from agentbox.errors import SandboxError
 
         raise SandboxError(f"the sandbox's seccomp filter cannot be prepared: {exc}") from None
 
@@ -160,13 +191,21 @@ class Started:
     Only `agent-box acp` does, where the proxy's start (the pydantic import of its policy model) would sit between
     an editor's `initialize` and its answer."""
 
-    def __init__(self, entry: dict, run_dir: str, run_id: str, resolve: dict[str, str] | None = None,
-                 env: dict[str, str] | None = None, source=None, upstream_ca: str | None = None,
-                 serve_later: bool = False):
+    def __init__(
+        self,
+        entry: dict,
+        run_dir: str,
+        run_id: str,
+        resolve: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+        source=None,
+        upstream_ca: str | None = None,
+        serve_later: bool = False,
+    ):
         """`env`: the run's environment, given the credentials' placeholders (and the model route's port) here;
         `source`: where the real values are read (default: this process's environment)."""
-        from .credentials import issue
-        from .session import refuse_writable_state
+        from agentbox.sandbox.credentials import issue
+        from agentbox.sandbox.session import refuse_writable_state
 
         refuse_writable_state(entry, run_dir, os.environ if source is None else source)  # before the run exists
         self.guard = None
@@ -187,12 +226,19 @@ class Started:
             if env is not None:
                 env.update(issued.env)
                 if self._bound is not None:
-                    addresses = ((MODEL_PORT_TOKEN, self._bound.port("model")),
-                                 (PROXY_PORT_TOKEN, self._bound.port("proxy")))
+                    addresses = (
+                        (MODEL_PORT_TOKEN, self._bound.port("model")),
+                        (PROXY_PORT_TOKEN, self._bound.port("proxy")),
+                    )
                 else:
-                    addresses = () if self.proxy is None else (
-                        (MODEL_PORT_TOKEN, (self.proxy.model_address or (None, None))[1]),
-                        (PROXY_PORT_TOKEN, (self.proxy.tcp_address or (None, None))[1]))
+                    addresses = (
+                        ()
+                        if self.proxy is None
+                        else (
+                            (MODEL_PORT_TOKEN, (self.proxy.model_address or (None, None))[1]),
+                            (PROXY_PORT_TOKEN, (self.proxy.tcp_address or (None, None))[1]),
+                        )
+                    )
                 ports = {token: port for token, port in addresses if port}
                 if ports:
                     fill_ports(run_dir, env, ports)
@@ -201,12 +247,25 @@ class Started:
             if entry.get("host_executed"):
                 # scanned now, not at compile time: a cached entry would miss what the project gained since
                 launcher = os.environ if source is None else source
-                self.guard = Guard(entry["host_executed"], [a.replace(RUN_DIR, run_dir) for a in entry["argv"]],
-                                   run_dir, state_home(launcher), launcher.get("PATH"))
+                self.guard = Guard(
+                    entry["host_executed"],
+                    [a.replace(RUN_DIR, run_dir) for a in entry["argv"]],
+                    run_dir,
+                    state_home(launcher),
+                    launcher.get("PATH"),
+                )
             self.fd = filter_fd(entry)
-            self.argv = [*sandbox_argv(entry, run_dir, self.fd, self.guard.args if self.guard else (),
-                                       state_home(os.environ if source is None else source)), "--",
-                         *relay_prefix(entry, run_dir)]
+            self.argv = [
+                *sandbox_argv(
+                    entry,
+                    run_dir,
+                    self.fd,
+                    self.guard.args if self.guard else (),
+                    state_home(os.environ if source is None else source),
+                ),
+                "--",
+                *relay_prefix(entry, run_dir),
+            ]
         except BaseException:
             self.close()
             self.release_guard()
@@ -264,7 +323,7 @@ def end_run_if_proxy_dies(proxy, run_id: str, notes: list[str]) -> None:
 
 def read_decisions(run_dir: str) -> list[dict]:
     """The run's egress decisions, as the proxy logged them (stop the proxy first: it logs open connections then)."""
-    from ..egress.decisions import read_log
+    from agentbox.egress.decisions import read_log
 
     try:
         return read_log(os.path.join(run_dir, LOG_NAME))

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import SandboxError
-from ..plan import Surface
+from agentbox.errors import SandboxError
+from agentbox.core.plan import Surface
 
 __all__ = ["all_surfaces", "discover", "Mask", "backing_root", "materialize"]
 
@@ -74,7 +74,7 @@ def discover(cwd: str, profile: str, surfaces: tuple[Surface, ...], hidden: tupl
 
     Layers the sandbox hides anyway (under `hidden`, outside the project) need no mask and get no state.
     """
-    from ..paths import is_within
+    from agentbox.core.paths import is_within
 
     masks: dict[str, Mask] = {}
     for surface in surfaces:
@@ -88,15 +88,16 @@ def discover(cwd: str, profile: str, surfaces: tuple[Surface, ...], hidden: tupl
                 raise SandboxError(f"project surface {target} is a symlink; refusing to mask it")
             is_dir = os.path.isdir(target)
             if is_dir != (surface.kind == "directory"):
-                raise SandboxError(f"project surface {target} is a {'directory' if is_dir else 'file'}, "
-                                   f"expected a {surface.kind}")
+                raise SandboxError(
+                    f"project surface {target} is a {'directory' if is_dir else 'file'}, expected a {surface.kind}"
+                )
             masks[target] = Mask(surface, layer, target, os.path.join(backing_root(layer, profile), surface.path))
     return tuple(masks[k] for k in sorted(masks))
 
 
 def materialize(masks: tuple[Mask, ...]) -> None:
     """Create each blank backing if missing. Never copies anything from the host entry."""
-    from .session import make_backing
+    from agentbox.sandbox.session import make_backing
 
     for mask in masks:
         make_backing(mask.backing, mask.surface.kind, mask.surface.default_text)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import struct
 
-from ..hot import agentbox_home, sha256
+from agentbox.hot import agentbox_home, sha256
 
 __all__ = ["program", "program_fd", "host_program", "host_program_path", "describe", "apply"]
 
@@ -121,14 +121,25 @@ def host_program_path(deny_unix: bool) -> str:
 def describe() -> list[dict]:
     """One row per system call and entry: name, action, condition, variant, reason, source."""
     rules, _ = _load()
-    return [{"name": name, "action": f"errno {rule['action']['errno']}", "condition": _condition_text(rule),
-             "variant": rule.get("variant"), "reason": rule["reason"], "source": rule["source"]}
-            for rule in rules for name in rule["syscalls"]]
+    return [
+        {
+            "name": name,
+            "action": f"errno {rule['action']['errno']}",
+            "condition": _condition_text(rule),
+            "variant": rule.get("variant"),
+            "reason": rule["reason"],
+            "source": rule["source"],
+        }
+        for rule in rules
+        for name in rule["syscalls"]
+    ]
 
 
 def apply(code: bytes) -> None:
     """Install `code` on this process (and everything it executes); raises OSError on failure."""
-    from .unix_filter import install  # one loader for both filters; unix_filter stays standard-library only
+    from agentbox.sandbox.unix_filter import (
+        install,
+    )  # one loader for both filters; unix_filter stays standard-library only
 
     install(code)
 

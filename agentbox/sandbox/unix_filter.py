@@ -51,18 +51,18 @@ def program() -> bytes:
     deny = _ERRNO | _EACCES
     insns = [
         (_LD_W_ABS, 0, 0, _ARCH_OFF),
-        (_JEQ_K, 1, 0, arch),                # 1: right arch -> go on
-        (_RET_K, 0, 0, _KILL_PROCESS),       # 2: another ABI (e.g. i386 via int 0x80): nothing is known
-        (_LD_W_ABS, 0, 0, _NR),              # 3
-        (_JGE_K, 0, 1, _X32_BIT),            # 4: x32 numbers -> deny
-        (_RET_K, 0, 0, deny),                # 5
-        (_JEQ_K, 0, 1, nr_io_uring),         # 6
-        (_RET_K, 0, 0, deny),                # 7
-        (_JEQ_K, 0, 3, nr_socket),           # 8: not socket -> allow
-        (_LD_W_ABS, 0, 0, _ARG0),            # 9: the domain
-        (_JEQ_K, 0, 1, _AF_UNIX),            # 10
-        (_RET_K, 0, 0, deny),                # 11
-        (_RET_K, 0, 0, _ALLOW),              # 12
+        (_JEQ_K, 1, 0, arch),  # 1: right arch -> go on
+        (_RET_K, 0, 0, _KILL_PROCESS),  # 2: another ABI (e.g. i386 via int 0x80): nothing is known
+        (_LD_W_ABS, 0, 0, _NR),  # 3
+        (_JGE_K, 0, 1, _X32_BIT),  # 4: x32 numbers -> deny
+        (_RET_K, 0, 0, deny),  # 5
+        (_JEQ_K, 0, 1, nr_io_uring),  # 6
+        (_RET_K, 0, 0, deny),  # 7
+        (_JEQ_K, 0, 3, nr_socket),  # 8: not socket -> allow
+        (_LD_W_ABS, 0, 0, _ARG0),  # 9: the domain
+        (_JEQ_K, 0, 1, _AF_UNIX),  # 10
+        (_RET_K, 0, 0, deny),  # 11
+        (_RET_K, 0, 0, _ALLOW),  # 12
     ]
     return b"".join(struct.pack("=HBBI", *i) for i in insns)
 
@@ -101,8 +101,11 @@ def main(argv: list[str]) -> int:
         with open(argv[0], "rb") as f:
             install(f.read())
     except OSError as exc:
-        os.write(2, f"agent-box: the sandbox's seccomp filter cannot be applied ({exc}); refusing to start "
-                    f"{argv[2]}\n".encode())
+        os.write(
+            2,
+            f"agent-box: the sandbox's seccomp filter cannot be applied ({exc}); refusing to start "
+            f"{argv[2]}\n".encode(),
+        )
         return 4
     try:
         os.execvp(argv[2], argv[2:])

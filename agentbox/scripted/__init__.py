@@ -6,9 +6,19 @@ records what the harness offered and sent back. It never judges whether an attac
 
 from __future__ import annotations
 
-from .scenario import Scenario, ScenarioError, load_scenario, load_vocabulary, translate
-from .server import ScriptedModel
-from .transcript import Emitted, Record, ToolResult, Transcript
+from agentbox.scripted.scenario import Scenario, ScenarioError, load_scenario, load_vocabulary, translate
+from agentbox.scripted.server import ScriptedModel
+from agentbox.scripted.transcript import Emitted, Record, ToolResult, Transcript
 
-__all__ = ["Emitted", "Record", "Scenario", "ScenarioError", "ScriptedModel", "ToolResult", "Transcript",
-           "load_scenario", "load_vocabulary", "translate"]
+__all__ = [
+    "Emitted",
+    "Record",
+    "Scenario",
+    "ScenarioError",
+    "ScriptedModel",
+    "ToolResult",
+    "Transcript",
+    "load_scenario",
+    "load_vocabulary",
+    "translate",
+]

@@ -13,13 +13,25 @@ from typing import Annotated, Any, Literal, Mapping, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..adapters.base import ToolVocabulary
-from ..errors import InputError
-from ..profile import validation_message
+from agentbox.compile.adapters.base import ToolVocabulary
+from agentbox.errors import InputError
+from agentbox.core.profile import validation_message
 
 __all__ = [
-    "ScenarioError", "Scenario", "Step", "ShellStep", "WriteFileStep", "EditFileStep", "ReadFileStep",
-    "FetchUrlStep", "McpCallStep", "NativeCallStep", "FinalTextStep", "load_scenario", "load_vocabulary", "translate",
+    "ScenarioError",
+    "Scenario",
+    "Step",
+    "ShellStep",
+    "WriteFileStep",
+    "EditFileStep",
+    "ReadFileStep",
+    "FetchUrlStep",
+    "McpCallStep",
+    "NativeCallStep",
+    "FinalTextStep",
+    "load_scenario",
+    "load_vocabulary",
+    "translate",
 ]
 
 
@@ -84,8 +96,9 @@ class FinalTextStep(_Step):
 
 
 Step = Annotated[
-    Union[ShellStep, WriteFileStep, EditFileStep, ReadFileStep, FetchUrlStep, McpCallStep, NativeCallStep,
-          FinalTextStep],
+    Union[
+        ShellStep, WriteFileStep, EditFileStep, ReadFileStep, FetchUrlStep, McpCallStep, NativeCallStep, FinalTextStep
+    ],
     Field(discriminator="kind"),
 ]
 _KINDS = ("shell", "write_file", "edit_file", "read_file", "fetch_url", "mcp_call", "native_call", "final_text")
@@ -109,7 +122,7 @@ class Scenario(BaseModel):
             steps = []
             for index, step in enumerate(data["steps"]):
                 if isinstance(step, Mapping) and "kind" not in step and len(step) == 1:
-                    (kind, body), = step.items()
+                    ((kind, body),) = step.items()
                     if kind in _KINDS and isinstance(body, Mapping):
                         step = {"kind": kind, **body}
                 if not isinstance(step, Mapping) or step.get("kind") not in _KINDS:
@@ -185,8 +198,10 @@ def _fill(template: Any, values: dict[str, Any], kind: str) -> Any:
     def one(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in values:
-            raise ScenarioError(f"template placeholder {{{name}}} is not a field of a {kind} step "
-                                f"(fields: {', '.join(sorted(values)) or 'none'})")
+            raise ScenarioError(
+                f"template placeholder {{{name}}} is not a field of a {kind} step "
+                f"(fields: {', '.join(sorted(values)) or 'none'})"
+            )
         value = values[name]
         text = value if isinstance(value, str) else json.dumps(value)
         return text if match.group(2) is None else _prefix_lines(text, match.group(2))
@@ -205,8 +220,10 @@ def translate(step: _Step, vocabulary: ToolVocabulary) -> tuple[str, dict[str, A
         return step.tool, dict(step.arguments)
     template = getattr(vocabulary, step.kind, None)
     if template is None:
-        raise ScenarioError(f"the {vocabulary.wire_api} vocabulary has no template for a {step.kind} step; "
-                            "this harness cannot be asked to do it (drop the step or add the template)")
+        raise ScenarioError(
+            f"the {vocabulary.wire_api} vocabulary has no template for a {step.kind} step; "
+            "this harness cannot be asked to do it (drop the step or add the template)"
+        )
     values = step.fields()
     tool = _fill(template.tool, values, step.kind)
     if template.arguments == "{arguments}":

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..adapters.base import ToolVocabulary
-from .scenario import FinalTextStep, Scenario, ScenarioError, translate
+from agentbox.compile.adapters.base import ToolVocabulary
+from agentbox.scripted.scenario import FinalTextStep, Scenario, ScenarioError, translate
 
 __all__ = ["AssistantTurn", "Reply", "Script", "call_id", "step_of"]
 
@@ -76,8 +76,12 @@ class Script:
         for turn in turns:
             if turn.ours:
                 position = max(position, max(turn.ours) + 1)
-            elif not turn.other_calls and turn.has_text and position < len(self._planned) \
-                    and self._planned[position].text is not None:
+            elif (
+                not turn.other_calls
+                and turn.has_text
+                and position < len(self._planned)
+                and self._planned[position].text is not None
+            ):
                 position += 1  # a text-only turn can only be a final_text step we already sent
         return position
 
@@ -88,8 +92,12 @@ class Script:
         planned = self._planned[position]
         if planned.text is not None:
             return Reply(step_index=position, text=planned.text)
-        return Reply(step_index=position, tool=planned.tool, arguments=dict(planned.arguments or {}),
-                     call_id=call_id(id_prefix, position))
+        return Reply(
+            step_index=position,
+            tool=planned.tool,
+            arguments=dict(planned.arguments or {}),
+            call_id=call_id(id_prefix, position),
+        )
 
     def side(self) -> Reply:
         return Reply(step_index=None, text=self.scenario.side_text)

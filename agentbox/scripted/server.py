@@ -14,11 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..adapters.base import ToolVocabulary
-from .responder import respond
-from .scenario import Scenario, load_scenario, load_vocabulary
-from .script import Script
-from .transcript import Record, ToolResult, Transcript
+from agentbox.compile.adapters.base import ToolVocabulary
+from agentbox.scripted.responder import respond
+from agentbox.scripted.scenario import Scenario, load_scenario, load_vocabulary
+from agentbox.scripted.script import Script
+from agentbox.scripted.transcript import Record, ToolResult, Transcript
 
 # Where the wire APIs carry a key: Anthropic's x-api-key, a bearer token, Azure's api-key
 _KEY_HEADERS = ("x-api-key", "authorization", "api-key")
@@ -47,7 +47,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             parts = []
-            while (size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)):
+            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
                 parts.append(self.rfile.read(size))
                 self.rfile.readline()
             while self.rfile.readline() not in (b"\r\n", b"\n", b""):
@@ -62,17 +62,30 @@ class _Handler(BaseHTTPRequestHandler):
         # one); a request with no key at all is answered and recorded as such, for tests that just ask the model
         if credential == "other":
             body = json.dumps({"error": {"type": "authentication_error", "message": "invalid x-api-key"}}).encode()
-            model._append(Record(wire_api=None, method=self.command, path=self.path, model=None, stream=False,
-                                 tools_offered=(), tool_results=(), side=True, step_index=None, emitted=None,
-                                 credential=credential))
+            model._append(
+                Record(
+                    wire_api=None,
+                    method=self.command,
+                    path=self.path,
+                    model=None,
+                    stream=False,
+                    tools_offered=(),
+                    tool_results=(),
+                    side=True,
+                    step_index=None,
+                    emitted=None,
+                    credential=credential,
+                )
+            )
             self.send_response(401)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
             return
-        answer = respond(model._script, self.command, self.path, raw, self.headers.get("Content-Encoding"),
-                         model.models)
+        answer = respond(
+            model._script, self.command, self.path, raw, self.headers.get("Content-Encoding"), model.models
+        )
         if credential is not None:
             answer.record = dataclasses.replace(answer.record, credential=credential)
         model._append(answer.record)
@@ -122,9 +135,14 @@ class _Server(ThreadingHTTPServer):
 class ScriptedModel:
     """Answers Anthropic Messages, OpenAI Responses and Chat Completions from a loaded scenario."""
 
-    def __init__(self, scenario: Scenario | Mapping[str, Any] | str | Path | None = None,
-                 vocabulary: ToolVocabulary | Mapping[str, Any] | str | Path | None = None,
-                 host: str = "127.0.0.1", models: tuple[str, ...] = ("scripted",), key: str | None = None):
+    def __init__(
+        self,
+        scenario: Scenario | Mapping[str, Any] | str | Path | None = None,
+        vocabulary: ToolVocabulary | Mapping[str, Any] | str | Path | None = None,
+        host: str = "127.0.0.1",
+        models: tuple[str, ...] = ("scripted",),
+        key: str | None = None,
+    ):
         self.host = host
         self.models = tuple(models)
         # With a key, the model refuses requests that carry another (401, as a real API does) and records what
@@ -144,8 +162,12 @@ class ScriptedModel:
         if self._server is not None:
             return self
         self._server = _Server((self.host, 0), self)  # bound and listening when this returns
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"scripted-model-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"scripted-model-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -182,7 +204,7 @@ class ScriptedModel:
         return f"http://{self.host}:{self.port}"
 
     def credential_of(self, headers) -> str | None:
-        """"real", "other" or "none": what the key headers of a request carry (None: the model expects no key)."""
+        """ "real", "other" or "none": what the key headers of a request carry (None: the model expects no key)."""
         if self.key is None:
             return None
         values = [v.strip() for name in _KEY_HEADERS for v in headers.get_all(name, [])]
@@ -192,8 +214,11 @@ class ScriptedModel:
         return "real" if keys == {self.key} else "other"
 
     # -- script ----------------------------------------------------------------------------------
-    def load(self, scenario: Scenario | Mapping[str, Any] | str | Path,
-             vocabulary: ToolVocabulary | Mapping[str, Any] | str | Path | None = None) -> Script:
+    def load(
+        self,
+        scenario: Scenario | Mapping[str, Any] | str | Path,
+        vocabulary: ToolVocabulary | Mapping[str, Any] | str | Path | None = None,
+    ) -> Script:
         """Translate now, so a step the harness has no tool for fails here, not mid-run. Keeps the transcript."""
         script = Script(load_scenario(scenario), load_vocabulary(vocabulary) if vocabulary is not None else None)
         self._script = script  # one reference swap: requests in flight keep the script they started with

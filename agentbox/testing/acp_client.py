@@ -56,8 +56,9 @@ class RecordingClient:
     def capabilities(self) -> Any:
         from acp.schema import ClientCapabilities, FileSystemCapabilities
 
-        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=self.fs, write_text_file=self.fs),
-                                  terminal=self.terminal)
+        return ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=self.fs, write_text_file=self.fs), terminal=self.terminal
+        )
 
     # -- what the agent calls ----------------------------------------------------------------------
     async def request_permission(self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any) -> Any:
@@ -86,8 +87,9 @@ class RecordingClient:
             f.write(content)
         return WriteTextFileResponse()
 
-    async def read_text_file(self, path: str, session_id: str, line: int | None = None, limit: int | None = None,
-                             **kwargs: Any) -> Any:
+    async def read_text_file(
+        self, path: str, session_id: str, line: int | None = None, limit: int | None = None, **kwargs: Any
+    ) -> Any:
         from acp import RequestError
         from acp.schema import ReadTextFileResponse
 
@@ -99,8 +101,16 @@ class RecordingClient:
         with open(path) as f:
             return ReadTextFileResponse(content=f.read())
 
-    async def create_terminal(self, command: str, session_id: str, args: list[str] | None = None, env: Any = None,
-                              cwd: str | None = None, output_byte_limit: int | None = None, **kwargs: Any) -> Any:
+    async def create_terminal(
+        self,
+        command: str,
+        session_id: str,
+        args: list[str] | None = None,
+        env: Any = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """As an editor does: the command runs on the host (which is why the endpoint never passes this on)."""
         import subprocess
 
@@ -159,29 +169,53 @@ class AcpRun:
 
     def describe(self) -> str:
         stages = {k: round(v, 2) for k, v in self.stages.items()}
-        return (f"stop={self.stop_reason} error={self.error} timed_out={self.timed_out} stages={stages} "
-                f"exit={self.returncode} stopped_by={self.stopped_by} "
-                f"updates={self.client.kinds()} permissions={[p.title for p in self.client.permission_requests]}\n"
-                f"stderr: {self.stderr[-3000:]}")
+        return (
+            f"stop={self.stop_reason} error={self.error} timed_out={self.timed_out} stages={stages} "
+            f"exit={self.returncode} stopped_by={self.stopped_by} "
+            f"updates={self.client.kinds()} permissions={[p.title for p in self.client.permission_requests]}\n"
+            f"stderr: {self.stderr[-3000:]}"
+        )
 
 
-async def _exchange(argv: list[str], env: dict[str, str], cwd: str, client: RecordingClient, prompt: str,
-                    session_cwd: str, mode: str | None, mcp_servers: list[Any], run: AcpRun, stderr_fd: int,
-                    pass_fds: tuple[int, ...], session_meta: dict | None = None, grace: float = _GRACE) -> None:
+async def _exchange(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    client: RecordingClient,
+    prompt: str,
+    session_cwd: str,
+    mode: str | None,
+    mcp_servers: list[Any],
+    run: AcpRun,
+    stderr_fd: int,
+    pass_fds: tuple[int, ...],
+    session_meta: dict | None = None,
+    grace: float = _GRACE,
+) -> None:
     import acp
     from acp.schema import Implementation
 
     start = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr_fd, env=env, cwd=cwd,
-        start_new_session=True, limit=16 * 1024 * 1024, pass_fds=pass_fds)
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=stderr_fd,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+        limit=16 * 1024 * 1024,
+        pass_fds=pass_fds,
+    )
     run.stages["spawned"] = time.monotonic() - start
     conn = acp.connect_to_agent(client, proc.stdin, proc.stdout)
     try:
         try:
             run.init = await conn.initialize(
-                protocol_version=acp.PROTOCOL_VERSION, client_capabilities=client.capabilities(),
-                client_info=Implementation(name="agentbox-conformance", version="1"))
+                protocol_version=acp.PROTOCOL_VERSION,
+                client_capabilities=client.capabilities(),
+                client_info=Implementation(name="agentbox-conformance", version="1"),
+            )
             run.stages["initialized"] = time.monotonic() - start
             run.session = await conn.new_session(cwd=session_cwd, mcp_servers=mcp_servers, **(session_meta or {}))
             run.stages["session"] = time.monotonic() - start
@@ -223,10 +257,23 @@ def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
         pass
 
 
-def run_acp(argv: list[str], env: dict[str, str], cwd: str, prompt: str, *, session_cwd: str | None = None,
-            policy: Policy = "approve", mode: str | None = None, mcp_servers: list[Any] | None = None,
-            timeout: float = 120.0, stderr_path: str | None = None, pass_fds: tuple[int, ...] = (),
-            client: RecordingClient | None = None, session_meta: dict | None = None, grace: float = _GRACE) -> AcpRun:
+def run_acp(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    prompt: str,
+    *,
+    session_cwd: str | None = None,
+    policy: Policy = "approve",
+    mode: str | None = None,
+    mcp_servers: list[Any] | None = None,
+    timeout: float = 120.0,
+    stderr_path: str | None = None,
+    pass_fds: tuple[int, ...] = (),
+    client: RecordingClient | None = None,
+    session_meta: dict | None = None,
+    grace: float = _GRACE,
+) -> AcpRun:
     """Spawn the agent (`argv`, exactly `env`, inheriting `pass_fds`: the sandbox's seccomp program),
     initialize, open a session (its `_meta`: `session_meta`), prompt once; all within `timeout`. `grace`: how
     long the agent gets to exit after its stdin closes (an `agent-box acp` endpoint ends its sandbox first)."""
@@ -239,10 +286,24 @@ def run_acp(argv: list[str], env: dict[str, str], cwd: str, prompt: str, *, sess
 
         async def bounded() -> None:
             try:
-                await asyncio.wait_for(_exchange(argv, env, cwd, client, prompt, session_cwd or cwd, mode,
-                                                 mcp_servers or [], run, err.fileno(), pass_fds, session_meta,
-                                                 grace),
-                                       timeout)
+                await asyncio.wait_for(
+                    _exchange(
+                        argv,
+                        env,
+                        cwd,
+                        client,
+                        prompt,
+                        session_cwd or cwd,
+                        mode,
+                        mcp_servers or [],
+                        run,
+                        err.fileno(),
+                        pass_fds,
+                        session_meta,
+                        grace,
+                    ),
+                    timeout,
+                )
             except asyncio.TimeoutError:
                 run.timed_out = True
 

@@ -21,8 +21,8 @@ DECLINED = re.escape(DECLINED_NOTE.split("{n}")[0])  # a refusal pattern: a reje
 
 def unsupported(harness: str) -> str | None:
     """Why the harness cannot be driven as an ACP agent here, or None."""
-    from ..acp import acp_entry
-    from ..installs import find_binary
+    from agentbox.harnesses.acp import acp_entry
+    from agentbox.harnesses.installs import find_binary
 
     entry = acp_entry(harness)
     if entry is None:
@@ -37,14 +37,21 @@ def _session_mcp(req) -> list:
     hands them over)."""
     from acp.schema import EnvVariable, McpServerStdio
 
-    from ..acp import acp_entry
+    from agentbox.harnesses.acp import acp_entry
 
     profile = req.loaded.profile
     if not acp_entry(profile.harness).mcp_from_session:
         return []
-    return [McpServerStdio(name=name, command=spec.command, args=list(spec.args),
-                           env=[EnvVariable(name=k, value=v) for k, v in spec.env.items()])
-            for name, spec in profile.mcp_servers.items() if name in profile.permission_intent.mcp.servers]
+    return [
+        McpServerStdio(
+            name=name,
+            command=spec.command,
+            args=list(spec.args),
+            env=[EnvVariable(name=k, value=v) for k, v in spec.env.items()],
+        )
+        for name, spec in profile.mcp_servers.items()
+        if name in profile.permission_intent.mcp.servers
+    ]
 
 
 def drive(req, harness_name: str, binary: str, approve: bool = False):
@@ -53,10 +60,10 @@ def drive(req, harness_name: str, binary: str, approve: bool = False):
 
     `approve`: the client approves each permission request (a control: the protection removed includes the person
     who says yes; `hermes acp` asks the client before every edit, whatever its config says)."""
-    from ..acp import acp_command, acp_entry
-    from ..harness_run import NAMESPACE_GRACE, HarnessCommand, RunOutcome, kill_marked, prepared
-    from ..installs import find_binary
-    from .acp_client import RecordingClient, run_acp
+    from agentbox.harnesses.acp import acp_command, acp_entry
+    from agentbox.run.harness_run import NAMESPACE_GRACE, HarnessCommand, RunOutcome, kill_marked, prepared
+    from agentbox.harnesses.installs import find_binary
+    from agentbox.testing.acp_client import RecordingClient, run_acp
 
     entry = acp_entry(harness_name)
     adapter = find_binary(entry.adapter).binary if entry.adapter else None
@@ -68,8 +75,16 @@ def drive(req, harness_name: str, binary: str, approve: bool = False):
     with prepared(req, command=command) as run:
         client = RecordingClient("approve" if approve else "deny")
         start = time.monotonic()
-        out = run_acp(run.argv, run.env, run.cwd, req.prompt, client=client, timeout=req.timeout,
-                      pass_fds=run.pass_fds, mcp_servers=_session_mcp(req))
+        out = run_acp(
+            run.argv,
+            run.env,
+            run.cwd,
+            req.prompt,
+            client=client,
+            timeout=req.timeout,
+            pass_fds=run.pass_fds,
+            mcp_servers=_session_mcp(req),
+        )
         elapsed = time.monotonic() - start
         leftovers = kill_marked(run.run_id, grace=NAMESPACE_GRACE)
         ended = out.stop_reason is not None and out.error is None and not out.timed_out
@@ -77,8 +92,17 @@ def drive(req, harness_name: str, binary: str, approve: bool = False):
         said = "\n".join([client.agent_text(), *calls])
         note = DECLINED_NOTE.format(n=len(client.permission_requests)) if client.permission_requests else ""
         failure = "; ".join(run.started.notes) if run.started is not None and run.started.notes else None
-        return RunOutcome(exit_code=0 if ended else None, stdout=f"{said}\n{note}".strip(),
-                          stderr="" if ended else f"{out.error or 'no answer'}; {out.stderr[-2000:]}",
-                          elapsed=elapsed, timed_out=out.timed_out, plan=run.plan, argv=run.argv,
-                          artifacts=run.artifacts, run_dir=run.run_dir, leftovers=leftovers, egress=run.end_egress(),
-                          failure=failure)
+        return RunOutcome(
+            exit_code=0 if ended else None,
+            stdout=f"{said}\n{note}".strip(),
+            stderr="" if ended else f"{out.error or 'no answer'}; {out.stderr[-2000:]}",
+            elapsed=elapsed,
+            timed_out=out.timed_out,
+            plan=run.plan,
+            argv=run.argv,
+            artifacts=run.artifacts,
+            run_dir=run.run_dir,
+            leftovers=leftovers,
+            egress=run.end_egress(),
+            failure=failure,
+        )

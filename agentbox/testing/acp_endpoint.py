@@ -30,8 +30,8 @@ AGENT = str(Path(__file__).with_name("acp_protocol_agent.py"))
 def _python_binds(hidden: tuple[str, ...]) -> tuple[str, ...]:
     """The interpreter's installation (and so the `acp` SDK in its site-packages), bound back where the sandbox
     hides it (a pyenv under the home)."""
-    from ..mcp_binds import server_binds
-    from ..profile import McpServer
+    from agentbox.compile.mcp_binds import server_binds
+    from agentbox.core.profile import McpServer
 
     return server_binds("protocol-test-agent", McpServer(command=sys.executable), hidden)
 
@@ -40,7 +40,7 @@ def _meta_untouched(policy):
     """The policy, passing every `_meta` key of a client request on as it came."""
     from dataclasses import fields
 
-    from ..acp_endpoint.policy import SurfacePolicy
+    from agentbox.acp_endpoint.policy import SurfacePolicy
 
     class MetaUntouched(SurfacePolicy):
         def meta(self, method, meta):
@@ -50,17 +50,17 @@ def _meta_untouched(policy):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..acp_endpoint.sdk import framing
+    from agentbox.acp_endpoint.sdk import framing
 
     framing()  # as the command does: the SDK's schema loads in the background
-    from ..acp import acp_entry
-    from ..acp_endpoint.endpoint import sandbox_entry, serve, surface_policy
-    from ..compiler import compile_plan
-    from ..errors import AgentBoxError
-    from ..home import db_path
-    from ..profile import load_profile
-    from ..runs import RunStore
-    from ..sandbox import bwrap
+    from agentbox.harnesses.acp import acp_entry
+    from agentbox.acp_endpoint.endpoint import sandbox_entry, serve, surface_policy
+    from agentbox.compile.compiler import compile_plan
+    from agentbox.errors import AgentBoxError
+    from agentbox.core.home import db_path
+    from agentbox.core.profile import load_profile
+    from agentbox.run.runs import RunStore
+    from agentbox.sandbox import bwrap
 
     p = argparse.ArgumentParser(prog="python -m agentbox.testing.acp_endpoint")
     p.add_argument("--profile", required=True)
@@ -75,20 +75,39 @@ def main(argv: list[str] | None = None) -> int:
         req_home = os.environ.get("HOME") or "/root"
         plan = compile_plan(loaded, args.workspace)
         hidden = bwrap.hidden_roots(plan.native.requirements, req_home)
-        binds = (*_python_binds(hidden), str(Path(AGENT).parent), str(Path(args.script).resolve().parent),
-                 *args.ro_bind)
+        binds = (
+            *_python_binds(hidden),
+            str(Path(AGENT).parent),
+            str(Path(args.script).resolve().parent),
+            *args.ro_bind,
+        )
         plan = compile_plan(loaded, args.workspace, ro_binds=tuple(dict.fromkeys(binds)))
         agent = [sys.executable, "-I", AGENT, str(Path(args.script).resolve())]
-        fields = {"profile": loaded.profile.name, "profile_digest": loaded.digest,
-                  "profile_source": os.path.abspath(loaded.source), "project_root": plan.cwd,
-                  "harness": plan.harness, "backend": plan.sandbox.backend, "plan_hash": plan.hash}
+        fields = {
+            "profile": loaded.profile.name,
+            "profile_digest": loaded.digest,
+            "profile_source": os.path.abspath(loaded.source),
+            "project_root": plan.cwd,
+            "harness": plan.harness,
+            "backend": plan.sandbox.backend,
+            "plan_hash": plan.hash,
+        }
         store = RunStore(db_path())
         try:
             entry = sandbox_entry(plan)
             policy = surface_policy(plan, entry, loaded.profile, acp_entry(args.facts) if args.facts else None)
-            return serve(entry, plan.cwd, policy, agent, {}, fields, store, label="the protocol test agent",
-                         policy_hook=_meta_untouched if "acp_meta" in args.weaken else None,
-                         hold="acp_hold" not in args.weaken)
+            return serve(
+                entry,
+                plan.cwd,
+                policy,
+                agent,
+                {},
+                fields,
+                store,
+                label="the protocol test agent",
+                policy_hook=_meta_untouched if "acp_meta" in args.weaken else None,
+                hold="acp_hold" not in args.weaken,
+            )
         finally:
             store.close()
     except AgentBoxError as exc:

@@ -52,16 +52,24 @@ class ProtocolTestAgent:
         self.client = conn
 
     async def initialize(self, protocol_version: int, client_capabilities=None, client_info=None, **kwargs):
-        self.seen["clientCapabilities"] = client_capabilities.model_dump(by_alias=True, exclude_none=True) \
-            if client_capabilities is not None else None
+        self.seen["clientCapabilities"] = (
+            client_capabilities.model_dump(by_alias=True, exclude_none=True)
+            if client_capabilities is not None
+            else None
+        )
         self.seen["initializeMeta"] = kwargs or None
-        return schema.InitializeResponse(protocol_version=acp.PROTOCOL_VERSION,
-                                         agent_capabilities=schema.AgentCapabilities(load_session=False),
-                                         agent_info=schema.Implementation(name=NAME, version="1"))
+        return schema.InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION,
+            agent_capabilities=schema.AgentCapabilities(load_session=False),
+            agent_info=schema.Implementation(name=NAME, version="1"),
+        )
 
     async def new_session(self, cwd: str, mcp_servers=None, **kwargs):
-        self.seen["session"] = {"cwd": cwd, "mcpServers": [s.model_dump(by_alias=True, exclude_none=True)
-                                                           for s in mcp_servers or []], "meta": kwargs or None}
+        self.seen["session"] = {
+            "cwd": cwd,
+            "mcpServers": [s.model_dump(by_alias=True, exclude_none=True) for s in mcp_servers or []],
+            "meta": kwargs or None,
+        }
         session_id = f"protocol-{os.getpid()}-{len(self.cancelled) + 1}"
         self.cancelled[session_id] = asyncio.Event()
         self.meta[session_id] = kwargs
@@ -114,11 +122,19 @@ class ProtocolTestAgent:
             return f"unasked (_meta.{unasked_if_meta}), ran: exit {done.returncode}"
         answer = await self.client.request_permission(
             session_id=session_id,
-            tool_call=schema.ToolCallUpdate(tool_call_id=f"call-{os.getpid()}", title=command, kind="execute",
-                                            status="pending", raw_input={"command": command}),
-            options=[schema.PermissionOption(option_id="always", name="Always allow", kind="allow_always"),
-                     schema.PermissionOption(option_id="once", name="Allow", kind="allow_once"),
-                     schema.PermissionOption(option_id="no", name="Reject", kind="reject_once")])
+            tool_call=schema.ToolCallUpdate(
+                tool_call_id=f"call-{os.getpid()}",
+                title=command,
+                kind="execute",
+                status="pending",
+                raw_input={"command": command},
+            ),
+            options=[
+                schema.PermissionOption(option_id="always", name="Always allow", kind="allow_always"),
+                schema.PermissionOption(option_id="once", name="Allow", kind="allow_once"),
+                schema.PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+            ],
+        )
         outcome = answer.outcome
         chosen = getattr(outcome, "option_id", None)
         if chosen in ("always", "once"):
@@ -156,8 +172,18 @@ def _swap_later(swap: dict | None) -> None:
     if not swap:
         return
     script = 'sleep "$1"; mv "$2" "$2.before-swap" && ln -s "$3" "$2"'
-    subprocess.run(["sh", "-c", f"(sh -c '{script}' swap \"$@\" >/dev/null 2>&1 &)", "orphan",
-                    str(swap["after"]), swap["dir"], swap["to"]], check=True)
+    subprocess.run(
+        [
+            "sh",
+            "-c",
+            f"(sh -c '{script}' swap \"$@\" >/dev/null 2>&1 &)",
+            "orphan",
+            str(swap["after"]),
+            swap["dir"],
+            swap["to"],
+        ],
+        check=True,
+    )
 
 
 def _holds(meta: dict, dotted: str) -> bool:

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from ..evidence import EvidenceRecord
-from .evidence_writer import carried
-from .session import AgentBoxSession
+from agentbox.prove.evidence import EvidenceRecord
+from agentbox.testing.evidence_writer import carried
+from agentbox.testing.session import AgentBoxSession
 
 __all__ = ["CanaryPlugin", "WORKERINPUT"]
 
@@ -41,16 +41,18 @@ class CanaryPlugin:
         else:
             self.baseline = self._load_baseline()
             self.builds, self.sandbox = self._decide()
-            self.decision = {"reused": [f"{b.harness}-{b.version}" for b in self.builds if b.action == "reused"],
-                             "sandbox_current": bool(self.sandbox) and all(s.current for s in self.sandbox)}
+            self.decision = {
+                "reused": [f"{b.harness}-{b.version}" for b in self.builds if b.action == "reused"],
+                "sandbox_current": bool(self.sandbox) and all(s.current for s in self.sandbox),
+            }
 
     # -- deciding (controller) --------------------------------------------------------------------
     def _load_baseline(self):
         path = self.config.getoption("--agentbox-baseline")
         if not path:
             return None
-        from ..canary_baseline import load_baseline
-        from ..errors import InputError
+        from agentbox.prove.canary_baseline import load_baseline
+        from agentbox.errors import InputError
 
         try:
             return load_baseline(path)
@@ -58,10 +60,10 @@ class CanaryPlugin:
             raise pytest.UsageError(f"--agentbox-baseline: {exc}") from None
 
     def _decide(self):
-        from ..canary import Build
-        from ..errors import AgentBoxError
-        from ..freshness import freshness, sandbox_freshness
-        from .negative import bwrap_version, suite_revision
+        from agentbox.prove.canary import Build
+        from agentbox.errors import AgentBoxError
+        from agentbox.gate.freshness import freshness, sandbox_freshness
+        from agentbox.testing.negative import bwrap_version, suite_revision
 
         here = self._here()
 
@@ -80,11 +82,25 @@ class CanaryPlugin:
                 probe = adapter.probe(target.binary)
             except AgentBoxError as exc:
                 raise pytest.UsageError(f"--agentbox-canary: cannot probe {target.id}: {exc}") from None
-            fresh = freshness(records, catalogue, revision, harness=target.name, version=target.version,
-                              binary_sha256=probe.sha256, here=here)
-            builds.append(Build(harness=target.name, version=target.version, binary_sha256=probe.sha256,
-                                in_tested_range=adapter.declarations.in_tested_range(target.version),
-                                freshness=fresh, action="reused" if fresh.current else "reverified"))
+            fresh = freshness(
+                records,
+                catalogue,
+                revision,
+                harness=target.name,
+                version=target.version,
+                binary_sha256=probe.sha256,
+                here=here,
+            )
+            builds.append(
+                Build(
+                    harness=target.name,
+                    version=target.version,
+                    binary_sha256=probe.sha256,
+                    in_tested_range=adapter.declarations.in_tested_range(target.version),
+                    freshness=fresh,
+                    action="reused" if fresh.current else "reverified",
+                )
+            )
         sandbox = [sandbox_freshness(records, catalogue, revision, backend="bwrap", version=bwrap_version(), here=here)]
         return builds, sandbox
 
@@ -92,37 +108,46 @@ class CanaryPlugin:
         """What this run's records are taken under: only records taken so speak for it (`freshness.Here`)."""
         import platform
 
-        from ..evidence import privilege_level
-        from ..freshness import Here
+        from agentbox.prove.evidence import privilege_level
+        from agentbox.gate.freshness import Here
 
-        return Here(provenance="observed", mode=self.session.mode, privilege=privilege_level(),
-                    kernel=platform.release())
+        return Here(
+            provenance="observed", mode=self.session.mode, privilege=privilege_level(), kernel=platform.release()
+        )
 
     def _still_stale(self, records: list) -> list[str]:
         """What this run set out to re-verify and is still not current after it: a -k, -m, --deselect or
         --agentbox-capability that left vectors out proved part of it only."""
-        from ..freshness import freshness, sandbox_freshness
-        from .negative import bwrap_version, suite_revision
+        from agentbox.gate.freshness import freshness, sandbox_freshness
+        from agentbox.testing.negative import bwrap_version, suite_revision
 
         catalogue, revision, here = self.session.catalogue(), suite_revision(), self._here()
         out = []
         for b in self.builds:
             if b.action == "reverified":
-                after = freshness(records, catalogue, revision, harness=b.harness, version=b.version,
-                                  binary_sha256=b.binary_sha256, here=here)
+                after = freshness(
+                    records,
+                    catalogue,
+                    revision,
+                    harness=b.harness,
+                    version=b.version,
+                    binary_sha256=b.binary_sha256,
+                    here=here,
+                )
                 if not after.current:
                     out.append(f"{b.key}: {after.reason}")
         if self.session.mode == "headless":
             for s in self.sandbox:
                 if not s.current:
-                    after = sandbox_freshness(records, catalogue, revision, backend="bwrap", version=bwrap_version(),
-                                              here=here)
+                    after = sandbox_freshness(
+                        records, catalogue, revision, backend="bwrap", version=bwrap_version(), here=here
+                    )
                     if not after.current:
                         out.append(f"{after.subject} (sandbox alone): {after.reason}")
         return out
 
     def _records(self) -> list:
-        from ..evidence import read_records
+        from agentbox.prove.evidence import read_records
 
         store = self.session.evidence_dir
         return list(read_records(store)) if store.exists() else []
@@ -132,22 +157,29 @@ class CanaryPlugin:
         node.workerinput[WORKERINPUT] = json.dumps(self.decision)
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        lines = [f"agentbox canary: {b.harness} {b.version}: "
-                 + ("reusing current evidence" if b.action == "reused" else f"re-verifying ({b.freshness.reason})")
-                 for b in self.builds]
-        lines += [f"agentbox canary: {s.subject} (sandbox alone): "
-                  + ("reusing current evidence" if s.current else f"re-verifying ({s.reason})") for s in self.sandbox]
+        lines = [
+            f"agentbox canary: {b.harness} {b.version}: "
+            + ("reusing current evidence" if b.action == "reused" else f"re-verifying ({b.freshness.reason})")
+            for b in self.builds
+        ]
+        lines += [
+            f"agentbox canary: {s.subject} (sandbox alone): "
+            + ("reusing current evidence" if s.current else f"re-verifying ({s.reason})")
+            for s in self.sandbox
+        ]
         return [*lines, *self._catalogue_note()]
 
     def _catalogue_note(self) -> list[str]:
         """A catalogue other than the package's is said: its claims are not the ones the launch gate reads."""
-        from ..claims import default_catalogue_dir
+        from agentbox.prove.claims import default_catalogue_dir
 
         if self.session.catalogue_dir.resolve() == default_catalogue_dir().resolve():
             return []
         digest = self.session.catalogue().digest[:12]
-        return [f"agentbox canary: catalogue {self.session.catalogue_dir} (digest {digest}), not the package's: "
-                "what it verifies is not what the launch gate reads"]
+        return [
+            f"agentbox canary: catalogue {self.session.catalogue_dir} (digest {digest}), not the package's: "
+            "what it verifies is not what the launch gate reads"
+        ]
 
     # -- selecting (controller and workers alike) -------------------------------------------------
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -187,21 +219,28 @@ class CanaryPlugin:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return
-        from ..canary import build_report
-        from ..claims import reconcile
-        from ..errors import AgentBoxError
-        from .negative import suite_revision
+        from agentbox.prove.canary import build_report
+        from agentbox.prove.claims import reconcile
+        from agentbox.errors import AgentBoxError
+        from agentbox.testing.negative import suite_revision
 
         passed = self.ran - self.failed
         try:
             records = self._records()
             table = reconcile(records, self.session.catalogue())
-            self.report = build_report(table, self.builds, suite_revision=suite_revision(), sandbox=self.sandbox,
-                                       failed_tests=self.failed, ran_tests=passed,
-                                       recorded=self.recorded.values(), baseline=self.baseline,
-                                       allow_empty=self.config.getoption("--agentbox-canary-allow-empty"),
-                                       sandbox_runs=self.session.mode == "headless",
-                                       still_stale=self._still_stale(records))
+            self.report = build_report(
+                table,
+                self.builds,
+                suite_revision=suite_revision(),
+                sandbox=self.sandbox,
+                failed_tests=self.failed,
+                ran_tests=passed,
+                recorded=self.recorded.values(),
+                baseline=self.baseline,
+                allow_empty=self.config.getoption("--agentbox-canary-allow-empty"),
+                sandbox_runs=self.session.mode == "headless",
+                still_stale=self._still_stale(records),
+            )
             self._write(self.report)
         except (AgentBoxError, OSError) as exc:
             self.report_error = str(exc)
@@ -209,12 +248,16 @@ class CanaryPlugin:
             return
         # The canary is the arbiter of its own run: baselined failures pass, stale entries fail. Lost
         # evidence is never baselined away.
-        from .evidence_writer import writer_key
+        from agentbox.testing.evidence_writer import writer_key
 
         writer = self.config.stash.get(writer_key, None)
         if writer is not None and (writer.problems or writer.crashed_tests):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        elif session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        elif session.exitstatus in (
+            pytest.ExitCode.OK,
+            pytest.ExitCode.TESTS_FAILED,
+            pytest.ExitCode.NO_TESTS_COLLECTED,
+        ):
             session.exitstatus = pytest.ExitCode.OK if self.report.passed else pytest.ExitCode.TESTS_FAILED
 
     @property
@@ -223,7 +266,7 @@ class CanaryPlugin:
         return Path(opt).absolute() if opt else self.session.evidence_dir / "canary-report.json"
 
     def _write(self, report) -> None:
-        from ..atomic import write_files
+        from agentbox.core.atomic import write_files
 
         write_files({self.report_path: report.model_dump_json(indent=2) + "\n"}, make_dirs=True)
 

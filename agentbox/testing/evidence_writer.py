@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ..evidence import SCHEMA_VERSION, EvidenceRecord, append
+from agentbox.prove.evidence import SCHEMA_VERSION, EvidenceRecord, append
 
 __all__ = ["ATTRIBUTE", "EvidenceWriter", "attach", "carried", "facts", "hand_over", "handed_over", "writer_key"]
 
@@ -66,9 +66,15 @@ def facts(record: EvidenceRecord | dict | str) -> list[tuple[str, str]]:
         r = _parse(record)
     except (ValueError, ValidationError):
         return []  # the writer reports it
-    return [("harness", r.run_info.harness or ""), ("version", r.run_info.version or ""),
-            ("capability", r.capability), ("layer", r.layer), ("vector", r.vector_id), ("outcome", r.outcome),
-            ("record_id", r.id)]
+    return [
+        ("harness", r.run_info.harness or ""),
+        ("version", r.run_info.version or ""),
+        ("capability", r.capability),
+        ("layer", r.layer),
+        ("vector", r.vector_id),
+        ("outcome", r.outcome),
+        ("record_id", r.id),
+    ]
 
 
 def _parse(value: Any) -> EvidenceRecord:
@@ -99,8 +105,12 @@ class EvidenceWriter:
     # -- hooks ------------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if any(name == ATTRIBUTE for name, _ in report.user_properties):
-            self._problem(report.nodeid, ATTRIBUTE, "evidence handed over as a user property; use "
-                          "agentbox.testing.evidence_writer.hand_over(request.node, record)")
+            self._problem(
+                report.nodeid,
+                ATTRIBUTE,
+                "evidence handed over as a user property; use "
+                "agentbox.testing.evidence_writer.hand_over(request.node, record)",
+            )
         fresh = []
         for value in carried(report):
             try:
@@ -154,25 +164,34 @@ class EvidenceWriter:
         """The claims table for the harness and backend versions this run recorded."""
         if not self.written:
             return []
-        from ..claims import NO_HARNESS, reconcile
-        from ..errors import AgentBoxError
-        from ..evidence import read_records
-        from ..vectors import load_catalogue
+        from agentbox.prove.claims import NO_HARNESS, reconcile
+        from agentbox.errors import AgentBoxError
+        from agentbox.prove.evidence import read_records
+        from agentbox.prove.vectors import load_catalogue
 
         if not any(self.catalogue_dir.glob("*.yaml")):
             return [f"claims: no vector catalogue in {self.catalogue_dir}"]
         try:
             # a record made up for tests or benchmarks is never a claim's evidence, here as at the gate
-            table = reconcile([r for r in read_records(self.directory) if r.run_info.provenance != "synthetic"],
-                              load_catalogue(self.catalogue_dir))
+            table = reconcile(
+                [r for r in read_records(self.directory) if r.run_info.provenance != "synthetic"],
+                load_catalogue(self.catalogue_dir),
+            )
         except AgentBoxError as exc:
             return [f"claims: {exc}"]
         table = table.only(self.written)
         # a run of some capabilities in one mode (`agent-box prove`, `--agentbox-capability`) shows those rows only
         # (a sandbox-alone row, the ACP endpoint's included, is the same in every mode)
         capabilities, modes = {r.capability for r in self.written}, {r.run_info.mode for r in self.written}
-        table = table.model_copy(update={"claims": [c for c in table.claims if c.capability in capabilities
-                                                    and (c.mode in modes or c.harness == NO_HARNESS)]})
+        table = table.model_copy(
+            update={
+                "claims": [
+                    c
+                    for c in table.claims
+                    if c.capability in capabilities and (c.mode in modes or c.harness == NO_HARNESS)
+                ]
+            }
+        )
         if not table.claims:
             return ["claims: no capability of this catalogue has records from this run"]
         return ["claims:", *table.lines()]

@@ -24,16 +24,22 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Sequence
 
-from ..suite import SUITE_DIR
+from agentbox.suite import SUITE_DIR
 
 __all__ = ["CHILD", "argv", "environment", "run", "in_child"]
 
 CHILD = "AGENTBOX_SUITE_CHILD"
-_DROPPED = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE",
-            "PYTHONINSPECT")
+_DROPPED = (
+    "PYTEST_ADDOPTS",
+    "PYTEST_PLUGINS",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "PYTHONINSPECT",
+)
 # reporters loaded only when their option is given: (option prefix, modules)
-_REPORTERS = (("--html", ("pytest_metadata.plugin", "pytest_html.plugin")),
-              ("--alluredir", ("allure_pytest.plugin",)))
+_REPORTERS = (("--html", ("pytest_metadata.plugin", "pytest_html.plugin")), ("--alluredir", ("allure_pytest.plugin",)))
 
 
 def in_child() -> bool:
@@ -53,8 +59,21 @@ def _plugins(options: Sequence[str]) -> list[str]:
 def argv(options: Sequence[str], paths: Sequence[str], ini: Path) -> list[str]:
     """The child's command line: `paths` (inside the suite; the whole suite when empty) and the caller's
     `options`, with the isolation's own settings last, so that they win."""
-    return [sys.executable, "-I", "-m", "pytest", *(paths or [str(SUITE_DIR)]), *options, *_plugins(options),
-            "-c", str(ini), f"--rootdir={SUITE_DIR}", f"--confcutdir={SUITE_DIR}", "-p", "no:cacheprovider"]
+    return [
+        sys.executable,
+        "-I",
+        "-m",
+        "pytest",
+        *(paths or [str(SUITE_DIR)]),
+        *options,
+        *_plugins(options),
+        "-c",
+        str(ini),
+        f"--rootdir={SUITE_DIR}",
+        f"--confcutdir={SUITE_DIR}",
+        "-p",
+        "no:cacheprovider",
+    ]
 
 
 def environment() -> dict[str, str]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from .evidence_writer import carried, facts, handed_over, writer_key
+from agentbox.testing.evidence_writer import carried, facts, handed_over, writer_key
 
 __all__ = ["register", "HtmlEvidence", "AllureEvidence"]
 
@@ -72,8 +72,9 @@ class HtmlEvidence:
         if lines[:1] == ["claims:"]:  # the heading says it
             lines = lines[1:]
         if lines:
-            summary.append('<h2>Agent-Box claims</h2>'
-                           f'<pre class="agentbox-claims">{html.escape(chr(10).join(lines))}</pre>')
+            summary.append(
+                f'<h2>Agent-Box claims</h2><pre class="agentbox-claims">{html.escape(chr(10).join(lines))}</pre>'
+            )
 
 
 class AllureEvidence:
@@ -97,11 +98,15 @@ class AllureEvidence:
         for text in records:
             known = dict(facts(text))
             labels.update({(k, known[k]): None for k in LABELS if known.get(k)})
-            allure.attach(text, name=f"evidence {known.get('record_id', '?')}",
-                          attachment_type=allure.attachment_type.JSON)
+            allure.attach(
+                text, name=f"evidence {known.get('record_id', '?')}", attachment_type=allure.attachment_type.JSON
+            )
         for name, value in labels:
             allure.dynamic.label(name, value)
         model = (getattr(item, "funcargs", None) or {}).get("scripted_model")
         if model is not None:
-            allure.attach(json.dumps(model.transcript.as_json(), indent=2, default=str),
-                          name="scripted model transcript", attachment_type=allure.attachment_type.JSON)
+            allure.attach(
+                json.dumps(model.transcript.as_json(), indent=2, default=str),
+                name="scripted model transcript",
+                attachment_type=allure.attachment_type.JSON,
+            )

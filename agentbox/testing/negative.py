@@ -22,18 +22,18 @@ from pathlib import Path
 
 import yaml
 
-from ..capability import load_declarations
-from ..egress.decisions import read_log
-from ..errors import SandboxError
-from ..evidence import EvidenceRecord, RunInfo, host_facts, privilege_level
-from ..refusal_kinds import Evidence, describe, expected_kinds, recognise
-from ..revision import suite_revision
-from ..run import lifecycle
-from ..sandbox.bwrap import backend_version as bwrap_version
-from ..vectors import Catalogue, Oracle, Vector, expected_outcome, fill, kernel_lacks, lacking_text
-from .privilege import observed
-from .targets import Targets, kill_all, prepare, process_alive
-from .weakened import entry_hook
+from agentbox.core.capability import load_declarations
+from agentbox.egress.decisions import read_log
+from agentbox.errors import SandboxError
+from agentbox.prove.evidence import EvidenceRecord, RunInfo, host_facts, privilege_level
+from agentbox.core.refusal_kinds import Evidence, describe, expected_kinds, recognise
+from agentbox.core.revision import suite_revision
+from agentbox.run import lifecycle
+from agentbox.sandbox.bwrap import backend_version as bwrap_version
+from agentbox.prove.vectors import Catalogue, Oracle, Vector, expected_outcome, fill, kernel_lacks, lacking_text
+from agentbox.testing.privilege import observed
+from agentbox.testing.targets import Targets, kill_all, prepare, process_alive
+from agentbox.testing.weakened import entry_hook
 
 __all__ = ["Attempt", "VectorRunner", "expected_for", "PROTOCOL_AGENT"]
 
@@ -85,9 +85,12 @@ def _with_egress(observation: str, decisions: list[dict] | None) -> str:
 
     routes = sum(1 for d in decisions if d.get("method") == "ROUTE")
     model = [d for d in decisions if d.get("route") == "model"]
-    lines = Counter(f"{'allowed' if d['allowed'] else 'denied'} {d.get('method') or '?'} {d.get('host')}:{d.get('port')} "
-                    f"({d['reason']}{'; swapped ' + ', '.join(d['credentials']) if d.get('credentials') else ''})"
-                    for d in decisions if d.get("method") != "ROUTE" and d.get("route") != "model")
+    lines = Counter(
+        f"{'allowed' if d['allowed'] else 'denied'} {d.get('method') or '?'} {d.get('host')}:{d.get('port')} "
+        f"({d['reason']}{'; swapped ' + ', '.join(d['credentials']) if d.get('credentials') else ''})"
+        for d in decisions
+        if d.get("method") != "ROUTE" and d.get("route") != "model"
+    )
     parts = [line if n == 1 else f"{line} x{n}" for line, n in lines.items()]
     if routes:
         swapped = sum(1 for d in model if d.get("credentials"))
@@ -122,7 +125,9 @@ def _unmet(oracle: Oracle, targets: Targets, seen: Seen) -> str | None:
     if not oracle.met:
         return None
     if oracle.met == "reached":  # the request arrived, so what it carried (a placeholder) is what was judged
-        return None if targets.listeners[oracle.listener].hits() else f"the {oracle.listener} listener was never reached"
+        return (
+            None if targets.listeners[oracle.listener].hits() else f"the {oracle.listener} listener was never reached"
+        )
     if any(d.get("reason") == oracle.met for d in seen.egress or ()):
         return None
     return f"no {oracle.met} in the egress decisions"
@@ -134,11 +139,15 @@ def _inapplicable(lacks, attack: Attempt, control: Attempt) -> str:
     if attack.enosys:
         proof = "the attack's own system call was answered ENOSYS"
     else:
-        proof = ("the attack itself met no ENOSYS: a seccomp filter answers before the kernel is asked, EPERM, as "
-                 "its printed answer below shows; its control, the same command with the protection removed, was "
-                 "answered ENOSYS")
-    return (f"inapplicable: this kernel has {fact} (/proc/modules absent; {proof}), so the attack cannot exist "
-            f"here; attempt: {attack.observation}; control: {control.observation}")
+        proof = (
+            "the attack itself met no ENOSYS: a seccomp filter answers before the kernel is asked, EPERM, as "
+            "its printed answer below shows; its control, the same command with the protection removed, was "
+            "answered ENOSYS"
+        )
+    return (
+        f"inapplicable: this kernel has {fact} (/proc/modules absent; {proof}), so the attack cannot exist "
+        f"here; attempt: {attack.observation}; control: {control.observation}"
+    )
 
 
 def _evidence(seen: Seen, targets: Targets):
@@ -155,8 +164,10 @@ def _refusal(vector: Vector, seen: Seen, targets: Targets) -> tuple[bool, str]:
     hit = recognise(kinds, _evidence(seen, targets))
     if hit is None:
         printed = " ".join(seen.said.split())[-400:] or "nothing"
-        return False, (f", blocked, but the refusal seen was not one expected (expected {describe(kinds)}; the "
-                       f"attempt printed: {printed})")
+        return False, (
+            f", blocked, but the refusal seen was not one expected (expected {describe(kinds)}; the "
+            f"attempt printed: {printed})"
+        )
     kind, shown = hit
     return True, f"; refused: {kind} ({' '.join(shown.split())[:120]})"
 
@@ -167,12 +178,14 @@ def _unoffered(transcript, step: int | None) -> str:
     asked = next((r for r in transcript if r.step_index == step and r.emitted and r.emitted.kind == "tool_call"), None)
     if asked is None or asked.emitted.offered is not False:
         return ""
-    return (f" (the request that got the call did not offer {asked.emitted.tool}; it offered "
-            f"{', '.join(asked.tools_offered) or 'no tool'})")
+    return (
+        f" (the request that got the call did not offer {asked.emitted.tool}; it offered "
+        f"{', '.join(asked.tools_offered) or 'no tool'})"
+    )
 
 
 def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None, mode: str | None = None) -> str:
-    from ..claims import ENDPOINT
+    from agentbox.prove.claims import ENDPOINT
 
     harness_report = load_declarations(harness).report(vector.capability, version, layer, mode) if harness else None
     sandbox_report = load_declarations("bwrap").report(vector.capability, bwrap_version())
@@ -194,8 +207,16 @@ class VectorRunner:
         return root
 
     # -- one attempt -------------------------------------------------------------------------------
-    def attempt(self, vector: Vector, layer: str, control: bool, harness=None, probe=None, model=None,
-                mutation: str | None = None) -> Attempt:
+    def attempt(
+        self,
+        vector: Vector,
+        layer: str,
+        control: bool,
+        harness=None,
+        probe=None,
+        model=None,
+        mutation: str | None = None,
+    ) -> Attempt:
         """One run of the attack (or its control) in `layer`; `mutation`: a single protection removed from the
         sandbox layer's plan (the mutation check, `agentbox.testing.weakened.SINGLE`)."""
         nonce = secrets.token_hex(6)
@@ -214,8 +235,11 @@ class VectorRunner:
             if oracle.kind == "file_unchanged":
                 targets.snapshot(oracle.path)
             run_layer = layer
-            if spec is not None and (spec.layer == "host" or (layer == "harness" and spec.harness_layer == "host")
-                                     or (harness is not None and harness.name in spec.host_harnesses)):
+            if spec is not None and (
+                spec.layer == "host"
+                or (layer == "harness" and spec.harness_layer == "host")
+                or (harness is not None and harness.name in spec.host_harnesses)
+            ):
                 run_layer = "host"
             if spec is not None and spec.layer == "harness" and layer in ("harness", "composed"):
                 run_layer = "harness"
@@ -225,34 +249,63 @@ class VectorRunner:
             if run_layer == "acp":
                 error, seen = self._run_endpoint(vector, steps, intent, targets, weaken, control)
             elif run_layer in ("sandbox", "host"):
-                command = Vector.sandbox_argv(steps, fill(
-                    (spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command), values))
+                command = Vector.sandbox_argv(
+                    steps,
+                    fill((spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command), values),
+                )
                 if command is None and run_layer == "host":
                     command = Vector.host_argv(steps)
                 if command is None:
                     return Attempt(None, f"the steps have no plain-command form to run in the {run_layer} layer")
-                error, seen = self._run_command(command, intent, targets, sandboxed=run_layer == "sandbox",
-                                                weaken=weaken, mutation=mutation, secrets=bound)
+                error, seen = self._run_command(
+                    command,
+                    intent,
+                    targets,
+                    sandboxed=run_layer == "sandbox",
+                    weaken=weaken,
+                    mutation=mutation,
+                    secrets=bound,
+                )
             else:
-                error, seen = self._run_harness(harness, probe, model, intent, steps, vector, targets, run_layer,
-                                                weaken=weaken if run_layer == "composed" else (), secrets=bound,
-                                                control=control)
+                error, seen = self._run_harness(
+                    harness,
+                    probe,
+                    model,
+                    intent,
+                    steps,
+                    vector,
+                    targets,
+                    run_layer,
+                    weaken=weaken if run_layer == "composed" else (),
+                    secrets=bound,
+                    control=control,
+                )
             if error and spec is None and vector.refused_at_start and re.search(vector.refused_at_start, error):
                 # the protection is the refusal itself: the run never started, so nothing else is looked for
                 attempt = self._observe(oracle, targets, seen)
                 if attempt.effect is False:
-                    return Attempt(False, f"{attempt.observation}; refused at the run's start: {' '.join(error.split())[:300]}")
+                    return Attempt(
+                        False, f"{attempt.observation}; refused at the run's start: {' '.join(error.split())[:300]}"
+                    )
             if error:
                 return Attempt(None, _with_egress(error, seen.egress))
             if spec is None and vector.proof is not None and not os.path.lexists(fill(vector.proof, values)):
-                return Attempt(None, _with_egress(f"the attempt never ran: its first act ({fill(vector.proof, values)}) "
-                                                  "is missing", seen.egress))
+                return Attempt(
+                    None,
+                    _with_egress(
+                        f"the attempt never ran: its first act ({fill(vector.proof, values)}) is missing", seen.egress
+                    ),
+                )
             attempt = self._observe(oracle, targets, seen)
             attempt.enosys = vector.enosys is not None and os.path.lexists(fill(vector.enosys, values))
             unmet = _unmet(oracle, targets, seen) if spec is None and attempt.effect is False else None
             if unmet:
-                return Attempt(None, _with_egress(f"{attempt.observation}, but the attempt never met the mechanism: "
-                                                  f"{unmet}", seen.egress))
+                return Attempt(
+                    None,
+                    _with_egress(
+                        f"{attempt.observation}, but the attempt never met the mechanism: {unmet}", seen.egress
+                    ),
+                )
             if spec is None and attempt.effect is False and layer != "acp" and not attempt.enosys:
                 # positive proof: the attempt printed (or the proxy logged) the refusal its mechanism gives
                 met, shown = _refusal(vector, seen, targets)
@@ -272,8 +325,16 @@ class VectorRunner:
     def _env(self, targets: Targets) -> dict[str, str]:
         return {**os.environ, **targets.env, "HOME": str(targets.home)}
 
-    def _run_command(self, command, intent, targets: Targets, sandboxed: bool, weaken: tuple[str, ...] = (),
-                     mutation: str | None = None, secrets: dict | None = None) -> tuple[str | None, Seen]:
+    def _run_command(
+        self,
+        command,
+        intent,
+        targets: Targets,
+        sandboxed: bool,
+        weaken: tuple[str, ...] = (),
+        mutation: str | None = None,
+        secrets: dict | None = None,
+    ) -> tuple[str | None, Seen]:
         env = self._env(targets)
         if targets.suite_ca:  # the egress proxy of `sandbox run` verifies upstream TLS against the suite's CA
             env["SSL_CERT_FILE"] = targets.suite_ca
@@ -281,15 +342,31 @@ class VectorRunner:
         command = _announced(command, targets.nonce)
         if sandboxed:
             profile = targets.root / "profile.yaml"
-            profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent,
-                                               "secrets": secrets or {}}))
+            profile.write_text(
+                yaml.safe_dump(
+                    {"name": "vector", "harness": "codex", "permission_intent": intent, "secrets": secrets or {}}
+                )
+            )
             # the vector's own AGENTBOX_HOME when its setup names one (one inside the workspace, to be refused)
             env["AGENTBOX_HOME"] = targets.env.get("AGENTBOX_HOME") or str(targets.root / "agentbox-home")
-            resolve = [a for name, address in targets.resolve.items() for a in ("--egress-resolve", f"{name}={address}")]
+            resolve = [
+                a for name, address in targets.resolve.items() for a in ("--egress-resolve", f"{name}={address}")
+            ]
             changes = [*(a for w in weaken for a in ("--weaken", w)), *(["--mutate", mutation] if mutation else [])]
             runner = ["agentbox.testing.weakened", *changes] if changes else ["agentbox.cli", "sandbox", "run"]
-            argv = [sys.executable, "-m", *runner, str(profile), "--cwd", str(targets.ws), *resolve,
-                    "--egress-log", str(log), "--", *command]
+            argv = [
+                sys.executable,
+                "-m",
+                *runner,
+                str(profile),
+                "--cwd",
+                str(targets.ws),
+                *resolve,
+                "--egress-log",
+                str(log),
+                "--",
+                *command,
+            ]
         elif os.geteuid() == 0 and shutil.which("unshare"):
             # a control on the host runs as root: in a mount namespace of its own, a control of a mount attack
             # (a bind, an unmount) changes nothing the machine keeps
@@ -301,23 +378,35 @@ class VectorRunner:
         else:
             argv = list(command)
         try:
-            done = subprocess.run(argv, cwd=targets.ws, env=env, capture_output=True, text=True, timeout=self.timeout,
-                                  stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                argv,
+                cwd=targets.ws,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
             return f"timed out after {self.timeout}s", Seen([])
         # the shell's announcement of the attempt is Agent-Box's line, not the attempt's
         err = "\n".join(line for line in done.stderr.splitlines() if f"agentbox-attempt-{targets.nonce}" not in line)
-        seen = Seen([done.stdout, done.stderr], egress=read_log(log) if log.exists() else None,
-                    printed=f"{done.stdout}\n{done.stderr}", said=f"{done.stdout}\n{err}")
+        seen = Seen(
+            [done.stdout, done.stderr],
+            egress=read_log(log) if log.exists() else None,
+            printed=f"{done.stdout}\n{done.stderr}",
+            said=f"{done.stdout}\n{err}",
+        )
         return _sandbox_failure(done, targets.nonce), seen
 
-    def _run_endpoint(self, vector: Vector, steps, intent, targets: Targets, weaken: tuple[str, ...],
-                      control: bool) -> tuple[str | None, Seen]:
+    def _run_endpoint(
+        self, vector: Vector, steps, intent, targets: Targets, weaken: tuple[str, ...], control: bool
+    ) -> tuple[str | None, Seen]:
         """The ACP endpoint alone (its relay and client-surface policy over the plan's sandbox) with the protocol
         test agent making the attempt, and a client that serves files and terminals on the host."""
         import json
 
-        from .acp_client import RecordingClient, run_acp
+        from agentbox.testing.acp_client import RecordingClient, run_acp
 
         assert vector.acp is not None
         attempt = vector.acp
@@ -325,15 +414,36 @@ class VectorRunner:
         profile.write_text(yaml.safe_dump({"name": "vector", "harness": "codex", "permission_intent": intent}))
         script.write_text(json.dumps(steps))
         package_root = str(Path(__file__).resolve().parents[2])
-        env = {**self._env(targets), "AGENTBOX_HOME": str(targets.root / "agentbox-home"),
-               "PYTHONPATH": os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))}
-        argv = [sys.executable, "-m", "agentbox.testing.acp_endpoint", "--profile", str(profile), "--workspace",
-                str(targets.ws), "--script", str(script), *(["--facts", attempt.facts] if attempt.facts else []),
-                *(a for w in weaken if w in ("acp_meta", "acp_hold") for a in ("--weaken", w))]
+        env = {
+            **self._env(targets),
+            "AGENTBOX_HOME": str(targets.root / "agentbox-home"),
+            "PYTHONPATH": os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH")))),
+        }
+        argv = [
+            sys.executable,
+            "-m",
+            "agentbox.testing.acp_endpoint",
+            "--profile",
+            str(profile),
+            "--workspace",
+            str(targets.ws),
+            "--script",
+            str(script),
+            *(["--facts", attempt.facts] if attempt.facts else []),
+            *(a for w in weaken if w in ("acp_meta", "acp_hold") for a in ("--weaken", w)),
+        ]
         client = RecordingClient(attempt.client, fs=True, terminal=True, delay=attempt.client_delay)
-        run = run_acp(argv, env, str(targets.root), "Follow your script.", session_cwd=str(targets.ws), client=client,
-                      session_meta=fill(dict(attempt.session_meta), targets.values()) or None, timeout=self.timeout,
-                      grace=10.0)
+        run = run_acp(
+            argv,
+            env,
+            str(targets.root),
+            "Follow your script.",
+            session_cwd=str(targets.ws),
+            client=client,
+            session_meta=fill(dict(attempt.session_meta), targets.values()) or None,
+            timeout=self.timeout,
+            grace=10.0,
+        )
         said = "\n".join(filter(None, (run.error, client.agent_text(), run.stderr)))
         seen = Seen([client.agent_text(), run.error or "", run.stderr], printed=client.agent_text() or run.error or "")
         if run.timed_out:
@@ -341,19 +451,35 @@ class VectorRunner:
         if run.init is None:
             return f"the endpoint never answered initialize: {run.error} {run.stderr.strip()[-400:]}", seen
         if not control and not re.search(attempt.met, said):
-            return (f"the attempt never met the endpoint's mechanism (its answer never said {attempt.met!r}): "
-                    f"{' '.join(said.split())[-400:]}"), seen
+            return (
+                f"the attempt never met the endpoint's mechanism (its answer never said {attempt.met!r}): "
+                f"{' '.join(said.split())[-400:]}"
+            ), seen
         return None, seen
 
-    def _run_harness(self, harness, probe, model, intent, steps, vector: Vector, targets: Targets, layer: str,
-                     weaken: tuple[str, ...] = (), secrets: dict | None = None, control: bool = False):
-        from ..harness_run import RunRequest, run_harness
-        from ..profile import LoadedProfile, Profile
-        from .fixtures import CanaryMcp, scripted_key_env, scripted_profile
+    def _run_harness(
+        self,
+        harness,
+        probe,
+        model,
+        intent,
+        steps,
+        vector: Vector,
+        targets: Targets,
+        layer: str,
+        weaken: tuple[str, ...] = (),
+        secrets: dict | None = None,
+        control: bool = False,
+    ):
+        from agentbox.run.harness_run import RunRequest, run_harness
+        from agentbox.core.profile import LoadedProfile, Profile
+        from agentbox.testing.fixtures import CanaryMcp, scripted_key_env, scripted_profile
 
         tool_from = {name: fill(path, targets.values()) for name, path in vector.setup.mcp_tool_from.items()}
-        canaries = {name: CanaryMcp(name=name, log=targets.root / f"mcp-{name}" / "canary.log",
-                                    tool_from=tool_from.get(name)) for name in vector.setup.mcp}
+        canaries = {
+            name: CanaryMcp(name=name, log=targets.root / f"mcp-{name}" / "canary.log", tool_from=tool_from.get(name))
+            for name in vector.setup.mcp
+        }
         for c in canaries.values():
             c.log.parent.mkdir()
         model.clear()
@@ -362,25 +488,41 @@ class VectorRunner:
         done_text = f"agentbox-attempt-over-{targets.nonce}"
         vocabulary = harness.vocabulary()
         model.load({"steps": steps, "final_text": done_text}, vocabulary)
-        profile = scripted_profile(harness, model, intent, name="vector",
-                                   mcp_servers={n: c.server_spec() for n, c in canaries.items()}, secrets=secrets)
+        profile = scripted_profile(
+            harness,
+            model,
+            intent,
+            name="vector",
+            mcp_servers={n: c.server_spec() for n, c in canaries.items()},
+            secrets=secrets,
+        )
         if vector.setup.uncatalogued_model:
             profile["model"]["name"] = "scripted"
         loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<vector>", digest=vector.id)
         package_root = str(Path(__file__).resolve().parents[2])
         req = RunRequest(
-            loaded=loaded, probe=probe, workspace=str(targets.ws), home=str(targets.home),
-            prompt="Follow the tool calls you are given.", layer=layer, timeout=self.timeout,
-            extra_env=scripted_key_env(harness, targets.model_key), host_env={**os.environ, **targets.env},
-            ro_binds=(package_root,), rw_binds=tuple(str(c.log.parent) for c in canaries.values()),
-            resolve=dict(targets.resolve), entry_hook=entry_hook(weaken), upstream_ca=targets.suite_ca)
+            loaded=loaded,
+            probe=probe,
+            workspace=str(targets.ws),
+            home=str(targets.home),
+            prompt="Follow the tool calls you are given.",
+            layer=layer,
+            timeout=self.timeout,
+            extra_env=scripted_key_env(harness, targets.model_key),
+            host_env={**os.environ, **targets.env},
+            ro_binds=(package_root,),
+            rw_binds=tuple(str(c.log.parent) for c in canaries.values()),
+            resolve=dict(targets.resolve),
+            entry_hook=entry_hook(weaken),
+            upstream_ca=targets.suite_ca,
+        )
         try:
             if self.mode == "tui":
-                from .tui import drive
+                from agentbox.testing.tui import drive
 
                 out = drive(req, harness.name, probe.binary, done_text)
             elif self.mode == "acp":
-                from .acp_drive import drive as drive_acp
+                from agentbox.testing.acp_drive import drive as drive_acp
 
                 out = drive_acp(req, harness.name, probe.binary, approve=control)
             else:
@@ -388,15 +530,22 @@ class VectorRunner:
         except SandboxError as exc:  # refused before the harness started: judged as `sandbox run`'s refusal is
             return f"agent-box refused to run it (exit {exc.exit_code}): {exc}", Seen([])
         results = [r.text for r in model.tool_results()]
-        seen = Seen([out.stdout, out.stderr, *results], set(model.offered_tools()),
-                    canaries, out.leftovers, out.egress if out.plan.sandbox.egress is not None and layer == "composed"
-                    else None, printed=results[-1] if results else out.stdout, said="\n".join(filter(None, results)),
-                    harness_output=f"{out.stdout}\n{out.stderr}")
+        seen = Seen(
+            [out.stdout, out.stderr, *results],
+            set(model.offered_tools()),
+            canaries,
+            out.leftovers,
+            out.egress if out.plan.sandbox.egress is not None and layer == "composed" else None,
+            printed=results[-1] if results else out.stdout,
+            said="\n".join(filter(None, results)),
+            harness_output=f"{out.stdout}\n{out.stderr}",
+        )
         if out.failure:
             return out.failure, seen
         if out.timed_out:
-            return f"the harness timed out after {self.timeout}s" + (f" ({out.stderr.strip()[-600:]})"
-                                                                     if self.mode == "tui" else ""), seen
+            return f"the harness timed out after {self.timeout}s" + (
+                f" ({out.stderr.strip()[-600:]})" if self.mode == "tui" else ""
+            ), seen
         if out.exit_code != 0:
             return f"the harness exited {out.exit_code}: {out.stderr.strip()[-400:]}", seen
         emitted = {r.step_index for r in model.transcript if r.step_index is not None}
@@ -409,32 +558,47 @@ class VectorRunner:
         unanswered = [i for i in range(len(steps)) if i not in answered]
         refusals = vocabulary.refusals
         if self.mode == "tui":
-            from .tui import DECLINED
+            from agentbox.testing.tui import DECLINED
 
             refusals = (*refusals, DECLINED)  # a permission dialog the driver declined, which ended the turn
         if self.mode == "acp":
-            from .acp_drive import DECLINED as REJECTED
+            from agentbox.testing.acp_drive import DECLINED as REJECTED
 
             refusals = (*refusals, REJECTED)  # a permission request the client rejected, which ended the turn
         seen.policy = tuple(refusals)
-        if unanswered and unanswered[-1] == len(steps) - 1 and any(
-                re.search(p, f"{out.stdout}\n{out.stderr}") for p in refusals):
+        if (
+            unanswered
+            and unanswered[-1] == len(steps) - 1
+            and any(re.search(p, f"{out.stdout}\n{out.stderr}") for p in refusals)
+        ):
             unanswered = unanswered[:-1]  # the last call met the harness's policy, which ended the run there
         if unanswered:
             tail = " ".join((out.stdout or "").split())[-300:]
-            return f"the harness never answered scripted step {unanswered[0]}'s tool call (its output ends: {tail})", seen
+            return (
+                f"the harness never answered scripted step {unanswered[0]}'s tool call (its output ends: {tail})",
+                seen,
+            )
         # Answered is not met: a call the harness never ran (arguments its tool rejected, a call it does not
         # support in this mode) reached no permission mechanism
         offered = set(model.offered_tools())
         for r in model.tool_results():
-            hit = next((m for p in vocabulary.never_ran for m in [re.search(p, r.text or "")]
-                        # a pattern naming the tool counts only for a tool the run offered: a tool the intent
-                        # removed is answered the same way, and that removal is the mechanism
-                        if m and ("tool" not in m.groupdict() or m.group("tool") in offered)), None)
+            hit = next(
+                (
+                    m
+                    for p in vocabulary.never_ran
+                    for m in [re.search(p, r.text or "")]
+                    # a pattern naming the tool counts only for a tool the run offered: a tool the intent
+                    # removed is answered the same way, and that removal is the mechanism
+                    if m and ("tool" not in m.groupdict() or m.group("tool") in offered)
+                ),
+                None,
+            )
             if hit is not None:
-                return (f"the harness never ran scripted step {r.step_index}'s call (rejected arguments or an "
-                        f"unsupported call), so the attempt met no mechanism: "
-                        f"{' '.join((r.text or '').split())[:300]}{_unoffered(model.transcript, r.step_index)}"), seen
+                return (
+                    f"the harness never ran scripted step {r.step_index}'s call (rejected arguments or an "
+                    f"unsupported call), so the attempt met no mechanism: "
+                    f"{' '.join((r.text or '').split())[:300]}{_unoffered(model.transcript, r.step_index)}"
+                ), seen
         return None, seen
 
     def _observe(self, oracle: Oracle, targets: Targets, seen: "Seen") -> Attempt:
@@ -455,16 +619,22 @@ class VectorRunner:
         if kind == "listener_never_saw":
             saw = targets.listeners[oracle.listener].saw(oracle.secret)
             hits = targets.listeners[oracle.listener].hits()
-            return Attempt(saw, f"the {oracle.listener} listener on the host {'received' if saw else 'never received'} "
-                                f"the secret ({hits} connection(s))")
+            return Attempt(
+                saw,
+                f"the {oracle.listener} listener on the host {'received' if saw else 'never received'} "
+                f"the secret ({hits} connection(s))",
+            )
         if kind == "secret_not_seen":
             wanted = (oracle.secret, *oracle.more_secrets)
             found = [s for s in wanted if any(s in t or s[::-1] in t for t in seen.texts if t)]
             if len(wanted) == 1:
                 what = "the secret reached the model or the output" if found else "the secret was never seen"
             else:
-                what = (f"{len(found)} of {len(wanted)} secrets reached the model or the output" if found
-                        else f"none of {len(wanted)} secrets was ever seen")
+                what = (
+                    f"{len(found)} of {len(wanted)} secrets reached the model or the output"
+                    if found
+                    else f"none of {len(wanted)} secrets was ever seen"
+                )
             return Attempt(bool(found), what)
         if kind == "process_gone":
             # the harness runner kills what outlived the harness before we look, and reports it
@@ -473,8 +643,11 @@ class VectorRunner:
             kill_all(alive)
             n = len(set(reported) | set(alive))
             shown = "; ".join(f"pid {pid}: {cmd[:120]}" for pid, cmd in reported.items())
-            return Attempt(n > 0, f"{n} process(es) with {oracle.token!r} outlived the run"
-                                  + (f" (the runner killed {shown})" if shown else ""))
+            return Attempt(
+                n > 0,
+                f"{n} process(es) with {oracle.token!r} outlived the run"
+                + (f" (the runner killed {shown})" if shown else ""),
+            )
         if kind == "target_alive":
             # SIGKILL is delivered at once but the process ends a moment later: wait for the end, briefly
             try:
@@ -491,13 +664,26 @@ class VectorRunner:
         if kind == "not_setuid":
             mode = os.lstat(oracle.path).st_mode if os.path.lexists(oracle.path) else 0
             bits = mode & 0o6000
-            return Attempt(bool(bits), f"{oracle.path} " + (f"is setuid or setgid on the host (mode {mode & 0o7777:o})"
-                                                            if bits else "carries no setuid or setgid bit on the host"))
+            return Attempt(
+                bool(bits),
+                f"{oracle.path} "
+                + (
+                    f"is setuid or setgid on the host (mode {mode & 0o7777:o})"
+                    if bits
+                    else "carries no setuid or setgid bit on the host"
+                ),
+            )
         if kind == "host_setting_unchanged":
             before, now = targets.setting.before, targets.setting.now()
-            return Attempt(now != before, f"the host's {targets.setting.path} "
-                                          + (f"changed from {before.strip()!r} to {now.strip()!r}" if now != before
-                                             else f"still reads {before.strip()!r}"))
+            return Attempt(
+                now != before,
+                f"the host's {targets.setting.path} "
+                + (
+                    f"changed from {before.strip()!r} to {now.strip()!r}"
+                    if now != before
+                    else f"still reads {before.strip()!r}"
+                ),
+            )
         if kind == "not_offered":
             names = sorted(t for t in seen.offered if oracle.tool in t)
             return Attempt(bool(names), f"offered to the model: {', '.join(names) or 'nothing named ' + oracle.tool}")
@@ -527,21 +713,41 @@ class VectorRunner:
                 outcome, observation = "error", f"control did not succeed where allowed: {control.observation}"
             elif attack.enosys:
                 # the kernel, not the mechanism, answered: only a control that met ENOSYS too makes it inapplicable
-                outcome, observation = "error", (f"the attack was answered ENOSYS by the kernel, not refused by the "
-                                                 f"mechanism, while its control succeeded: {attack.observation}")
+                outcome, observation = (
+                    "error",
+                    (
+                        f"the attack was answered ENOSYS by the kernel, not refused by the "
+                        f"mechanism, while its control succeeded: {attack.observation}"
+                    ),
+                )
             else:
                 outcome, observation = "blocked", attack.observation
         facts = host_facts()
         info = RunInfo(
-            harness=harness.name if harness else None, version=probe.version if probe else None,
-            binary_sha256=probe.sha256 if probe else None, dialect=probe.dialect if probe else None,
+            harness=harness.name if harness else None,
+            version=probe.version if probe else None,
+            binary_sha256=probe.sha256 if probe else None,
+            dialect=probe.dialect if probe else None,
             sandbox_backend="bwrap" if layer in ("sandbox", "composed", "acp") else None,
             sandbox_version=bwrap_version() if layer in ("sandbox", "composed", "acp") else None,
-            kernel=facts["kernel"], agentbox_version=facts["agentbox_version"], suite_revision=suite_revision(),
-            catalogue_digest=self.catalogue.digest, privilege=observed(layer), provenance="observed",
+            kernel=facts["kernel"],
+            agentbox_version=facts["agentbox_version"],
+            suite_revision=suite_revision(),
+            catalogue_digest=self.catalogue.digest,
+            privilege=observed(layer),
+            provenance="observed",
             mode="acp" if layer == "acp" else self.mode if harness is not None else "headless",
-            agent=PROTOCOL_AGENT if layer == "acp" and harness is None else None, kernel_lacks=lacks)
-        return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
-                              outcome=outcome, observation=observation, control_outcome=control_outcome,
-                              duration=round(time.monotonic() - start, 3), nodeid=self.nodeid)
-
+            agent=PROTOCOL_AGENT if layer == "acp" and harness is None else None,
+            kernel_lacks=lacks,
+        )
+        return EvidenceRecord(
+            run_info=info,
+            vector_id=vector.id,
+            capability=vector.capability,
+            layer=layer,
+            outcome=outcome,
+            observation=observation,
+            control_outcome=control_outcome,
+            duration=round(time.monotonic() - start, 3),
+            nodeid=self.nodeid,
+        )

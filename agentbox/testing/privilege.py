@@ -14,7 +14,7 @@ import sys
 import tempfile
 from functools import lru_cache
 
-from ..evidence import Privilege
+from agentbox.prove.evidence import Privilege
 
 __all__ = ["observed", "read_status"]
 
@@ -35,9 +35,26 @@ def _inside_sandbox() -> tuple[str | None, bool | None]:
             f.write("name: privilege-probe\nharness: codex\npermission_intent: {}\n")
         env = {**os.environ, "AGENTBOX_HOME": os.path.join(root, "home")}
         done = subprocess.run(
-            [sys.executable, "-m", "agentbox.cli", "sandbox", "run", profile, "--cwd", root, "--",
-             "sh", "-c", "cat /proc/self/status; echo @@; cat /proc/self/uid_map"],
-            capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "agentbox.cli",
+                "sandbox",
+                "run",
+                profile,
+                "--cwd",
+                root,
+                "--",
+                "sh",
+                "-c",
+                "cat /proc/self/status; echo @@; cat /proc/self/uid_map",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     if done.returncode != 0 or "@@" not in done.stdout:
         return None, None  # recorded as unobserved, never guessed
     status, uid_map = done.stdout.split("@@", 1)

@@ -21,7 +21,7 @@ class HarnessTarget:
         return f"{self.name}-{self.version}"
 
     def adapter(self):
-        from ..adapters import get_adapter
+        from agentbox.compile.adapters import get_adapter
 
         return get_adapter(self.name)
 
@@ -38,7 +38,7 @@ class AgentBoxSession:
 
     @property
     def evidence_dir(self) -> Path:
-        from ..home import evidence_dir
+        from agentbox.core.home import evidence_dir
 
         opt = self.config.getoption("--agentbox-evidence-dir")
         # Absolute now: a test that changes directory must not move the store.
@@ -46,7 +46,7 @@ class AgentBoxSession:
 
     @property
     def catalogue_dir(self) -> Path:
-        from ..claims import default_catalogue_dir
+        from agentbox.prove.claims import default_catalogue_dir
 
         opt = self.config.getoption("--agentbox-catalogue")
         return Path(opt).absolute() if opt else default_catalogue_dir()
@@ -54,8 +54,8 @@ class AgentBoxSession:
     def catalogue(self):
         """The escape-vector catalogue of this run, loaded once per process."""
         if self._catalogue is None:
-            from ..errors import InputError
-            from ..vectors import load_catalogue
+            from agentbox.errors import InputError
+            from agentbox.prove.vectors import load_catalogue
 
             if not any(self.catalogue_dir.glob("*.yaml")):
                 raise pytest.UsageError(f"--agentbox-catalogue: no vector catalogue (*.yaml) in {self.catalogue_dir}")
@@ -75,8 +75,10 @@ class AgentBoxSession:
         known = {v.capability for v in vectors}
         unknown = sorted(set(wanted) - known)
         if unknown:
-            raise pytest.UsageError(f"--agentbox-capability: no vector of the catalogue bears {', '.join(unknown)} "
-                                    f"(known: {', '.join(sorted(known))})")
+            raise pytest.UsageError(
+                f"--agentbox-capability: no vector of the catalogue bears {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(known))})"
+            )
         return [v for v in vectors if v.capability in wanted]
 
     @property
@@ -98,37 +100,43 @@ class AgentBoxSession:
         return self._targets
 
     def _resolve(self) -> list[HarnessTarget]:
-        from ..installs import find_binary, installed
-        from ..profile import HARNESSES
+        from agentbox.harnesses.installs import find_binary, installed
+        from agentbox.core.profile import HARNESSES
 
         specs = list(self.config.getoption("--agentbox-harness"))
         matrix = self.config.getoption("--agentbox-matrix")
         if matrix:
-            from ..errors import InputError
-            from ..installs import load_matrix
+            from agentbox.errors import InputError
+            from agentbox.harnesses.installs import load_matrix
 
             try:
                 loaded = load_matrix(matrix)
             except InputError as exc:
                 raise pytest.UsageError(f"--agentbox-matrix: {exc}") from None
-            specs += [f"{name}@{v}" for name, versions in loaded.harnesses.items()
-                      if name in HARNESSES for v in versions]
+            specs += [
+                f"{name}@{v}" for name, versions in loaded.harnesses.items() if name in HARNESSES for v in versions
+            ]
         out: list[HarnessTarget] = []
         if not specs:
             for inst in installed(probe=False):
                 if inst.name in HARNESSES and inst.source == "agentbox":
                     out.append(HarnessTarget(inst.name, inst.version, inst.binary))
             if not out and self.require_harnesses:
-                raise pytest.UsageError("--agentbox-require-harnesses: no harness is installed "
-                                        "(agent-box harness install --matrix matrices/default.yaml)")
+                raise pytest.UsageError(
+                    "--agentbox-require-harnesses: no harness is installed "
+                    "(agent-box harness install --matrix matrices/default.yaml)"
+                )
             return sorted(out, key=lambda t: (t.name, t.version))
         for spec in specs:
             name, _, version = spec.partition("@")
             if name not in HARNESSES:
-                raise pytest.UsageError(f"--agentbox-harness {spec}: unknown harness {name!r}; known: {', '.join(HARNESSES)}")
+                raise pytest.UsageError(
+                    f"--agentbox-harness {spec}: unknown harness {name!r}; known: {', '.join(HARNESSES)}"
+                )
             found = find_binary(name, version or None)
-            out.append(HarnessTarget(name, found.version if found else (version or "missing"),
-                                     found.binary if found else None))
+            out.append(
+                HarnessTarget(name, found.version if found else (version or "missing"), found.binary if found else None)
+            )
         return out
 
     def generate_tests(self, metafunc: pytest.Metafunc) -> None:
@@ -144,12 +152,23 @@ class AgentBoxSession:
                 continue
             marks = []
             if target.binary is None and not self.require_harnesses:
-                marks.append(pytest.mark.skip(reason=f"{target.name} {target.version} is not installed "
-                                                     f"(agent-box harness install {target.name}@VERSION)"))
+                marks.append(
+                    pytest.mark.skip(
+                        reason=f"{target.name} {target.version} is not installed "
+                        f"(agent-box harness install {target.name}@VERSION)"
+                    )
+                )
             params.append(pytest.param(target, id=target.id, marks=marks))
         if not params:
-            params.append(pytest.param(None, id="no-harness", marks=pytest.mark.skip(
-                reason="no harness installed (agent-box harness install --matrix matrices/default.yaml)")))
+            params.append(
+                pytest.param(
+                    None,
+                    id="no-harness",
+                    marks=pytest.mark.skip(
+                        reason="no harness installed (agent-box harness install --matrix matrices/default.yaml)"
+                    ),
+                )
+            )
         metafunc.parametrize("harness", params)
 
 

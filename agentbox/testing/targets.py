@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from pathlib import Path
 
-from ..vectors import Setup, fill
+from agentbox.prove.vectors import Setup, fill
 
 __all__ = ["Targets", "Listener", "prepare", "LOOPBACK"]
 
@@ -38,8 +38,15 @@ class Listener:
         """`tls`: a server SSLContext (kind "tls"): the listener speaks TLS with the suite's own CA first;
         `reflect`: it answers with the request head it received."""
         self.kind, self.tls, self.reflect = kind, tls, reflect
-        family = {"tcp": socket.AF_INET, "tcp2": socket.AF_INET, "tls": socket.AF_INET, "udp": socket.AF_INET,
-                  "tcp6": socket.AF_INET6, "unix": socket.AF_UNIX, "abstract": socket.AF_UNIX}[kind]
+        family = {
+            "tcp": socket.AF_INET,
+            "tcp2": socket.AF_INET,
+            "tls": socket.AF_INET,
+            "udp": socket.AF_INET,
+            "tcp6": socket.AF_INET6,
+            "unix": socket.AF_UNIX,
+            "abstract": socket.AF_UNIX,
+        }[kind]
         stype = socket.SOCK_DGRAM if kind == "udp" else socket.SOCK_STREAM
         self.sock = socket.socket(family, stype)
         self.host = None
@@ -74,8 +81,11 @@ class Listener:
                     data = _head(conn)
                     with self._lock:
                         self.received += data
-                    conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + data if self.reflect
-                                 else b"HTTP/1.0 204 No Content\r\n\r\n")
+                    conn.sendall(
+                        b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + data
+                        if self.reflect
+                        else b"HTTP/1.0 204 No Content\r\n\r\n"
+                    )
                 except OSError:
                     pass
                 conn.close()
@@ -149,19 +159,34 @@ class Targets:
     vacant_port: int | None = None  # a host loopback port nothing listens on (Setup.vacant_port)
 
     def values(self) -> dict[str, str]:
-        v = {"loopback": LOOPBACK, "ws": str(self.ws), "home": str(self.home), "parent": str(self.ws.parent),
-             "outside": str(self.outside), "nonce": self.nonce, "secret": self.secret,
-             "model_key": self.model_key, "tmp_probe": self.tmp_probe,
-             "sleeper_pid": str(self.sleeper.pid) if self.sleeper else "0",
-             "shm_key": str(self.segment.key) if self.segment else "0"}
+        v = {
+            "loopback": LOOPBACK,
+            "ws": str(self.ws),
+            "home": str(self.home),
+            "parent": str(self.ws.parent),
+            "outside": str(self.outside),
+            "nonce": self.nonce,
+            "secret": self.secret,
+            "model_key": self.model_key,
+            "tmp_probe": self.tmp_probe,
+            "sleeper_pid": str(self.sleeper.pid) if self.sleeper else "0",
+            "shm_key": str(self.segment.key) if self.segment else "0",
+        }
         v["suite_ca"] = self.suite_ca or ""
         v["host_path"] = os.environ.get("PATH", "")  # the suite's own PATH, for a setup that puts a folder before it
         if self.vacant_port is not None:
             v["port_vacant"] = str(self.vacant_port)
         if self.setting is not None:
             v["setting"], v["setting_changed"] = self.setting.before.strip(), self.setting.changed() or ""
-        for kind, name in (("tcp", "port"), ("tcp2", "port2"), ("tcp6", "port6"), ("udp", "udp_port"),
-                           ("tls", "port_tls"), ("unix", "unix_path"), ("abstract", "abstract_name")):
+        for kind, name in (
+            ("tcp", "port"),
+            ("tcp2", "port2"),
+            ("tcp6", "port6"),
+            ("udp", "udp_port"),
+            ("tls", "port_tls"),
+            ("unix", "unix_path"),
+            ("abstract", "abstract_name"),
+        ):
             if kind in self.listeners:
                 v[name] = str(self.listeners[kind].address)
         return v
@@ -229,9 +254,16 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
     ws, home, outside = root / "project", root / "home", root / "outside"
     for d in (ws, home, outside):
         d.mkdir(parents=True)
-    targets = Targets(root=root, ws=ws, home=home, outside=outside, nonce=nonce,
-                      secret=f"AGENTBOX-CANARY-SECRET-{nonce}", model_key=model_key,
-                      tmp_probe=f"/tmp/agentbox-probe-{nonce}.txt")
+    targets = Targets(
+        root=root,
+        ws=ws,
+        home=home,
+        outside=outside,
+        nonce=nonce,
+        secret=f"AGENTBOX-CANARY-SECRET-{nonce}",
+        model_key=model_key,
+        tmp_probe=f"/tmp/agentbox-probe-{nonce}.txt",
+    )
     # {run} is /run (an unprivileged pass names a folder of its own under it: AGENTBOX_VECTOR_RUN), {var_run}
     # the same folder through the /var/run link
     run = os.environ.get("AGENTBOX_VECTOR_RUN", "/run")
@@ -247,9 +279,11 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
             tls, targets.suite_ca = suite_tls(root, [n for n, k in setup.names.items() if k == "tls"])
         targets.listeners[kind] = Listener(kind, address, tls, reflect=setup.reflect and kind in ("tcp", "tcp2", "tls"))
     if setup.sleeper:
-        targets.sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True,
-                                           env={"PATH": os.environ.get("PATH", ""),
-                                                "AGENTBOX_SLEEPER_SECRET": targets.secret})
+        targets.sleeper = subprocess.Popen(
+            ["sleep", "600"],
+            start_new_session=True,
+            env={"PATH": os.environ.get("PATH", ""), "AGENTBOX_SLEEPER_SECRET": targets.secret},
+        )
         _wait_for_environ(targets.sleeper.pid, targets.secret)
     if setup.vacant_port:
         with socket.socket() as probe:  # the kernel hands out a free port, and does not hand it out again soon
@@ -258,7 +292,7 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
     if setup.host_setting:
         targets.setting = HostSetting(setup.host_setting)
     if setup.shm_secret:
-        from .sysv_segment import Segment
+        from agentbox.testing.sysv_segment import Segment
 
         targets.segment = Segment(int(nonce[:7], 16) or 1, targets.secret)
     values = targets.values()
@@ -286,8 +320,8 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
 def suite_tls(root: Path, names: list[str]):
     """The suite's own CA (made here, its certificate written to `root`) and a server context for `names`: a TLS
     listener that stands for a real host, which the egress proxy trusts only when told (`upstream_ca`)."""
-    from ..egress.policy import parse_entry
-    from ..egress.run_ca import Authority
+    from agentbox.egress.policy import parse_entry
+    from agentbox.egress.run_ca import Authority
 
     authority = Authority(tuple(parse_entry(n) for n in names or ["tls.test"]), name="Agent-Box suite CA")
     path = root / "suite-ca.pem"

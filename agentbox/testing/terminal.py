@@ -21,7 +21,6 @@ class _Spawn(pexpect.spawn):
         return ptyprocess.PtyProcess.spawn(args, pass_fds=self._pass_fds, **kwargs)
 
 
-def spawn(argv: list[str], *, env: dict[str, str], cwd: str, pass_fds: tuple[int, ...] = (),
-          **kwargs) -> pexpect.spawn:
+def spawn(argv: list[str], *, env: dict[str, str], cwd: str, pass_fds: tuple[int, ...] = (), **kwargs) -> pexpect.spawn:
     """`argv` on a new pty with exactly `env`, inheriting `pass_fds` (the sandbox's seccomp program)."""
     return _Spawn(argv[0], list(argv[1:]), env=env, cwd=cwd, pass_fds=pass_fds, **kwargs)

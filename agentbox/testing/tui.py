@@ -19,8 +19,23 @@ from typing import NamedTuple
 DECLINED_NOTE = "[tui: {n} permission dialog(s) declined]"
 DECLINED = r"\[tui: \d+ permission dialog\(s\) declined\]"
 
-__all__ = ["DECLINED", "DECLINED_NOTE", "Dialog", "dialogs_for", "submit", "TuiScript", "SCRIPTS", "Tail", "words", "plain", "drive", "unsupported",
-           "Exchange", "TuiFailed", "exchange"]
+__all__ = [
+    "DECLINED",
+    "DECLINED_NOTE",
+    "Dialog",
+    "dialogs_for",
+    "submit",
+    "TuiScript",
+    "SCRIPTS",
+    "Tail",
+    "words",
+    "plain",
+    "drive",
+    "unsupported",
+    "Exchange",
+    "TuiFailed",
+    "exchange",
+]
 
 
 def words(text: str) -> str:
@@ -31,8 +46,10 @@ def words(text: str) -> str:
 # Control sequences: CSI with its intermediates (a cursor shape `ESC [ 1 SP q`, a mode query `ESC [ ? 2026 $ p`),
 # OSC, DCS and the other string sequences (a capability query `ESC P + q ... ESC \`), charset designations,
 # then the two-character ones
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[P_^X][^\x1b]*\x1b\\"
-                      r"|\x1b[()*+][0-9A-Za-z]|\x1b[=>78A-Z\\]")
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[P_^X][^\x1b]*\x1b\\"
+    r"|\x1b[()*+][0-9A-Za-z]|\x1b[=>78A-Z\\]"
+)
 
 
 def plain(chunks: list[str], n: int = 2000) -> str:
@@ -74,39 +91,52 @@ SCRIPTS = {
     # Claude Code 2.1.x: a permission dialog ends in "Do you want to proceed?" (or "...make this edit"); Esc
     # declines it, which interrupts the whole turn ("Interrupted · What should Claude do instead?"): the model is
     # not asked again until the person types, so the run ends there.
-    "claude-code": TuiScript(ready=words("for shortcuts"), quit="/exit",
-                             permission=words("Do you want"), declined=words("What should Claude do instead?")),
+    "claude-code": TuiScript(
+        ready=words("for shortcuts"),
+        quit="/exit",
+        permission=words("Do you want"),
+        declined=words("What should Claude do instead?"),
+    ),
     # Codex 0.171: the compiled project is untrusted, so it first asks how to open it ("Open restricted",
     # Enter); after the input box is drawn it offers a model migration ("Meet GPT-6 Sol": "2. Use existing
     # model", then Enter); it reads fast input as a paste, where Enter is a newline, so the prompt is
     # submitted once it is drawn. Under `shell: ask` (approval_policy untrusted) it raised no dialog for a
     # workspace write (docs/harnesses/codex.md), only for a command it deems dangerous (`rm -rf`).
-    "codex": TuiScript(ready=words("Ask Codex to do anything"), quit="/quit",
-                       # the migration is offered from a catalogued model (gpt-5.5), not from one Codex does not
-                       # know (`setup.uncatalogued_model`: "scripted")
-                       dialogs=(Dialog(words("Open restricted"), "\r"),
-                                Dialog(words("Use existing model"), "2\r", model=r"^gpt-")), echo=True,
-                       # under `shell: ask` a dangerous command raises "Would you like to run the following
-                       # command? ... 3. No, and tell Codex what to do differently (esc)"; Esc prints "You canceled
-                       # the request to run ..." and "Conversation interrupted": the turn ends there (0.171.0)
-                       permission=words("Would you like to run the following command?"),
-                       declined=words("Conversation interrupted"),
-                       # Enter while it still works on something of its own leaves the prompt in the box with "tab
-                       # to queue message": Tab queues it, sent once the TUI is free
-                       busy=words("tab to queue message")),
+    "codex": TuiScript(
+        ready=words("Ask Codex to do anything"),
+        quit="/quit",
+        # the migration is offered from a catalogued model (gpt-5.5), not from one Codex does not
+        # know (`setup.uncatalogued_model`: "scripted")
+        dialogs=(Dialog(words("Open restricted"), "\r"), Dialog(words("Use existing model"), "2\r", model=r"^gpt-")),
+        echo=True,
+        # under `shell: ask` a dangerous command raises "Would you like to run the following
+        # command? ... 3. No, and tell Codex what to do differently (esc)"; Esc prints "You canceled
+        # the request to run ..." and "Conversation interrupted": the turn ends there (0.171.0)
+        permission=words("Would you like to run the following command?"),
+        declined=words("Conversation interrupted"),
+        # Enter while it still works on something of its own leaves the prompt in the box with "tab
+        # to queue message": Tab queues it, sent once the TUI is free
+        busy=words("tab to queue message"),
+    ),
     # OpenCode 1.18.33: no first-run dialog; the input box says "Ask anything". Enter typed in the same burst as a
     # slash command is lost (the command's completion list is still opening), so input is submitted once drawn. An
     # `ask` raises "Permission required ... Allow once / Allow always / Reject"; Esc rejects it, which stops the
     # agent loop (OpenCode's default, `continue_loop_on_deny` unset): the rejected call is struck through, the
     # model is not asked again, and the step's token count is drawn in the sidebar as it ends.
-    "opencode": TuiScript(ready=words("Ask anything"), quit="/exit", permission=words("Permission required"),
-                          declined=r"[0-9][0-9,]* tokens", echo=True),
+    "opencode": TuiScript(
+        ready=words("Ask anything"),
+        quit="/exit",
+        permission=words("Permission required"),
+        declined=r"[0-9][0-9,]* tokens",
+        echo=True,
+    ),
     # Hermes 0.19.0 (`hermes`, its prompt_toolkit CLI): no first-run dialog; ready once it says "Type your message
     # or /help for commands". A dangerous command under approvals.mode manual raises "1. Allow once 2. Allow for
     # this session 3. Add to permanent allowlist 4. Deny"; "4" denies at once, and the refusal ("BLOCKED: User
     # denied this command ...") goes back to the model, which then says its closing words.
-    "hermes": TuiScript(ready=words("Type your message"), quit="/exit",
-                        permission=words("Add to permanent allowlist"), decline="4"),
+    "hermes": TuiScript(
+        ready=words("Type your message"), quit="/exit", permission=words("Add to permanent allowlist"), decline="4"
+    ),
 }
 
 # Why a harness has no TUI driver yet (its TUI evidence is then missing, and the claims say so).
@@ -169,13 +199,21 @@ def exchange(run, harness_name: str, prompt: str, answer: str, timeout: float) -
     model's `answer`, quit with the TUI's own command and wait for it to end (the smokes' whole conversation)."""
     import pexpect
 
-    from . import terminal
+    from agentbox.testing import terminal
 
     script = SCRIPTS[harness_name]
     env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}
     start = time.monotonic()
-    child = terminal.spawn(run.argv, env=env, cwd=run.cwd, pass_fds=run.pass_fds, dimensions=(40, 120),
-                           encoding="utf-8", codec_errors="replace", timeout=timeout)
+    child = terminal.spawn(
+        run.argv,
+        env=env,
+        cwd=run.cwd,
+        pass_fds=run.pass_fds,
+        dimensions=(40, 120),
+        encoding="utf-8",
+        codec_errors="replace",
+        timeout=timeout,
+    )
     screen: list[str] = []
     child.logfile_read = Tail(screen, keep=400)
     try:
@@ -190,8 +228,9 @@ def exchange(run, harness_name: str, prompt: str, answer: str, timeout: float) -
         child.expect(pexpect.EOF)
     except (pexpect.TIMEOUT, pexpect.EOF) as exc:
         child.close(force=True)
-        raise TuiFailed(f"{type(exc).__name__} after {time.monotonic() - start:.1f}s; screen tail:\n"
-                        f"{plain(screen)}") from None
+        raise TuiFailed(
+            f"{type(exc).__name__} after {time.monotonic() - start:.1f}s; screen tail:\n{plain(screen)}"
+        ) from None
     child.close()
     return Exchange(child.exitstatus, child.signalstatus, answered, time.monotonic() - start, screen)
 
@@ -201,9 +240,9 @@ def drive(req, harness_name: str, binary: str, done_text: str):
     is the screen's text and whose exit code is None when the TUI never got there (timed out)."""
     import pexpect
 
-    from ..adapters import get_adapter
-    from ..harness_run import RunOutcome, kill_marked, prepared, NAMESPACE_GRACE
-    from . import terminal
+    from agentbox.compile.adapters import get_adapter
+    from agentbox.run.harness_run import RunOutcome, kill_marked, prepared, NAMESPACE_GRACE
+    from agentbox.testing import terminal
 
     script = SCRIPTS[harness_name]
     adapter = get_adapter(harness_name)
@@ -211,8 +250,16 @@ def drive(req, harness_name: str, binary: str, done_text: str):
     with prepared(req, command=lambda native: [binary, *adapter.interactive_argv(native, [])]) as run:
         env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}
         start = time.monotonic()
-        child = terminal.spawn(run.argv, env=env, cwd=run.cwd, pass_fds=run.pass_fds, dimensions=(50, 160),
-                               encoding="utf-8", codec_errors="replace", timeout=req.timeout)
+        child = terminal.spawn(
+            run.argv,
+            env=env,
+            cwd=run.cwd,
+            pass_fds=run.pass_fds,
+            dimensions=(50, 160),
+            encoding="utf-8",
+            codec_errors="replace",
+            timeout=req.timeout,
+        )
         child.logfile_read = Tail(screen)
         finished, declined, why = False, 0, ""
         try:
@@ -221,8 +268,14 @@ def drive(req, harness_name: str, binary: str, done_text: str):
                 child.send(keys)
             child.expect(script.ready)
             submit(child, script, req.prompt)
-            expected = [re.escape(done_text), pexpect.EOF, pexpect.TIMEOUT, script.permission or "(?!)",
-                        script.declined or "(?!)", script.busy or "(?!)"]
+            expected = [
+                re.escape(done_text),
+                pexpect.EOF,
+                pexpect.TIMEOUT,
+                script.permission or "(?!)",
+                script.declined or "(?!)",
+                script.busy or "(?!)",
+            ]
             queued = False
             while not finished:
                 left = req.timeout - (time.monotonic() - start)
@@ -255,7 +308,17 @@ def drive(req, harness_name: str, binary: str, done_text: str):
         text = plain(screen, 20000)
         failure = "; ".join(run.started.notes) if run.started is not None and run.started.notes else None
         note = f"{DECLINED_NOTE.format(n=declined)}" if declined else ""
-        return RunOutcome(exit_code=0 if finished else None, stdout=f"{text}\n{note}".strip(),
-                          stderr="" if finished else f"{why}; screen: {readable(screen)}", elapsed=elapsed,
-                          timed_out=not finished, plan=run.plan, argv=run.argv, artifacts=run.artifacts,
-                          run_dir=run.run_dir, leftovers=leftovers, egress=run.end_egress(), failure=failure)
+        return RunOutcome(
+            exit_code=0 if finished else None,
+            stdout=f"{text}\n{note}".strip(),
+            stderr="" if finished else f"{why}; screen: {readable(screen)}",
+            elapsed=elapsed,
+            timed_out=not finished,
+            plan=run.plan,
+            argv=run.argv,
+            artifacts=run.artifacts,
+            run_dir=run.run_dir,
+            leftovers=leftovers,
+            egress=run.end_egress(),
+            failure=failure,
+        )

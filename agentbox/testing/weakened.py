@@ -43,8 +43,23 @@ __all__ = ["MUTATIONS", "SINGLE", "NOT_APPLICABLE", "weaken", "mutate", "mutatio
 NOT_APPLICABLE = "agentbox-mutation-not-applicable"
 
 # How many arguments each bwrap option the backend emits takes: an option is dropped with its arguments.
-_ARITY = {"--remount-ro": 1, "--ro-bind": 2, "--bind": 2, "--dev-bind": 2, "--symlink": 2, "--dev": 1, "--proc": 1, "--tmpfs": 1,
-          "--dir": 1, "--chdir": 1, "--cap-drop": 1, "--cap-add": 1, "--seccomp": 1, "--uid": 1, "--gid": 1}
+_ARITY = {
+    "--remount-ro": 1,
+    "--ro-bind": 2,
+    "--bind": 2,
+    "--dev-bind": 2,
+    "--symlink": 2,
+    "--dev": 1,
+    "--proc": 1,
+    "--tmpfs": 1,
+    "--dir": 1,
+    "--chdir": 1,
+    "--cap-drop": 1,
+    "--cap-add": 1,
+    "--seccomp": 1,
+    "--uid": 1,
+    "--gid": 1,
+}
 
 
 def _edit(argv: list[str], chosen: Callable[[list[str]], bool], how: str = "drop") -> tuple[list[str], bool]:
@@ -52,7 +67,7 @@ def _edit(argv: list[str], chosen: Callable[[list[str]], bool], how: str = "drop
     or made a writable bind in place (mount order is meaning), and whether any was."""
     out, hit, i = [], False, 0
     while i < len(argv):
-        group = argv[i:i + 1 + _ARITY.get(argv[i], 0)]
+        group = argv[i : i + 1 + _ARITY.get(argv[i], 0)]
         i += len(group)
         if not chosen(group):
             out.extend(group)
@@ -71,8 +86,10 @@ def _drop(argv: list[str], unwanted: Callable[[list[str]], bool]) -> list[str]:
 
 def _without_privilege(entry: dict) -> dict:
     # /proc writable too: a nested user namespace is set up through /proc/self/uid_map
-    argv = _drop(entry["argv"], lambda g: g[0] in ("--unshare-user", "--disable-userns", "--cap-drop")
-                 or g == ["--remount-ro", "/proc"])
+    argv = _drop(
+        entry["argv"],
+        lambda g: g[0] in ("--unshare-user", "--disable-userns", "--cap-drop") or g == ["--remount-ro", "/proc"],
+    )
     # Root keeps the host's own user namespace; anyone else needs one to hold capabilities in, and uid 0 in it
     # (mount(8) and umount(8) refuse any other uid before they ask the kernel).
     extra = [] if os.geteuid() == 0 else ["--unshare-user", "--uid", "0", "--gid", "0"]
@@ -80,8 +97,10 @@ def _without_privilege(entry: dict) -> dict:
 
 
 def _sharing_processes(entry: dict) -> dict:
-    return {**entry, "argv": _drop(entry["argv"], lambda g: g[0] in ("--unshare-pid", "--die-with-parent",
-                                                                      "--new-session"))}
+    return {
+        **entry,
+        "argv": _drop(entry["argv"], lambda g: g[0] in ("--unshare-pid", "--die-with-parent", "--new-session")),
+    }
 
 
 def _without_host_guard(entry: dict) -> dict:
@@ -93,12 +112,14 @@ def _without_host_guard(entry: dict) -> dict:
 def _without_config_masks(entry: dict) -> dict:
     backings = {backing for backing, _kind, _content in entry.get("masks", [])}
     return _without_host_guard(
-        {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--ro-bind" and g[1] in backings)})
+        {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--ro-bind" and g[1] in backings)}
+    )
 
 
 def _with_backings_in_view(entry: dict) -> dict:
     return _without_host_guard(
-        {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--tmpfs" and g[1].endswith("/.agentbox"))})
+        {**entry, "argv": _drop(entry["argv"], lambda g: g[0] == "--tmpfs" and g[1].endswith("/.agentbox"))}
+    )
 
 
 def _single(name: str) -> Callable[[dict], dict]:
@@ -137,14 +158,24 @@ def _with_real_credentials(entry: dict) -> dict:
 
 
 MUTATIONS: dict[str, Callable[[dict], dict]] = {
-    "privilege": _without_privilege, "host_sockets": _single("no-private-run"), "process": _sharing_processes,
-    "project_config": _without_config_masks, "backings": _with_backings_in_view,
-    "policy_files": _single("writable-policy-files"), "root_writable": _single("writable-root"),
-    "host_tmp": _single("no-private-tmp"), "host_home": _with_host_home,
-    "abstract_sockets": _single("no-abstract-scope"), "credentials": _with_real_credentials,
-    "proc_writable": _single("writable-proc"), "relay_writable": _single("writable-relay"),
-    "unix_sockets": _with_unix_sockets, "trusted_state": _trusting_writable_state,
-    "state_visible": _with_state_in_view, "loopback_listeners": _trusting_loopback_listeners}
+    "privilege": _without_privilege,
+    "host_sockets": _single("no-private-run"),
+    "process": _sharing_processes,
+    "project_config": _without_config_masks,
+    "backings": _with_backings_in_view,
+    "policy_files": _single("writable-policy-files"),
+    "root_writable": _single("writable-root"),
+    "host_tmp": _single("no-private-tmp"),
+    "host_home": _with_host_home,
+    "abstract_sockets": _single("no-abstract-scope"),
+    "credentials": _with_real_credentials,
+    "proc_writable": _single("writable-proc"),
+    "relay_writable": _single("writable-relay"),
+    "unix_sockets": _with_unix_sockets,
+    "trusted_state": _trusting_writable_state,
+    "state_visible": _with_state_in_view,
+    "loopback_listeners": _trusting_loopback_listeners,
+}
 
 
 # -- single protections, for the mutation check -----------------------------------------------------------
@@ -174,9 +205,11 @@ SINGLE: dict[str, tuple[tuple[str, ...], str]] = {
 }
 # bwrap refuses --disable-userns without --unshare-user, so the user namespace goes with both flags
 # and the masks and the hidden backings each go with the host-executed guard, which holds the same paths read-only
-_TOGETHER = {"no-unshare-user": ("no-disable-userns", (("--unshare-user",), "drop")),
-             "no-hidden-backings": ("no-host-guard", (("--tmpfs", "{ws}/.agentbox"), "drop")),
-             "no-config-masks": ("no-host-guard", (("--ro-bind", "{ws}/.agentbox/profiles/*", "*"), "drop"))}
+_TOGETHER = {
+    "no-unshare-user": ("no-disable-userns", (("--unshare-user",), "drop")),
+    "no-hidden-backings": ("no-host-guard", (("--tmpfs", "{ws}/.agentbox"), "drop")),
+    "no-config-masks": ("no-host-guard", (("--ro-bind", "{ws}/.agentbox/profiles/*", "*"), "drop")),
+}
 NO_SECCOMP = "no-seccomp"  # the denylist (and the unix-socket filter) not installed
 NO_SCOPE = "no-abstract-scope"  # the Landlock scope over abstract unix sockets not applied
 NO_STATE_CHECK = "no-state-check"  # a run that could write Agent-Box's own state is not refused
@@ -189,7 +222,8 @@ def _matches(group: list[str], pattern: tuple[str, ...], ws: str, home: str) -> 
     import fnmatch
 
     return len(group) == len(pattern) and all(
-        fnmatch.fnmatchcase(g, p.replace("{ws}", ws).replace("{home}", home)) for g, p in zip(group, pattern))
+        fnmatch.fnmatchcase(g, p.replace("{ws}", ws).replace("{home}", home)) for g, p in zip(group, pattern)
+    )
 
 
 def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
@@ -222,8 +256,16 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
 
 
 def mutation_names() -> list[str]:
-    return [*SINGLE, *_TOGETHER, NO_SECCOMP, NO_SCOPE, NO_STATE_CHECK, NO_HOST_GUARD, NO_HIDDEN_STATE,
-            NO_LISTENER_CHECK]
+    return [
+        *SINGLE,
+        *_TOGETHER,
+        NO_SECCOMP,
+        NO_SCOPE,
+        NO_STATE_CHECK,
+        NO_HOST_GUARD,
+        NO_HIDDEN_STATE,
+        NO_LISTENER_CHECK,
+    ]
 
 
 def weaken(entry: dict, names: Iterable[str]) -> dict:
@@ -239,17 +281,20 @@ def entry_hook(names: Iterable[str]) -> Callable[[dict], dict] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..sandbox.runner import compiled_entry, execute, parse_resolve
+    from agentbox.run.sandbox_command import compiled_entry, execute, parse_resolve
 
     argv = sys.argv[1:] if argv is None else argv
     # the command is what follows `--`, as for `agent-box sandbox run`: split before argparse, which would
     # otherwise read the command's own options (or, after PROFILE, everything) as its own
     cut = argv.index("--") if "--" in argv else len(argv)
-    argv, cmd = argv[:cut], argv[cut + 1:]
+    argv, cmd = argv[:cut], argv[cut + 1 :]
     parser = argparse.ArgumentParser(prog="python -m agentbox.testing.weakened")
     parser.add_argument("--weaken", action="append", choices=sorted(MUTATIONS), default=[])
-    parser.add_argument("--mutate", choices=mutation_names(),
-                        help="remove this one protection (exit 3, running nothing, when the plan has none)")
+    parser.add_argument(
+        "--mutate",
+        choices=mutation_names(),
+        help="remove this one protection (exit 3, running nothing, when the plan has none)",
+    )
     parser.add_argument("profile")
     parser.add_argument("--cwd", default=".")
     parser.add_argument("--egress-log")
@@ -259,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     ws = os.path.realpath(args.cwd)
     entry = weaken(compiled_entry(args.profile, ws, cmd), args.weaken)
     if args.mutate:
-        from ..hot import home_dir
+        from agentbox.hot import home_dir
 
         mutated = mutate(entry, args.mutate, ws, home_dir())
         if mutated is None:

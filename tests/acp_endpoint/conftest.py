@@ -21,5 +21,3 @@ def place() -> Place:
         yield p
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-

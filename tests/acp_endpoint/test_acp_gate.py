@@ -14,7 +14,7 @@ import yaml
 from acp import RequestError
 
 from acp_helpers import needs_bwrap, runs
-from agentbox.installs import find_binary
+from agentbox.harnesses.installs import find_binary
 from agentbox.testing.acp_client import RecordingClient
 
 pytestmark = needs_bwrap
@@ -34,15 +34,36 @@ def installed(place):
 
 async def _spawn(place, profile):
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agentbox.cli", "acp", str(profile), "--cwd", str(place.ws),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=place.env())
+        sys.executable,
+        "-m",
+        "agentbox.cli",
+        "acp",
+        str(profile),
+        "--cwd",
+        str(place.ws),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=place.env(),
+    )
     return proc, acp.connect_to_agent(RecordingClient(), proc.stdin, proc.stdout)
 
 
 def test_a_refused_profile_is_an_error_at_initialize_naming_the_items_then_exit_3(place, installed):
     profile = place.root / "reviewer.yaml"
-    profile.write_text(yaml.safe_dump({"name": "reviewer", "harness": "codex", "permission_intent": {
-        "workspace": {"access": "read_only"}, "shell": {"access": "deny"}, "command_network": {"access": "none"}}}))
+    profile.write_text(
+        yaml.safe_dump(
+            {
+                "name": "reviewer",
+                "harness": "codex",
+                "permission_intent": {
+                    "workspace": {"access": "read_only"},
+                    "shell": {"access": "deny"},
+                    "command_network": {"access": "none"},
+                },
+            }
+        )
+    )
 
     async def go():
         proc, conn = await _spawn(place, profile)
@@ -67,10 +88,14 @@ def test_a_refused_profile_is_an_error_at_initialize_naming_the_items_then_exit_
 def test_a_profile_that_cannot_load_is_an_error_at_initialize_too(place):
     bad = place.root / "bad.yaml"
     bad.write_text("name: bad\nharness: codex\npermission_intent: {worksapce: {access: none}}\n")
-    done = subprocess.run([sys.executable, "-m", "agentbox.cli", "acp", str(bad), "--cwd", str(place.ws)],
-                          input=json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                                            "params": {"protocolVersion": 1}}) + "\n",
-                          env=place.env(), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentbox.cli", "acp", str(bad), "--cwd", str(place.ws)],
+        input=json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}) + "\n",
+        env=place.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     answer = json.loads(done.stdout)
     assert done.returncode == 2 and answer["id"] == 0
     assert "did you mean `workspace`" in answer["error"]["message"], answer
@@ -78,8 +103,15 @@ def test_a_profile_that_cannot_load_is_an_error_at_initialize_too(place):
 
 def test_an_allowed_start_is_cached_and_a_later_start_is_served_from_the_cache(place, installed):
     profile = place.root / "advisory.yaml"
-    profile.write_text(yaml.safe_dump({"name": "advisory", "harness": "codex", "permission_intent": {
-        "workspace": {"access": "read_write", "requirement": "advisory"}}}))
+    profile.write_text(
+        yaml.safe_dump(
+            {
+                "name": "advisory",
+                "harness": "codex",
+                "permission_intent": {"workspace": {"access": "read_write", "requirement": "advisory"}},
+            }
+        )
+    )
 
     async def start():
         proc, conn = await _spawn(place, profile)
@@ -100,15 +132,26 @@ def test_a_refusal_answers_into_files_as_into_pipes_when_a_person_tries_the_endp
     """`agent-box acp P < in.json > out.json`: asyncio takes only pipes, so the endpoint carries files itself (it
     printed a traceback and exited 1 before, instead of the refusal's JSON-RPC error and exit 3)."""
     profile = place.root / "reviewer.yaml"
-    profile.write_text(yaml.safe_dump({"name": "reviewer", "harness": "codex", "permission_intent": {
-        "shell": {"access": "deny"}}}))
+    profile.write_text(
+        yaml.safe_dump({"name": "reviewer", "harness": "codex", "permission_intent": {"shell": {"access": "deny"}}})
+    )
     request = place.root / "in.json"
-    request.write_text(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                                   "params": {"protocolVersion": acp.PROTOCOL_VERSION}}) + "\n")
+    request.write_text(
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": acp.PROTOCOL_VERSION}}
+        )
+        + "\n"
+    )
     answer = place.root / "out.json"
     with open(request, "rb") as stdin, open(answer, "wb") as stdout:
-        done = subprocess.run([sys.executable, "-m", "agentbox.cli", "acp", str(profile), "--cwd", str(place.ws)],
-                              stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, env=place.env(), timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "agentbox.cli", "acp", str(profile), "--cwd", str(place.ws)],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=place.env(),
+            timeout=120,
+        )
     assert done.returncode == 3, done.stderr.decode()[-500:]
     (line,) = answer.read_text().splitlines()
     assert json.loads(line)["error"]["code"] == -32003

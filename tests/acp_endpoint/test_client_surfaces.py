@@ -24,8 +24,9 @@ def offering(policy="approve") -> RecordingClient:
 def test_a_client_write_into_a_read_only_workspace_never_reaches_the_client(place):
     (place.ws / "keep.txt").write_text("original")
     client = offering()
-    run = endpoint_alone(place, RO, [{"client_write": {"path": str(place.ws / "keep.txt"), "content": "pwned"}}],
-                         client)
+    run = endpoint_alone(
+        place, RO, [{"client_write": {"path": str(place.ws / "keep.txt"), "content": "pwned"}}], client
+    )
     assert run.stop_reason == "end_turn", run.describe()
     assert (place.ws / "keep.txt").read_text() == "original"
     assert client.calls == []
@@ -51,8 +52,9 @@ def test_a_client_write_outside_the_workspace_is_refused_under_read_write_too(pl
 def test_a_symlink_in_the_workspace_does_not_lead_a_client_write_out_of_it(place):
     (place.ws / "link").symlink_to(place.root)
     client = offering()
-    run = endpoint_alone(place, RW, [{"client_write": {"path": str(place.ws / "link" / "escape.txt"), "content": "x"}}],
-                         client)
+    run = endpoint_alone(
+        place, RW, [{"client_write": {"path": str(place.ws / "link" / "escape.txt"), "content": "x"}}], client
+    )
     assert not (place.root / "escape.txt").exists() and client.calls == []
     assert "outside the workspace" in step_lines(run)[0]
 
@@ -68,8 +70,20 @@ def test_a_folder_swapped_for_a_symlink_while_the_client_takes_its_time_does_not
     outside = place.root / "outside"
     outside.mkdir()
     client = RecordingClient("approve", fs=True, terminal=True, delay=3.0)
-    run = endpoint_alone(place, RW, [{"client_write": {"path": str(place.ws / "sub" / "escape.txt"), "content": "x",
-                                                       "swap": _swap(place, "sub", outside)}}], client)
+    run = endpoint_alone(
+        place,
+        RW,
+        [
+            {
+                "client_write": {
+                    "path": str(place.ws / "sub" / "escape.txt"),
+                    "content": "x",
+                    "swap": _swap(place, "sub", outside),
+                }
+            }
+        ],
+        client,
+    )
     assert step_lines(run)[0].startswith("step 0 client_write: ok"), run.describe()
     assert not (outside / "escape.txt").exists()
     # written where it was judged: in the folder itself, which the swap moved aside once the run went on (or, on a
@@ -85,9 +99,23 @@ def test_the_same_swap_leads_the_write_out_when_the_run_is_not_held(place):
     outside = place.root / "outside"
     outside.mkdir()
     client = RecordingClient("approve", fs=True, terminal=True, delay=3.0)
-    argv = [*endpoint_argv(place, RW, [{"client_write": {"path": str(place.ws / "sub" / "escape.txt"), "content": "x",
-                                                         "swap": _swap(place, "sub", outside)}}]),
-            "--weaken", "acp_hold"]
+    argv = [
+        *endpoint_argv(
+            place,
+            RW,
+            [
+                {
+                    "client_write": {
+                        "path": str(place.ws / "sub" / "escape.txt"),
+                        "content": "x",
+                        "swap": _swap(place, "sub", outside),
+                    }
+                }
+            ],
+        ),
+        "--weaken",
+        "acp_hold",
+    ]
     run_acp(argv, place.env(), str(place.root), "go", client=client, session_cwd=str(place.ws), timeout=60, grace=10.0)
     assert (outside / "escape.txt").read_text() == "x"
 
@@ -97,17 +125,21 @@ def test_a_folder_swapped_for_a_symlink_into_the_hidden_home_does_not_lead_a_cli
     (place.ws / "sub").mkdir()
     (place.ws / "sub" / "secret.txt").write_text("harmless")
     client = RecordingClient("approve", fs=True, terminal=True, delay=3.0)
-    run = endpoint_alone(place, {**RW, "host_home": "hidden"},
-                         [{"client_read": {"path": str(place.ws / "sub" / "secret.txt"),
-                                           "swap": _swap(place, "sub", place.home)}}], client)
+    run = endpoint_alone(
+        place,
+        {**RW, "host_home": "hidden"},
+        [{"client_read": {"path": str(place.ws / "sub" / "secret.txt"), "swap": _swap(place, "sub", place.home)}}],
+        client,
+    )
     assert "harmless" in step_lines(run)[0] and "s3cret" not in client.agent_text(), run.describe()
 
 
 def test_a_client_write_to_a_masked_project_config_file_is_refused(place):
     (place.ws / ".mcp.json").write_text("{}")
     client = offering()
-    run = endpoint_alone(place, RW, [{"client_write": {"path": str(place.ws / ".mcp.json"), "content": "{\"x\": 1}"}}],
-                         client)
+    run = endpoint_alone(
+        place, RW, [{"client_write": {"path": str(place.ws / ".mcp.json"), "content": '{"x": 1}'}}], client
+    )
     assert (place.ws / ".mcp.json").read_text() == "{}" and client.calls == []
     assert "profile's own copy" in step_lines(run)[0], run.describe()
 
@@ -115,8 +147,9 @@ def test_a_client_write_to_a_masked_project_config_file_is_refused(place):
 def test_a_client_read_under_the_hidden_home_is_refused(place):
     (place.home / "secret.txt").write_text("s3cret")
     client = offering()
-    run = endpoint_alone(place, {**RW, "host_home": "hidden"},
-                         [{"client_read": {"path": str(place.home / "secret.txt")}}], client)
+    run = endpoint_alone(
+        place, {**RW, "host_home": "hidden"}, [{"client_read": {"path": str(place.home / "secret.txt")}}], client
+    )
     assert "s3cret" not in client.agent_text() and client.calls == []
     assert "private to the sandbox" in step_lines(run)[0]
 
@@ -124,8 +157,9 @@ def test_a_client_read_under_the_hidden_home_is_refused(place):
 def test_the_same_client_read_reaches_the_client_when_the_home_is_visible(place):
     (place.home / "secret.txt").write_text("s3cret")
     client = offering()
-    run = endpoint_alone(place, {**RW, "host_home": "visible"},
-                         [{"client_read": {"path": str(place.home / "secret.txt")}}], client)
+    run = endpoint_alone(
+        place, {**RW, "host_home": "visible"}, [{"client_read": {"path": str(place.home / "secret.txt")}}], client
+    )
     assert "s3cret" in step_lines(run)[0]
 
 
@@ -138,8 +172,12 @@ def test_a_client_read_of_proc_would_read_the_editor_and_is_refused(place):
 def test_a_terminal_under_shell_deny_is_refused_and_never_reaches_the_client(place):
     client = offering()
     proof = place.ws / "terminal.txt"
-    run = endpoint_alone(place, {**RW, "shell": {"access": "deny"}},
-                         [{"terminal": {"command": "sh", "args": ["-c", f"echo ran > {proof}"]}}], client)
+    run = endpoint_alone(
+        place,
+        {**RW, "shell": {"access": "deny"}},
+        [{"terminal": {"command": "sh", "args": ["-c", f"echo ran > {proof}"]}}],
+        client,
+    )
     assert not proof.exists() and client.calls == []
     assert "shell access is deny" in step_lines(run)[0]
 
@@ -147,8 +185,12 @@ def test_a_terminal_under_shell_deny_is_refused_and_never_reaches_the_client(pla
 def test_a_terminal_under_shell_allow_runs_inside_the_sandbox_never_on_the_host(place):
     client = offering()
     inside, outside = place.ws / "in.txt", place.root / "out.txt"
-    run = endpoint_alone(place, RW, [{"terminal": {"command": "sh", "args": [
-        "-c", f"echo in > {inside}; echo out > {outside}; echo done"]}}], client)
+    run = endpoint_alone(
+        place,
+        RW,
+        [{"terminal": {"command": "sh", "args": ["-c", f"echo in > {inside}; echo out > {outside}; echo done"]}}],
+        client,
+    )
     assert inside.read_text() == "in\n", run.describe()
     assert not outside.exists(), "the host outside the workspace is read-only in the sandbox"
     assert "Read-only file system" in step_lines(run)[0] and "done" in client.agent_text()
@@ -169,8 +211,9 @@ def test_a_terminal_under_shell_ask_runs_only_after_the_client_approves(place):
 def test_a_shell_permission_request_under_shell_deny_is_rejected_without_asking_an_approve_everything_client(place):
     client = offering("approve_all")
     proof = place.ws / "asked.txt"
-    run = endpoint_alone(place, {**RW, "shell": {"access": "deny"}},
-                         [{"ask_then_run": {"command": f"echo ran > {proof}"}}], client)
+    run = endpoint_alone(
+        place, {**RW, "shell": {"access": "deny"}}, [{"ask_then_run": {"command": f"echo ran > {proof}"}}], client
+    )
     assert client.permission_requests == [] and not proof.exists()
     assert "not allowed (no)" in step_lines(run)[0]
 
@@ -178,8 +221,9 @@ def test_a_shell_permission_request_under_shell_deny_is_rejected_without_asking_
 def test_under_shell_ask_the_client_is_asked_but_never_offered_an_always_option(place):
     client = offering("approve_all")
     proof = place.ws / "asked.txt"
-    run = endpoint_alone(place, {**RW, "shell": {"access": "ask"}},
-                         [{"ask_then_run": {"command": f"echo ran > {proof}"}}], client)
+    run = endpoint_alone(
+        place, {**RW, "shell": {"access": "ask"}}, [{"ask_then_run": {"command": f"echo ran > {proof}"}}], client
+    )
     (asked,) = client.permission_requests
     assert [o.kind for o in asked.options] == ["allow_once", "reject_once"]
     assert proof.exists() and "allowed (once)" in step_lines(run)[0]
@@ -193,4 +237,6 @@ def test_the_agent_is_told_only_the_capabilities_both_the_client_and_the_intent_
     assert seen["clientCapabilities"]["terminal"] is False
     run = endpoint_alone(place, RW, [{"report": {}}], RecordingClient("approve"))
     seen = json.loads(step_lines(run)[0].split(" ok ", 1)[1])
-    assert seen["clientCapabilities"]["fs"] == {"readTextFile": False, "writeTextFile": False}, "the client offered none"
+    assert seen["clientCapabilities"]["fs"] == {"readTextFile": False, "writeTextFile": False}, (
+        "the client offered none"
+    )

@@ -8,10 +8,39 @@ from agentbox.acp_endpoint.policy import Refusal, SurfacePolicy
 from agentbox.acp_endpoint.view import SandboxView, mounts_of
 
 WS = "/srv/project"
-ARGV = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/home/me",
-        "--bind", "{run_dir}/config", "/tmp/agentbox/config", "--bind", WS, WS,
-        "--ro-bind", f"{WS}/.agentbox/profiles/p/root/.mcp.json", f"{WS}/.mcp.json", "--tmpfs", f"{WS}/.agentbox",
-        "--unshare-net", "--tmpfs", "/run", "--setenv", "A", "B", "--chdir", WS]
+ARGV = [
+    "bwrap",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+    "--tmpfs",
+    "/home/me",
+    "--bind",
+    "{run_dir}/config",
+    "/tmp/agentbox/config",
+    "--bind",
+    WS,
+    WS,
+    "--ro-bind",
+    f"{WS}/.agentbox/profiles/p/root/.mcp.json",
+    f"{WS}/.mcp.json",
+    "--tmpfs",
+    f"{WS}/.agentbox",
+    "--unshare-net",
+    "--tmpfs",
+    "/run",
+    "--setenv",
+    "A",
+    "B",
+    "--chdir",
+    WS,
+]
 
 
 def policy(**kw) -> SurfacePolicy:
@@ -19,11 +48,20 @@ def policy(**kw) -> SurfacePolicy:
     return SurfacePolicy(**{**base, **kw})
 
 
-@pytest.mark.parametrize("path, shown", [
-    ("/etc/hosts", True), (f"{WS}/src/a.py", True), ("/home/me/.ssh/id_ed25519", False), ("/tmp/x", False),
-    ("/proc/self/environ", False), ("/run/docker.sock", False), (f"{WS}/.mcp.json", False),
-    (f"{WS}/.agentbox/profiles/p/root/.mcp.json", False), ("/tmp/agentbox/config/settings.json", False),
-])
+@pytest.mark.parametrize(
+    "path, shown",
+    [
+        ("/etc/hosts", True),
+        (f"{WS}/src/a.py", True),
+        ("/home/me/.ssh/id_ed25519", False),
+        ("/tmp/x", False),
+        ("/proc/self/environ", False),
+        ("/run/docker.sock", False),
+        (f"{WS}/.mcp.json", False),
+        (f"{WS}/.agentbox/profiles/p/root/.mcp.json", False),
+        ("/tmp/agentbox/config/settings.json", False),
+    ],
+)
 def test_the_view_says_where_the_sandbox_shows_the_host_as_it_is(path, shown):
     assert SandboxView(mounts_of(ARGV)).shows_host(path) == shown
 
@@ -36,8 +74,11 @@ def test_a_later_mount_over_a_parent_hides_an_earlier_one_below_it():
 def test_writes_go_only_into_the_workspace_where_the_sandbox_lets_the_agent_write():
     p = policy()
     assert p.check_write(f"{WS}/a.txt") == f"{WS}/a.txt"
-    for path, why in (("/etc/passwd", "outside the workspace"), (f"{WS}/.mcp.json", "profile's own copy"),
-                      ("relative.txt", "not an absolute path")):
+    for path, why in (
+        ("/etc/passwd", "outside the workspace"),
+        (f"{WS}/.mcp.json", "profile's own copy"),
+        ("relative.txt", "not an absolute path"),
+    ):
         with pytest.raises(Refusal, match=why):
             p.check_write(path)
     with pytest.raises(Refusal, match="workspace access is read_only"):
@@ -53,25 +94,39 @@ def test_reads_go_where_the_agent_could_read_and_nowhere_under_workspace_none():
 
 
 def test_capabilities_are_the_clients_offer_narrowed_by_the_intent():
-    offer = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True, "_meta": {"terminal-auth": True},
-             "auth": {"terminal": True}}
-    assert policy().client_capabilities(offer) == {"fs": {"readTextFile": True, "writeTextFile": True},
-                                                   "terminal": True}
+    offer = {
+        "fs": {"readTextFile": True, "writeTextFile": True},
+        "terminal": True,
+        "_meta": {"terminal-auth": True},
+        "auth": {"terminal": True},
+    }
+    assert policy().client_capabilities(offer) == {
+        "fs": {"readTextFile": True, "writeTextFile": True},
+        "terminal": True,
+    }
     assert policy(workspace_access="read_only", shell="deny").client_capabilities(offer) == {
-        "fs": {"readTextFile": True, "writeTextFile": False}, "terminal": False}
+        "fs": {"readTextFile": True, "writeTextFile": False},
+        "terminal": False,
+    }
     assert policy().client_capabilities(None)["fs"] == {"readTextFile": False, "writeTextFile": False}
 
 
 def test_auth_methods_that_would_run_a_command_on_the_host_are_not_shown_to_the_client():
-    answer = {"authMethods": [{"id": "login", "type": "terminal", "args": ["--cli"]},
-                              {"id": "meta", "_meta": {"terminal-auth": {"command": "/usr/bin/node"}}},
-                              {"id": "key", "name": "API key"}]}
+    answer = {
+        "authMethods": [
+            {"id": "login", "type": "terminal", "args": ["--cli"]},
+            {"id": "meta", "_meta": {"terminal-auth": {"command": "/usr/bin/node"}}},
+            {"id": "key", "name": "API key"},
+        ]
+    }
     assert [m["id"] for m in SurfacePolicy.agent_answer(answer)["authMethods"]] == ["key"]
 
 
-OPTIONS = [{"optionId": "always", "kind": "allow_always", "name": "a"}, {"optionId": "once", "kind": "allow_once",
-                                                                          "name": "o"},
-           {"optionId": "no", "kind": "reject_once", "name": "n"}]
+OPTIONS = [
+    {"optionId": "always", "kind": "allow_always", "name": "a"},
+    {"optionId": "once", "kind": "allow_once", "name": "o"},
+    {"optionId": "no", "kind": "reject_once", "name": "n"},
+]
 
 
 def test_a_shell_request_under_deny_is_answered_reject_without_asking():
@@ -84,15 +139,17 @@ def test_a_shell_request_under_ask_loses_its_always_option_and_a_widening_mode_i
     d = policy().permission({"toolCall": {"kind": "execute"}, "options": OPTIONS})
     assert [o["optionId"] for o in d.options] == ["once", "no"]
     plan_exit = [{"optionId": "bypassPermissions", "kind": "allow_always", "name": "b"}, *OPTIONS[1:]]
-    d = policy(refuse_modes={"bypassPermissions": "skips asks"}).permission({"toolCall": {"kind": "switch_mode"},
-                                                                             "options": plan_exit})
+    d = policy(refuse_modes={"bypassPermissions": "skips asks"}).permission(
+        {"toolCall": {"kind": "switch_mode"}, "options": plan_exit}
+    )
     assert [o["optionId"] for o in d.options] == ["once", "no"]
 
 
 def test_session_requests_keep_to_the_workspace_and_the_profiles_mcp_servers():
     p = policy(session_mcp=({"name": "github", "command": "gh-mcp", "args": [], "env": []},))
-    out, notes = p.session_params("session/new", {"cwd": WS, "mcpServers": [{"name": "evil", "command": "x",
-                                                                             "args": [], "env": []}]})
+    out, notes = p.session_params(
+        "session/new", {"cwd": WS, "mcpServers": [{"name": "evil", "command": "x", "args": [], "env": []}]}
+    )
     assert [s["name"] for s in out["mcpServers"]] == ["github"] and "evil" in notes[0]
     with pytest.raises(Refusal, match="outside the workspace"):
         p.session_params("session/new", {"cwd": "/", "mcpServers": []})
@@ -124,8 +181,11 @@ def _real_tree(tmp_path):
     ws.mkdir()
     outside.mkdir()
     argv = ["bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--bind", str(ws), str(ws)]
-    return ws, outside, SurfacePolicy(workspace=str(ws), workspace_access="read_write", shell="ask",
-                                      view=SandboxView(mounts_of(argv)))
+    return (
+        ws,
+        outside,
+        SurfacePolicy(workspace=str(ws), workspace_access="read_write", shell="ask", view=SandboxView(mounts_of(argv))),
+    )
 
 
 def test_a_planted_symlink_out_of_the_workspace_refuses_a_write_that_another_one_leads_back_in(tmp_path):
@@ -134,8 +194,14 @@ def test_a_planted_symlink_out_of_the_workspace_refuses_a_write_that_another_one
     (outside / "back").symlink_to(ws)  # the resolved path is inside again: only the way there tells
     with pytest.raises(Refusal, match=r"out is a symlink to .*outside, outside what the agent may write"):
         p.check_write(f"{ws}/out/back/a.txt")
-    hidden = SurfacePolicy(workspace=str(ws), workspace_access="read_write", shell="ask", view=SandboxView(mounts_of(
-        ["bwrap", "--ro-bind", "/", "/", "--tmpfs", str(outside), "--bind", str(ws), str(ws)])))
+    hidden = SurfacePolicy(
+        workspace=str(ws),
+        workspace_access="read_write",
+        shell="ask",
+        view=SandboxView(
+            mounts_of(["bwrap", "--ro-bind", "/", "/", "--tmpfs", str(outside), "--bind", str(ws), str(ws)])
+        ),
+    )
     (ws / "a.txt").write_text("x")
     with pytest.raises(Refusal, match="which the agent may not read"):  # the way runs through a folder it cannot see
         hidden.check_read(f"{ws}/out/back/a.txt")

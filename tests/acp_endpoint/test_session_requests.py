@@ -36,6 +36,7 @@ def test_the_clients_mcp_servers_never_reach_the_agent(place):
             server = McpServerStdio(name="evil", command="/bin/sh", args=["-c", "id"], env=[])
             session = await conn.new_session(cwd=str(place.ws), mcp_servers=[server])
             await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("go")])
+
     asyncio.run(go())
     seen = json.loads(client.agent_text().split(" ok ", 1)[1])
     assert seen["session"]["mcpServers"] == []
@@ -68,6 +69,7 @@ def test_a_mode_that_widens_the_plan_is_refused_before_the_agent_sees_it(place, 
             with pytest.raises(RequestError) as err:
                 await conn.set_session_mode(session_id=session.session_id, mode_id=mode)
             return err.value
+
     error = asyncio.run(go())
     # the protocol test agent has no modes: a mode the endpoint lets through fails at the agent instead
     assert ("agent-box" in str(error)) == refused, (error, error.data)
@@ -79,14 +81,25 @@ def test_a_client_method_the_endpoint_cannot_judge_is_refused(place):
             with pytest.raises(RequestError) as err:
                 await conn._conn.send_request("_vendor/anything", {})
             return err.value
+
     error = asyncio.run(go())
     assert "is not relayed" in str(error)
 
 
 def test_an_agent_request_the_endpoint_cannot_judge_never_reaches_the_client(place):
     client = RecordingClient("approve", fs=True, terminal=True)
-    run = endpoint_alone(place, ASK, [{"client_call": {"method": "_zed/open", "params": {}}},
-                                      {"client_call": {"method": "elicitation/create",
-                                                       "params": {"message": "m", "mode": "url", "url": "http://x"}}}],
-                         client)
+    run = endpoint_alone(
+        place,
+        ASK,
+        [
+            {"client_call": {"method": "_zed/open", "params": {}}},
+            {
+                "client_call": {
+                    "method": "elicitation/create",
+                    "params": {"message": "m", "mode": "url", "url": "http://x"},
+                }
+            },
+        ],
+        client,
+    )
     assert all("is not relayed to the client" in line for line in step_lines(run)), run.describe()

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from agentbox.adapters import get_adapter
-from agentbox.adapters.claude_code import SANDBOX_V1, SANDBOX_V2, mcp_tool_name
-from agentbox.adapters.native import flatten
-from agentbox.capability import capability_id
-from agentbox.intent import ITEMS
-from agentbox.plan import CompileContext
-from agentbox.profile import Profile
+from agentbox.compile.adapters import get_adapter
+from agentbox.compile.adapters.claude_code import SANDBOX_V1, SANDBOX_V2, mcp_tool_name
+from agentbox.compile.adapters.native import flatten
+from agentbox.core.capability import capability_id
+from agentbox.core.intent import ITEMS
+from agentbox.core.plan import CompileContext
+from agentbox.core.profile import Profile
 
 ADAPTER = get_adapter("claude-code")
 CWD, HOME, CFG = "/w/proj", "/home/u", "/tmp/agentbox/config"
@@ -22,23 +22,56 @@ MCP_SERVERS = {
     "other": {"command": "other-server"},
     "my.srv": {"command": "x"},
 }
-RO_SHELL_NONE = {"workspace": {"access": "read_only"}, "shell": {"access": "allow"},
-                 "command_network": {"access": "none"}, "host_home": "hidden"}
+RO_SHELL_NONE = {
+    "workspace": {"access": "read_only"},
+    "shell": {"access": "allow"},
+    "command_network": {"access": "none"},
+    "host_home": "hidden",
+}
 # The system/init event of `claude -p --output-format stream-json --verbose` 2.1.332 for a
 # read_only + shell allow + network none plan with the canary server (trimmed to what is checked).
 INIT_2_1_332 = {
-    "type": "system", "subtype": "init", "permissionMode": "default", "claude_code_version": "2.1.332",
-    "sandbox_enabled": True, "mcp_servers": [{"name": "canary", "status": "connected", "source": "dynamic"}],
-    "tools": ["Task", "Bash", "CronCreate", "CronDelete", "CronList", "ListAgents", "ListMcpResourcesTool",
-              "Monitor", "Read", "ReadMcpResourceDirTool", "ReadMcpResourceTool", "ReportFindings",
-              "ScheduleWakeup", "SendMessage", "Skill", "TaskStop", "Workflow", "mcp__canary__allowed_echo",
-              "mcp__canary__denied_write", "mcp__canary__secret_read"],
+    "type": "system",
+    "subtype": "init",
+    "permissionMode": "default",
+    "claude_code_version": "2.1.332",
+    "sandbox_enabled": True,
+    "mcp_servers": [{"name": "canary", "status": "connected", "source": "dynamic"}],
+    "tools": [
+        "Task",
+        "Bash",
+        "CronCreate",
+        "CronDelete",
+        "CronList",
+        "ListAgents",
+        "ListMcpResourcesTool",
+        "Monitor",
+        "Read",
+        "ReadMcpResourceDirTool",
+        "ReadMcpResourceTool",
+        "ReportFindings",
+        "ScheduleWakeup",
+        "SendMessage",
+        "Skill",
+        "TaskStop",
+        "Workflow",
+        "mcp__canary__allowed_echo",
+        "mcp__canary__denied_write",
+        "mcp__canary__secret_read",
+    ],
 }
 
 
 def profile(intent=None, model=None) -> Profile:
-    return Profile.model_validate({"name": "p", "harness": "claude-code", "permission_intent": intent or {},
-                                   "model": model or {}, "mcp_servers": MCP_SERVERS})
+    return Profile.model_validate(
+        {
+            "name": "p",
+            "harness": "claude-code",
+            "permission_intent": intent or {},
+            "model": model or {},
+            "mcp_servers": MCP_SERVERS,
+        }
+    )
 
 
 def compile_(intent=None, model=None, version="2.1.332", cwd=CWD, home=HOME):
@@ -56,8 +89,9 @@ def mcp_config(result) -> dict:
 
 
 # -- probe -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("output,version", [("2.1.197 (Claude Code)", "2.1.197"),
-                                            ("2.1.332 (Claude Code)\n", "2.1.332")])
+@pytest.mark.parametrize(
+    "output,version", [("2.1.197 (Claude Code)", "2.1.197"), ("2.1.332 (Claude Code)\n", "2.1.332")]
+)
 def test_the_version_is_read_from_the_real_version_output(output, version):
     assert ADAPTER.parse_version(output) == version
 
@@ -66,10 +100,16 @@ def test_an_output_that_is_not_claude_code_gives_no_version():
     assert ADAPTER.parse_version("codex-cli 0.171.0") is None
 
 
-@pytest.mark.parametrize("version,dialect", [
-    ("2.1.100", SANDBOX_V1), ("2.1.197", SANDBOX_V1), ("2.1.331", SANDBOX_V1),
-    ("2.1.332", SANDBOX_V2), ("2.2.0", SANDBOX_V2),
-])
+@pytest.mark.parametrize(
+    "version,dialect",
+    [
+        ("2.1.100", SANDBOX_V1),
+        ("2.1.197", SANDBOX_V1),
+        ("2.1.331", SANDBOX_V1),
+        ("2.1.332", SANDBOX_V2),
+        ("2.2.0", SANDBOX_V2),
+    ],
+)
 def test_the_sandbox_dialect_changes_at_2_1_332(version, dialect):
     assert ADAPTER.declarations.dialect_for(version) == dialect
 
@@ -79,9 +119,18 @@ def test_an_unknown_version_compiles_the_older_dialect():
 
 
 def test_every_intent_value_has_a_declaration_in_every_dialect():
-    for cap in ("workspace.none", "workspace.read_only", "workspace.read_write", "shell.deny", "shell.ask",
-                "command_network.none", "command_network.restricted", "mcp.allowlist", "host_home.hidden",
-                "environment.allowlist"):
+    for cap in (
+        "workspace.none",
+        "workspace.read_only",
+        "workspace.read_write",
+        "shell.deny",
+        "shell.ask",
+        "command_network.none",
+        "command_network.restricted",
+        "mcp.allowlist",
+        "host_home.hidden",
+        "environment.allowlist",
+    ):
         for version in ("2.1.197", "2.1.332"):
             assert not ADAPTER.declarations.report(cap, version).reason.startswith("claude-code has no mechanism")
 
@@ -192,8 +241,11 @@ def test_only_allowlisted_servers_reach_the_mcp_config_and_the_config_is_strict(
     result = compile_({"mcp": {"servers": ["canary"]}})
     assert set(mcp_config(result)["mcpServers"]) == {"canary"}
     assert mcp_config(result)["mcpServers"]["canary"] == {
-        "type": "stdio", "command": "python", "args": ["-m", "agentbox.canary_mcp", "--log", "/l"],
-        "env": {"A": "1", "B": "2"}}
+        "type": "stdio",
+        "command": "python",
+        "args": ["-m", "agentbox.canary_mcp", "--log", "/l"],
+        "env": {"A": "1", "B": "2"},
+    }
     assert result.argv[-3:] == ("--mcp-config", f"{CFG}/mcp.json", "--strict-mcp-config")
     assert "mcp__canary" in settings(result)["permissions"]["allow"]
 
@@ -220,8 +272,12 @@ def test_a_known_tool_inventory_denies_every_unlisted_tool_by_name():
     class Ctx(CompileContext):
         mcp_tools: dict[str, tuple[str, ...]] = {}
 
-    ctx = Ctx(cwd=CWD, home=HOME, harness_version="2.1.332",
-              mcp_tools={"canary": ("allowed_echo", "denied_write", "secret_read")})
+    ctx = Ctx(
+        cwd=CWD,
+        home=HOME,
+        harness_version="2.1.332",
+        mcp_tools={"canary": ("allowed_echo", "denied_write", "secret_read")},
+    )
     result = ADAPTER.compile(profile({"mcp": {"servers": ["canary"], "tools": {"canary": ["allowed_echo"]}}}), ctx)
     deny = settings(result)["permissions"]["deny"]
     assert {"mcp__canary__denied_write", "mcp__canary__secret_read"} <= set(deny)
@@ -324,8 +380,7 @@ def test_the_init_event_of_a_loaded_plan_shows_no_problem():
 
 def test_an_init_event_from_an_ignored_settings_file_is_caught():
     result = compile_({**RO_SHELL_NONE, "mcp": {"servers": ["canary"]}})
-    dropped = {**INIT_2_1_332, "permissionMode": "auto", "tools": [*INIT_2_1_332["tools"], "Write"],
-               "mcp_servers": []}
+    dropped = {**INIT_2_1_332, "permissionMode": "auto", "tools": [*INIT_2_1_332["tools"], "Write"], "mcp_servers": []}
     problems = ADAPTER.verify_init(result, dropped)
     assert len(problems) == 3 and any("Write" in p for p in problems)
 
@@ -367,9 +422,16 @@ def test_inside_the_os_sandbox_restricted_skips_the_webfetch_preflight_the_proxy
 
 def test_inside_the_os_sandbox_the_scope_names_what_the_plan_holds_not_claudes_own_sandbox():
     """Claude Code's sandbox is off inside Agent-Box's: `explain` must not say Bash runs in it."""
-    inside = ADAPTER.compile(profile(RO_SHELL_NONE), CompileContext(
-        cwd=CWD, home=HOME, harness_version="2.1.332", sandbox_enforces=("workspace", "command_network", "host_home"),
-        user_namespaces=False))
+    inside = ADAPTER.compile(
+        profile(RO_SHELL_NONE),
+        CompileContext(
+            cwd=CWD,
+            home=HOME,
+            harness_version="2.1.332",
+            sandbox_enforces=("workspace", "command_network", "host_home"),
+            user_namespaces=False,
+        ),
+    )
     for item in ("workspace", "command_network", "host_home"):
         cov = inside.coverage[item]
         assert "Claude Code's sandbox" not in cov.enforcement_scope

@@ -7,20 +7,26 @@ import tomllib
 
 import pytest
 
-from agentbox.adapters.codex import ADAPTER, COMMAND_ENV, CONFIG_FILE, PERMISSION_PROFILE, PROVIDER_ID
-from agentbox.capability import load_declarations
-from agentbox.plan import CompileContext
-from agentbox.profile import Profile
+from agentbox.compile.adapters.codex import ADAPTER, COMMAND_ENV, CONFIG_FILE, PERMISSION_PROFILE, PROVIDER_ID
+from agentbox.core.capability import load_declarations
+from agentbox.core.plan import CompileContext
+from agentbox.core.profile import Profile
 
 NEWEST, OLDEST_TESTED = "0.171.0", "0.147.0"
 CANARY = {"command": "/usr/bin/python3", "args": ["-m", "canary"], "env": {"CANARY_LOG": "/tmp/log"}}
 
 
 def profile(intent: dict | None = None, model: dict | None = None, servers: dict | None = None, **extra) -> Profile:
-    return Profile.model_validate({
-        "name": "p", "harness": "codex", "model": model or {},
-        "permission_intent": intent or {}, "mcp_servers": servers or {}, **extra,
-    })
+    return Profile.model_validate(
+        {
+            "name": "p",
+            "harness": "codex",
+            "model": model or {},
+            "permission_intent": intent or {},
+            "mcp_servers": servers or {},
+            **extra,
+        }
+    )
 
 
 def context(version: str | None = NEWEST, **kw) -> CompileContext:
@@ -38,12 +44,18 @@ def config(result) -> dict:
 
 
 # -- probe ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("output, version", [
-    ("codex-cli 0.171.0", "0.171.0"),
-    ("codex-cli 0.147.0\n", "0.147.0"),
-    ('WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper binaries '
-     'under temporary dir "/tmp"\ncodex-cli 0.130.0', "0.130.0"),
-])
+@pytest.mark.parametrize(
+    "output, version",
+    [
+        ("codex-cli 0.171.0", "0.171.0"),
+        ("codex-cli 0.147.0\n", "0.147.0"),
+        (
+            "WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper binaries "
+            'under temporary dir "/tmp"\ncodex-cli 0.130.0',
+            "0.130.0",
+        ),
+    ],
+)
 def test_version_is_read_from_the_real_version_output(output, version):
     assert ADAPTER.parse_version(output) == version
 
@@ -53,11 +65,19 @@ def test_an_unrelated_output_gives_no_version():
 
 
 # -- dialects ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("version, dialect", [
-    ("0.120.0", "legacy"), ("0.132.0", "legacy"), ("0.133.0", "profiles"), ("0.147.0", "profiles"),
-    ("0.148.0", "profiles"), ("0.149.0", "profiles_on_request"), ("0.171.0", "profiles_on_request"),
-    (None, "profiles_on_request"),
-])
+@pytest.mark.parametrize(
+    "version, dialect",
+    [
+        ("0.120.0", "legacy"),
+        ("0.132.0", "legacy"),
+        ("0.133.0", "profiles"),
+        ("0.147.0", "profiles"),
+        ("0.148.0", "profiles"),
+        ("0.149.0", "profiles_on_request"),
+        ("0.171.0", "profiles_on_request"),
+        (None, "profiles_on_request"),
+    ],
+)
 def test_dialect_follows_the_boundaries_seen_on_real_binaries(version, dialect):
     assert ADAPTER.declarations.dialect_for(version) == dialect
     assert compiled(version=version).dialect == dialect
@@ -73,8 +93,12 @@ def test_profile_dialects_never_write_legacy_sandbox_keys_because_codex_would_pr
 def test_legacy_dialect_uses_sandbox_mode_and_the_workspace_write_table():
     data = config(compiled({"workspace": {"access": "read_write"}, "command_network": {"access": "none"}}, "0.130.0"))
     assert data["sandbox_mode"] == "workspace-write"
-    assert data["sandbox_workspace_write"] == {"writable_roots": [], "network_access": False,
-                                               "exclude_tmpdir_env_var": False, "exclude_slash_tmp": True}
+    assert data["sandbox_workspace_write"] == {
+        "writable_roots": [],
+        "network_access": False,
+        "exclude_tmpdir_env_var": False,
+        "exclude_slash_tmp": True,
+    }
     assert "permissions" not in data and "default_permissions" not in data
 
 
@@ -87,8 +111,9 @@ def test_legacy_dialect_compiles_workspace_none_as_read_only_and_says_so():
 # -- purity --------------------------------------------------------------------------------------
 INTENTS = [
     {"workspace": {"access": ws}, "shell": {"access": sh}, "command_network": {"access": net}, "host_home": home}
-    for ws, sh, net, home in itertools.product(("none", "read_only", "read_write"), ("deny", "ask", "allow"),
-                                               ("none", "unrestricted"), ("hidden", "visible"))
+    for ws, sh, net, home in itertools.product(
+        ("none", "read_only", "read_write"), ("deny", "ask", "allow"), ("none", "unrestricted"), ("hidden", "visible")
+    )
 ]
 
 
@@ -142,7 +167,9 @@ def test_restricted_network_runs_codex_proxy_with_the_domain_allowlist_and_warns
     data = config(result)
     assert data["features"]["network_proxy"] is True
     assert data["permissions"][PERMISSION_PROFILE]["network"] == {
-        "enabled": True, "domains": {"example.com": "allow", "pypi.org": "allow"}}
+        "enabled": True,
+        "domains": {"example.com": "allow", "pypi.org": "allow"},
+    }
     assert any("experimental network proxy" in w for w in result.warnings)
     assert result.requirements.allow_domains == ("example.com", "pypi.org")
 
@@ -160,8 +187,10 @@ def test_shell_deny_removes_the_shell_tool_and_never_asks():
     assert data["approval_policy"] == "never"
 
 
-@pytest.mark.parametrize("version, policy", [("0.130.0", "untrusted"), ("0.148.0", "untrusted"),
-                                             ("0.149.0", "on-request"), (NEWEST, "on-request")])
+@pytest.mark.parametrize(
+    "version, policy",
+    [("0.130.0", "untrusted"), ("0.148.0", "untrusted"), ("0.149.0", "on-request"), (NEWEST, "on-request")],
+)
 def test_shell_ask_uses_the_approval_policy_each_version_accepts(version, policy):
     result = compiled({"shell": {"access": "ask"}}, version)
     assert config(result)["approval_policy"] == policy
@@ -177,8 +206,10 @@ def test_shell_allow_pins_approval_never_and_a_human_reviewer():
 
 # -- environment ---------------------------------------------------------------------------------
 def test_commands_keep_only_the_base_and_allowed_variables_and_never_the_model_key():
-    result = compiled({"environment": {"allow": ["GITHUB_TOKEN"]}},
-                      model={"base_url": "http://127.0.0.1:9999/v1", "api_key_env": "MODEL_KEY"})
+    result = compiled(
+        {"environment": {"allow": ["GITHUB_TOKEN"]}},
+        model={"base_url": "http://127.0.0.1:9999/v1", "api_key_env": "MODEL_KEY"},
+    )
     policy = config(result)["shell_environment_policy"]
     assert policy["inherit"] == "all" and policy["ignore_default_excludes"] is True
     assert policy["include_only"] == sorted({*COMMAND_ENV, "GITHUB_TOKEN"})
@@ -202,14 +233,23 @@ def test_a_base_url_becomes_a_responses_provider_that_reads_the_named_key():
     result = compiled(model={"base_url": "http://127.0.0.1:18431/v1", "name": "gpt-5.5", "api_key_env": "MOCK_KEY"})
     data = config(result)
     assert data["model"] == "gpt-5.5" and data["model_provider"] == PROVIDER_ID
-    assert data["model_providers"][PROVIDER_ID] == {"name": PROVIDER_ID, "base_url": "http://127.0.0.1:18431/v1",
-                                                   "wire_api": "responses", "env_key": "MOCK_KEY"}
+    assert data["model_providers"][PROVIDER_ID] == {
+        "name": PROVIDER_ID,
+        "base_url": "http://127.0.0.1:18431/v1",
+        "wire_api": "responses",
+        "env_key": "MOCK_KEY",
+    }
     assert result.requirements.model_endpoint == "127.0.0.1:18431"
 
 
-@pytest.mark.parametrize("url, endpoint", [("https://api.example.com/v1", "api.example.com:443"),
-                                           ("http://localhost/v1", "localhost:80"),
-                                           ("http://[::1]:8080/v1", "[::1]:8080")])
+@pytest.mark.parametrize(
+    "url, endpoint",
+    [
+        ("https://api.example.com/v1", "api.example.com:443"),
+        ("http://localhost/v1", "localhost:80"),
+        ("http://[::1]:8080/v1", "[::1]:8080"),
+    ],
+)
 def test_the_model_endpoint_names_host_and_port(url, endpoint):
     assert compiled(model={"base_url": url}).requirements.model_endpoint == endpoint
 
@@ -223,8 +263,10 @@ def test_without_a_base_url_codex_keeps_its_default_provider():
 
 # -- MCP -----------------------------------------------------------------------------------------
 def test_only_allowlisted_servers_and_tools_reach_codex():
-    result = compiled({"mcp": {"servers": ["canary"], "tools": {"canary": ["allowed_echo"]}}},
-                      servers={"canary": CANARY, "other": CANARY})
+    result = compiled(
+        {"mcp": {"servers": ["canary"], "tools": {"canary": ["allowed_echo"]}}},
+        servers={"canary": CANARY, "other": CANARY},
+    )
     servers = config(result)["mcp_servers"]
     assert list(servers) == ["canary"]
     canary = servers["canary"]
@@ -243,8 +285,9 @@ def test_a_server_allowed_without_a_tool_list_gets_all_its_tools_approved():
 
 
 def test_an_empty_tool_list_enables_no_tool():
-    servers = config(compiled({"mcp": {"servers": ["canary"], "tools": {"canary": []}}},
-                              servers={"canary": CANARY}))["mcp_servers"]
+    servers = config(compiled({"mcp": {"servers": ["canary"], "tools": {"canary": []}}}, servers={"canary": CANARY}))[
+        "mcp_servers"
+    ]
     assert servers["canary"]["enabled_tools"] == []
 
 
@@ -274,12 +317,14 @@ def test_legacy_owners_cover_the_network_switch():
 
 
 def test_a_config_patch_that_brings_back_sandbox_mode_is_refused_for_a_required_workspace(tmp_path):
-    from agentbox.compiler import compile_plan
+    from agentbox.compile.compiler import compile_plan
     from agentbox.errors import PolicyError
-    from agentbox.profile import LoadedProfile
+    from agentbox.core.profile import LoadedProfile
 
-    prof = profile({"workspace": {"access": "read_only"}},
-                   native_overrides={"codex": {"config_patch": {"sandbox_mode": "danger-full-access"}}})
+    prof = profile(
+        {"workspace": {"access": "read_only"}},
+        native_overrides={"codex": {"config_patch": {"sandbox_mode": "danger-full-access"}}},
+    )
     loaded = LoadedProfile(profile=prof, source="p.yaml", digest="0" * 64)
     with pytest.raises(PolicyError, match="workspace"):
         compile_plan(loaded, str(tmp_path), harness_version=NEWEST, home="/home/user")
@@ -307,16 +352,26 @@ def test_legacy_declares_no_harness_mechanism_for_a_hidden_home():
 def test_the_declaration_file_covers_every_restrictive_capability():
     decl = load_declarations("codex")
     assert decl.tested_range == {"min": OLDEST_TESTED, "max": NEWEST}
-    for cap in ("workspace.none", "workspace.read_only", "workspace.read_write", "shell.deny", "shell.ask",
-                "command_network.none", "command_network.restricted", "mcp.allowlist", "host_home.hidden",
-                "environment.allowlist"):
+    for cap in (
+        "workspace.none",
+        "workspace.read_only",
+        "workspace.read_write",
+        "shell.deny",
+        "shell.ask",
+        "command_network.none",
+        "command_network.restricted",
+        "mcp.allowlist",
+        "host_home.hidden",
+        "environment.allowlist",
+    ):
         for dialect in ("legacy", "profiles", "profiles_on_request"):
             assert any(not e.dialects or dialect in e.dialects for e in decl.capabilities[cap]), (cap, dialect)
 
 
 def test_requirements_copy_the_intent_for_the_sandbox():
-    result = compiled({"workspace": {"access": "read_only"}, "command_network": {"access": "none"},
-                       "host_home": "hidden"})
+    result = compiled(
+        {"workspace": {"access": "read_only"}, "command_network": {"access": "none"}, "host_home": "hidden"}
+    )
     req = result.requirements
     assert (req.workspace, req.network, req.host_home) == ("read_only", "none", "hidden")
     assert req.surfaces == ADAPTER.surfaces and any(s.path == ".codex" for s in req.surfaces)
@@ -338,8 +393,11 @@ def test_versions_without_strict_config_do_not_get_the_flag():
 
 
 def test_interactive_argv_keeps_strict_config_and_no_shared_server_before_the_users_arguments():
-    assert ADAPTER.interactive_argv(compiled(version="0.171.0"), ["--no-alt-screen"]) == \
-        ["--strict-config", "--no-daemon", "--no-alt-screen"]
+    assert ADAPTER.interactive_argv(compiled(version="0.171.0"), ["--no-alt-screen"]) == [
+        "--strict-config",
+        "--no-daemon",
+        "--no-alt-screen",
+    ]
     # 0.147.0 has no background server and no such flag
     assert ADAPTER.interactive_argv(compiled(version="0.147.0"), []) == ["--strict-config"]
 
@@ -359,8 +417,9 @@ def test_inside_an_os_sandbox_whose_proxy_enforces_restricted_codexs_own_proxy_i
     """Codex's proxy resolves names itself and cannot chain to the egress proxy (seen: "local/private network
     addresses are blocked" for an allowed name), so commands get the network and the proxy variables."""
     intent = {"command_network": {"access": "restricted", "allow_domains": ["pypi.org"]}}
-    inside = ADAPTER.compile(profile(intent), context(sandbox_enforces=("command_network",),
-                                                      sandbox_env=("HTTP_PROXY", "https_proxy")))
+    inside = ADAPTER.compile(
+        profile(intent), context(sandbox_enforces=("command_network",), sandbox_env=("HTTP_PROXY", "https_proxy"))
+    )
     cfg = config(inside)
     assert cfg["permissions"][PERMISSION_PROFILE]["network"] == {"enabled": True}
     assert cfg["features"]["network_proxy"] is False
@@ -368,10 +427,13 @@ def test_inside_an_os_sandbox_whose_proxy_enforces_restricted_codexs_own_proxy_i
     assert inside.coverage["command_network"].support == "unsupported"  # left to the OS layer
     alone = config(compiled(intent))
     assert alone["features"]["network_proxy"] is True and alone["permissions"][PERMISSION_PROFILE]["network"][
-        "domains"] == {"pypi.org": "allow"}
+        "domains"
+    ] == {"pypi.org": "allow"}
 
 
 def test_inside_the_os_sandbox_network_none_stays_off_for_commands():
-    inside = ADAPTER.compile(profile({"command_network": {"access": "none"}}),
-                             context(sandbox_enforces=("command_network",), sandbox_env=("HTTP_PROXY",)))
+    inside = ADAPTER.compile(
+        profile({"command_network": {"access": "none"}}),
+        context(sandbox_enforces=("command_network",), sandbox_env=("HTTP_PROXY",)),
+    )
     assert config(inside)["permissions"][PERMISSION_PROFILE]["network"] == {"enabled": False}

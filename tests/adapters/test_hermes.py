@@ -5,19 +5,23 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from agentbox.adapters import get_adapter
-from agentbox.capability import capability_id
-from agentbox.intent import ITEMS
-from agentbox.plan import CompileContext
-from agentbox.profile import Profile
+from agentbox.compile.adapters import get_adapter
+from agentbox.core.capability import capability_id
+from agentbox.core.intent import ITEMS
+from agentbox.core.plan import CompileContext
+from agentbox.core.profile import Profile
 
 ADAPTER = get_adapter("hermes")
 
 # Real `hermes --version` outputs (first lines; the rest is install path and an update check).
-OUT_0_19 = ("Hermes Agent v0.19.0 (2026.7.20)\nInstall directory: /x/venv/lib/python3.11/site-packages\n"
-            "Install method: pip\nPython: 3.11.7\nOpenAI SDK: 2.24.0\nUp to date")
-OUT_0_13 = ("Hermes Agent v0.13.0 (2026.5.7)\nProject: /x/venv/lib/python3.11/site-packages\n"
-            "Python: 3.11.7\nOpenAI SDK: 2.24.0\nUp to date")
+OUT_0_19 = (
+    "Hermes Agent v0.19.0 (2026.7.20)\nInstall directory: /x/venv/lib/python3.11/site-packages\n"
+    "Install method: pip\nPython: 3.11.7\nOpenAI SDK: 2.24.0\nUp to date"
+)
+OUT_0_13 = (
+    "Hermes Agent v0.13.0 (2026.5.7)\nProject: /x/venv/lib/python3.11/site-packages\n"
+    "Python: 3.11.7\nOpenAI SDK: 2.24.0\nUp to date"
+)
 
 MCP_SERVERS = {
     "canary": {"command": "python", "args": ["-m", "agentbox.canary_mcp", "--log", "/l"], "env": {"B": "2", "A": "1"}},
@@ -26,8 +30,16 @@ MCP_SERVERS = {
 
 
 def profile(intent=None, model=None, **kw) -> Profile:
-    return Profile.model_validate({"name": "p", "harness": "hermes", "permission_intent": intent or {},
-                                   "model": model or {}, "mcp_servers": MCP_SERVERS, **kw})
+    return Profile.model_validate(
+        {
+            "name": "p",
+            "harness": "hermes",
+            "permission_intent": intent or {},
+            "model": model or {},
+            "mcp_servers": MCP_SERVERS,
+            **kw,
+        }
+    )
 
 
 def compile_(intent=None, model=None, version="0.19.0"):
@@ -49,10 +61,18 @@ def test_an_output_without_the_banner_gives_no_version():
     assert ADAPTER.parse_version("hermes: command not found") is None
 
 
-@pytest.mark.parametrize("version,dialect", [
-    ("0.13.0", "toolsets"), ("0.17.0", "toolsets"), ("0.18.0", "toolsets"),
-    ("0.18.1", "deny-rules"), ("0.18.2", "deny-rules"), ("0.19.0", "deny-rules"), ("0.21.3", "deny-rules"),
-])
+@pytest.mark.parametrize(
+    "version,dialect",
+    [
+        ("0.13.0", "toolsets"),
+        ("0.17.0", "toolsets"),
+        ("0.18.0", "toolsets"),
+        ("0.18.1", "deny-rules"),
+        ("0.18.2", "deny-rules"),
+        ("0.19.0", "deny-rules"),
+        ("0.21.3", "deny-rules"),
+    ],
+)
 def test_approvals_deny_arrived_in_0_18_1_and_selects_the_newer_dialect(version, dialect):
     assert ADAPTER.declarations.dialect_for(version) == dialect
 
@@ -118,13 +138,15 @@ def test_a_headless_run_denies_a_dangerous_command_after_a_second_where_a_person
     headless = config(result.model_copy(update={"artifacts": ADAPTER.headless_artifacts(result)}))
     assert config(result)["approvals"]["timeout"] == 60
     assert headless["approvals"] == {**config(result)["approvals"], "timeout": 1}
-    assert {k: v for k, v in headless.items() if k != "approvals"} == \
-        {k: v for k, v in config(result).items() if k != "approvals"}
+    assert {k: v for k, v in headless.items() if k != "approvals"} == {
+        k: v for k, v in config(result).items() if k != "approvals"
+    }
 
 
 # -- workspace and network ---------------------------------------------------------------------
-@pytest.mark.parametrize("access,root", [("read_write", "/w/proj"), ("read_only", "/tmp/agentbox/tmp"),
-                                         ("none", "/tmp/agentbox/tmp")])
+@pytest.mark.parametrize(
+    "access,root", [("read_write", "/w/proj"), ("read_only", "/tmp/agentbox/tmp"), ("none", "/tmp/agentbox/tmp")]
+)
 def test_the_file_tools_may_write_only_under_the_safe_root(access, root):
     assert compile_({"workspace": {"access": access}}).env["HERMES_WRITE_SAFE_ROOT"] == root
 
@@ -177,14 +199,27 @@ def test_an_empty_tool_list_leaves_the_server_out_because_hermes_reads_it_as_all
 
 
 def test_a_server_named_like_a_toolset_is_an_error():
-    p = Profile.model_validate({"name": "p", "harness": "hermes", "mcp_servers": {"terminal": {"command": "x"}},
-                                "permission_intent": {"shell": {"access": "deny"}, "mcp": {"servers": ["terminal"]}}})
+    p = Profile.model_validate(
+        {
+            "name": "p",
+            "harness": "hermes",
+            "mcp_servers": {"terminal": {"command": "x"}},
+            "permission_intent": {"shell": {"access": "deny"}, "mcp": {"servers": ["terminal"]}},
+        }
+    )
     result = ADAPTER.compile(p, CompileContext(cwd="/w", home="/h", harness_version="0.19.0"))
     assert result.errors and "terminal" not in yaml.safe_load(result.artifacts[0].content)["mcp_servers"]
 
 
-@pytest.mark.parametrize("version,tool", [("0.13.0", "mcp_{server}_{tool}"), ("0.18.0", "mcp_{server}_{tool}"),
-                                          ("0.18.1", "mcp__{server}__{tool}"), ("0.19.0", "mcp__{server}__{tool}")])
+@pytest.mark.parametrize(
+    "version,tool",
+    [
+        ("0.13.0", "mcp_{server}_{tool}"),
+        ("0.18.0", "mcp_{server}_{tool}"),
+        ("0.18.1", "mcp__{server}__{tool}"),
+        ("0.19.0", "mcp__{server}__{tool}"),
+    ],
+)
 def test_mcp_tool_names_follow_the_version(version, tool):
     assert ADAPTER.vocabulary_for(version).mcp_call.tool == tool
 
@@ -194,8 +229,12 @@ def test_a_base_url_compiles_a_named_custom_provider_that_reads_the_key_from_the
     result = compile_(model={"base_url": "http://127.0.0.1:8765/v1/", "name": "m1", "api_key_env": "MY_KEY"})
     cfg = config(result)
     assert cfg["model"] == {"provider": "custom:agentbox", "default": "m1"}
-    assert cfg["providers"]["agentbox"] == {"base_url": "http://127.0.0.1:8765/v1", "api_mode": "chat_completions",
-                                            "key_env": "MY_KEY", "default_model": "m1"}
+    assert cfg["providers"]["agentbox"] == {
+        "base_url": "http://127.0.0.1:8765/v1",
+        "api_mode": "chat_completions",
+        "key_env": "MY_KEY",
+        "default_model": "m1",
+    }
     assert "MY_KEY" in result.requirements.env_allow
     assert result.requirements.model_endpoint == "127.0.0.1:8765"
 
@@ -217,7 +256,9 @@ def test_no_model_settings_keep_the_harness_default_provider():
 
 def test_a_named_provider_without_base_url_is_passed_through():
     assert config(compile_(model={"provider": "openrouter", "name": "x/y"}))["model"] == {
-        "provider": "openrouter", "default": "x/y"}
+        "provider": "openrouter",
+        "default": "x/y",
+    }
 
 
 def test_the_environment_allowlist_is_delegated_to_the_sandbox():
@@ -247,14 +288,21 @@ def test_a_shared_key_is_owned_by_a_required_contributor_first():
 
 
 def test_a_config_patch_that_brings_the_terminal_back_is_refused(tmp_path):
-    from agentbox.compiler import compile_plan
+    from agentbox.compile.compiler import compile_plan
     from agentbox.errors import PolicyError
-    from agentbox.profile import load_profile
+    from agentbox.core.profile import load_profile
 
     path = tmp_path / "p.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "p", "harness": "hermes", "permission_intent": {"shell": {"access": "deny"}},
-        "native_overrides": {"hermes": {"config_patch": {"agent": {"disabled_toolsets": []}}}}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "p",
+                "harness": "hermes",
+                "permission_intent": {"shell": {"access": "deny"}},
+                "native_overrides": {"hermes": {"config_patch": {"agent": {"disabled_toolsets": []}}}},
+            }
+        )
+    )
     (tmp_path / "w").mkdir()
     with pytest.raises(PolicyError, match="shell"):
         compile_plan(load_profile(str(path)), str(tmp_path / "w"), harness_version="0.19.0", home=str(tmp_path))
@@ -263,14 +311,25 @@ def test_a_config_patch_that_brings_the_terminal_back_is_refused(tmp_path):
 # -- coverage and declarations ------------------------------------------------------------------
 def test_every_restrictive_capability_is_declared():
     declared = set(ADAPTER.declarations.capabilities)
-    wanted = {"workspace.none", "workspace.read_only", "workspace.read_write", "shell.deny", "shell.ask",
-              "command_network.none", "command_network.restricted", "mcp.allowlist", "host_home.hidden",
-              "environment.allowlist"}
+    wanted = {
+        "workspace.none",
+        "workspace.read_only",
+        "workspace.read_write",
+        "shell.deny",
+        "shell.ask",
+        "command_network.none",
+        "command_network.restricted",
+        "mcp.allowlist",
+        "host_home.hidden",
+        "environment.allowlist",
+    }
     assert wanted <= declared
 
 
 def test_only_tool_removal_is_claimed_exact():
-    exact = {c for c, entries in ADAPTER.declarations.capabilities.items() if any(e.support == "exact" for e in entries)}
+    exact = {
+        c for c, entries in ADAPTER.declarations.capabilities.items() if any(e.support == "exact" for e in entries)
+    }
     assert exact == {"shell.deny", "mcp.allowlist"}
 
 
@@ -315,5 +374,9 @@ def test_the_vocabulary_speaks_chat_completions_with_hermes_tool_names():
     vocab = ADAPTER.tool_vocabulary
     assert vocab.wire_api == "openai-chat"
     assert (vocab.shell.tool, vocab.write_file.tool, vocab.edit_file.tool, vocab.read_file.tool) == (
-        "terminal", "write_file", "patch", "read_file")
+        "terminal",
+        "write_file",
+        "patch",
+        "read_file",
+    )
     assert vocab.edit_file.arguments["mode"] == "replace"

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentbox.adapters import get_adapter
-from agentbox.adapters.opencode import ADAPTER, CONFIG, tool_id
-from agentbox.plan import CompileContext
-from agentbox.profile import Profile
+from agentbox.compile.adapters import get_adapter
+from agentbox.compile.adapters.opencode import ADAPTER, CONFIG, tool_id
+from agentbox.core.plan import CompileContext
+from agentbox.core.profile import Profile
 
 CTX = CompileContext(cwd="/work/project", home="/home/agent", harness_version="1.18.33")
 MODEL = {"base_url": "http://127.0.0.1:8787/v1", "name": "scripted-model", "api_key_env": "AGENTBOX_MODEL_KEY"}
@@ -38,7 +38,9 @@ def config(result) -> dict:
 
 
 # -- probe and dialects ----------------------------------------------------------------------------
-@pytest.mark.parametrize("output, version", [("1.18.33", "1.18.33"), ("1.18.16\n", "1.18.16"), ("  1.18.25  \n", "1.18.25")])
+@pytest.mark.parametrize(
+    "output, version", [("1.18.33", "1.18.33"), ("1.18.16\n", "1.18.16"), ("  1.18.25  \n", "1.18.25")]
+)
 def test_the_version_is_read_from_the_real_version_output(output, version):
     assert ADAPTER.parse_version(output) == version
 
@@ -51,10 +53,16 @@ def test_the_registry_finds_the_adapter_by_harness_name():
     assert get_adapter("opencode") is ADAPTER
 
 
-@pytest.mark.parametrize("version, dialect", [
-    ("1.18.16", "v1-ignores-v2"), ("1.18.23", "v1-ignores-v2"),
-    ("1.18.25", "v1-rejects-v2"), ("1.18.33", "v1-rejects-v2"), ("1.19.0", "v1-rejects-v2"),
-])
+@pytest.mark.parametrize(
+    "version, dialect",
+    [
+        ("1.18.16", "v1-ignores-v2"),
+        ("1.18.23", "v1-ignores-v2"),
+        ("1.18.25", "v1-rejects-v2"),
+        ("1.18.33", "v1-rejects-v2"),
+        ("1.19.0", "v1-rejects-v2"),
+    ],
+)
 def test_the_dialect_follows_how_the_version_treats_a_v2_permissions_key(version, dialect):
     assert compile_(version=version).dialect == dialect
 
@@ -66,13 +74,22 @@ def test_no_dialect_ever_emits_the_v2_permissions_array():
 
 
 # -- determinism -----------------------------------------------------------------------------------
-intents = st.fixed_dictionaries({
-    "workspace": st.sampled_from(["none", "read_only", "read_write"]).map(lambda a: {"access": a}),
-    "shell": st.sampled_from(["deny", "ask", "allow"]).map(lambda a: {"access": a}),
-    "command_network": st.sampled_from([{"access": "none"}, {"access": "unrestricted"},
-                                        {"access": "restricted", "allow_domains": ["api.github.com", "*.x.org"]}]),
-    "mcp": st.sampled_from([{}, {"servers": ["canary"]}, {"servers": ["canary", "other"], "tools": {"canary": ["allowed_echo"]}}]),
-})
+intents = st.fixed_dictionaries(
+    {
+        "workspace": st.sampled_from(["none", "read_only", "read_write"]).map(lambda a: {"access": a}),
+        "shell": st.sampled_from(["deny", "ask", "allow"]).map(lambda a: {"access": a}),
+        "command_network": st.sampled_from(
+            [
+                {"access": "none"},
+                {"access": "unrestricted"},
+                {"access": "restricted", "allow_domains": ["api.github.com", "*.x.org"]},
+            ]
+        ),
+        "mcp": st.sampled_from(
+            [{}, {"servers": ["canary"]}, {"servers": ["canary", "other"], "tools": {"canary": ["allowed_echo"]}}]
+        ),
+    }
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -130,8 +147,11 @@ def test_headless_ask_is_never_turned_into_auto_approval():
 def test_only_allowlisted_servers_reach_the_mcp_block():
     cfg = config(compile_({"mcp": {"servers": ["canary"]}}))
     assert list(cfg["mcp"]) == ["canary"]
-    assert cfg["mcp"]["canary"] == {"type": "local", "command": ["python3", "-m", "agentbox.canary_mcp", "--log",
-                                                                  "/w/canary.log"], "enabled": True}
+    assert cfg["mcp"]["canary"] == {
+        "type": "local",
+        "command": ["python3", "-m", "agentbox.canary_mcp", "--log", "/w/canary.log"],
+        "enabled": True,
+    }
 
 
 def test_no_allowlisted_server_means_no_mcp_block():
@@ -177,8 +197,9 @@ def test_a_wildcard_that_reaches_another_servers_tools_is_an_error_when_mcp_is_r
 
 
 def test_the_same_overlap_only_warns_when_mcp_is_advisory():
-    result = compile_({"mcp": {"servers": ["a", "a_b"], "tools": {"a": ["t1"]}, "requirement": "advisory"}},
-                      servers=overlap_servers())
+    result = compile_(
+        {"mcp": {"servers": ["a", "a_b"], "tools": {"a": ["t1"]}, "requirement": "advisory"}}, servers=overlap_servers()
+    )
     assert not result.errors and any("'a_b_*'" in w for w in result.warnings)
 
 
@@ -259,7 +280,12 @@ def test_headless_argv_runs_json_with_the_model_and_the_prompt_as_words_after_a_
 
 
 def test_interactive_argv_passes_the_model_and_the_users_extra_arguments():
-    assert ADAPTER.interactive_argv(compile_(), ["--agent", "plan"]) == ["-m", "agentbox/scripted-model", "--agent", "plan"]
+    assert ADAPTER.interactive_argv(compile_(), ["--agent", "plan"]) == [
+        "-m",
+        "agentbox/scripted-model",
+        "--agent",
+        "plan",
+    ]
 
 
 def test_without_a_model_the_argv_names_none():
@@ -270,7 +296,9 @@ def test_without_a_model_the_argv_names_none():
 def test_security_keys_have_owners():
     owners = compile_({"mcp": {"servers": ["canary"], "tools": {"canary": ["allowed_echo"]}}}).artifacts[0].owners
     assert owners["permission.bash"] == "shell"
-    assert owners["permission.edit"] == owners["permission.read"] == owners["permission.external_directory"] == "workspace"
+    assert (
+        owners["permission.edit"] == owners["permission.read"] == owners["permission.external_directory"] == "workspace"
+    )
     assert owners["permission.webfetch"] == "command_network"
     assert owners["permission.*"] == owners["permission.canary_allowed_echo"] == owners["mcp"] == "mcp"
 
@@ -292,7 +320,9 @@ def test_a_harmless_patch_reports_only_its_own_key():
 
 @pytest.mark.parametrize("version, words", [("1.18.16", "silently ignores"), ("1.18.33", "refuses to start")])
 def test_a_v2_permissions_patch_warns_what_this_version_does_with_it(version, words):
-    patched, _ = ADAPTER.apply_patch(compile_(version=version), {"permissions": [{"action": "*", "resource": "*", "effect": "allow"}]})
+    patched, _ = ADAPTER.apply_patch(
+        compile_(version=version), {"permissions": [{"action": "*", "resource": "*", "effect": "allow"}]}
+    )
     assert any(words in w for w in patched.warnings)
 
 
@@ -327,8 +357,13 @@ def test_a_version_outside_the_tested_range_downgrades_exact_to_partial(version)
 def test_the_vocabulary_uses_opencodes_tool_names_and_argument_shapes():
     vocab = ADAPTER.tool_vocabulary
     assert vocab.wire_api == "openai-chat"
-    assert (vocab.shell.tool, vocab.write_file.tool, vocab.edit_file.tool, vocab.read_file.tool, vocab.fetch_url.tool) == \
-        ("bash", "write", "edit", "read", "webfetch")
+    assert (
+        vocab.shell.tool,
+        vocab.write_file.tool,
+        vocab.edit_file.tool,
+        vocab.read_file.tool,
+        vocab.fetch_url.tool,
+    ) == ("bash", "write", "edit", "read", "webfetch")
     assert set(vocab.edit_file.arguments) == {"filePath", "oldString", "newString"}
     assert vocab.mcp_call.tool.format(server="canary", tool="allowed_echo") == tool_id("canary", "allowed_echo")
 
@@ -340,6 +375,7 @@ def test_an_mcp_tool_named_like_a_builtin_rule_cannot_compile_when_mcp_is_requir
 
 
 # -- start-up ---------------------------------------------------------------------------------------
+
 
 def test_the_global_config_folder_is_marked_as_holding_the_plugin_sdk_so_no_start_installs_it():
     files = {a.path: a.content for a in compile_().artifacts}

@@ -12,8 +12,14 @@ import pytest
 def _pytest(project, home, *args: str) -> subprocess.CompletedProcess:
     # no harness anywhere: an empty AGENTBOX_HOME and a PATH with only the system's programs
     env = {**os.environ, "AGENTBOX_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", *args], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture
@@ -32,17 +38,31 @@ def test_the_suite_is_collected_in_a_project_with_no_test_files_whatever_its_pyt
 
 
 def test_a_canary_with_no_harness_to_verify_fails_and_says_so(project, tmp_path):
-    done = _pytest(project, tmp_path / "home", "--agentbox-canary", "-k", "nothing_is_called_this",
-                   f"--agentbox-evidence-dir={tmp_path / 'ev'}")
+    done = _pytest(
+        project,
+        tmp_path / "home",
+        "--agentbox-canary",
+        "-k",
+        "nothing_is_called_this",
+        f"--agentbox-evidence-dir={tmp_path / 'ev'}",
+    )
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     assert "FAIL: no harness build to verify" in done.stdout
     assert "--agentbox-canary-allow-empty" in done.stdout
 
 
 def test_a_canary_told_that_no_harness_is_expected_notes_it_and_still_fails_on_a_sandbox_it_did_not_verify(
-        project, tmp_path):
-    done = _pytest(project, tmp_path / "home", "--agentbox-canary", "--agentbox-canary-allow-empty",
-                   "-k", "nothing_is_called_this", f"--agentbox-evidence-dir={tmp_path / 'ev'}")
+    project, tmp_path
+):
+    done = _pytest(
+        project,
+        tmp_path / "home",
+        "--agentbox-canary",
+        "--agentbox-canary-allow-empty",
+        "-k",
+        "nothing_is_called_this",
+        f"--agentbox-evidence-dir={tmp_path / 'ev'}",
+    )
     assert "note: no harness build to verify" in done.stdout, done.stdout[-3000:]
     assert "FAIL: no harness build" not in done.stdout
     # the sandbox alone had no evidence and ran no vector: nothing proves it, allowed or not
@@ -51,7 +71,8 @@ def test_a_canary_told_that_no_harness_is_expected_notes_it_and_still_fails_on_a
 
 
 def test_a_capability_no_vector_bears_is_a_usage_error(project, tmp_path):
-    done = _pytest(project, tmp_path / "home", "--agentbox-suite", "--agentbox-capability", "workspace.read_olny",
-                   "--collect-only")
+    done = _pytest(
+        project, tmp_path / "home", "--agentbox-suite", "--agentbox-capability", "workspace.read_olny", "--collect-only"
+    )
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
     assert "no vector of the catalogue bears workspace.read_olny" in done.stderr

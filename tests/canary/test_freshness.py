@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
 
-from agentbox.freshness import Here, expected_runs, freshness, sandbox_freshness
+from agentbox.gate.freshness import Here, expected_runs, freshness, sandbox_freshness
 from synthetic import make_record
 
 
 def complete(catalogue, **kw):
-    return [make_record(catalogue, v, layer, "blocked", **kw)
-            for v, layer in sorted(expected_runs(catalogue, "toy"))]
+    return [make_record(catalogue, v, layer, "blocked", **kw) for v, layer in sorted(expected_runs(catalogue, "toy"))]
 
 
 def judge(records, catalogue, sha="sha-a", revision="test"):
@@ -55,9 +53,11 @@ def test_sandbox_alone_evidence_is_judged_per_backend_version(catalogue):
 
 def test_records_that_do_not_speak_for_this_run_never_make_it_current(catalogue):
     records = [make_record(catalogue, "ro-shell", layer, "blocked") for layer in ("harness", "composed")] + [
-        make_record(catalogue, "ro-file-tool", layer, "blocked") for layer in ("harness", "composed")]
-    observed = [r.model_copy(update={"run_info": r.run_info.model_copy(update={"provenance": "observed"})})
-                for r in records]
+        make_record(catalogue, "ro-file-tool", layer, "blocked") for layer in ("harness", "composed")
+    ]
+    observed = [
+        r.model_copy(update={"run_info": r.run_info.model_copy(update={"provenance": "observed"})}) for r in records
+    ]
     args = dict(harness="toy", version="1.0", binary_sha256="sha-a")
     assert freshness(observed, catalogue, "test", here=Here(provenance="observed", mode="headless"), **args).current
     synthetic = freshness(records, catalogue, "test", here=Here(provenance="observed"), **args)
@@ -71,7 +71,10 @@ def test_records_that_do_not_speak_for_this_run_never_make_it_current(catalogue)
 
 
 def test_a_block_whose_control_did_not_pass_leaves_a_gap(catalogue):
-    records = [make_record(catalogue, v, layer, "blocked", control="failed" if v == "ro-shell" else "passed")
-               for v in ("ro-shell", "ro-file-tool") for layer in ("harness", "composed")]
+    records = [
+        make_record(catalogue, v, layer, "blocked", control="failed" if v == "ro-shell" else "passed")
+        for v in ("ro-shell", "ro-file-tool")
+        for layer in ("harness", "composed")
+    ]
     fresh = freshness(records, catalogue, "test", harness="toy", version="1.0", binary_sha256="sha-a")
     assert fresh.state == "stale" and "2 of 4 vector runs missing or not observed" in fresh.reason

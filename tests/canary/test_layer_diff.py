@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from agentbox.claims import Claim
-from agentbox.claims_diff import diff_claims, diff_layers
+from agentbox.prove.claims import Claim
+from agentbox.prove.claims_diff import diff_claims, diff_layers
 
 
 def claim(version, **layers) -> Claim:
-    return Claim(harness="codex", version=version, backend="bwrap", capability="shell.deny", declared="exact",
-                 claim="exact", blocked=2, total=2, layers=layers)
+    return Claim(
+        harness="codex",
+        version=version,
+        backend="bwrap",
+        capability="shell.deny",
+        declared="exact",
+        claim="exact",
+        blocked=2,
+        total=2,
+        layers=layers,
+    )
 
 
 def test_a_harness_layer_that_lets_a_vector_through_it_blocked_before_regresses_while_the_claim_holds():
@@ -17,7 +26,11 @@ def test_a_harness_layer_that_lets_a_vector_through_it_blocked_before_regresses_
     assert [c.change for c in diff_claims([old], [new])] == ["unchanged"]
     harness, composed = diff_layers([old], [new])
     assert (harness.layer, harness.change, harness.old, harness.new) == (
-        "harness", "regressed", "2/2 blocked", "1/2 blocked, 1 escaped")
+        "harness",
+        "regressed",
+        "2/2 blocked",
+        "1/2 blocked, 1 escaped",
+    )
     assert [(v.vector_id, v.old, v.new) for v in harness.vectors] == [("b", "blocked", "escaped")]
     assert (composed.layer, composed.change, composed.vectors) == ("composed", "unchanged", ())
 
@@ -44,7 +57,10 @@ def test_a_layer_run_on_one_side_only_is_new_or_removed_and_layers_come_in_stack
     old = claim("1.0", harness={"a": "blocked"})
     new = claim("2.0", composed={"a": "blocked"}, sandbox={"a": "blocked"})
     assert [(c.layer, c.change) for c in diff_layers([old], [new])] == [
-        ("sandbox", "new"), ("harness", "removed"), ("composed", "new")]
+        ("sandbox", "new"),
+        ("harness", "removed"),
+        ("composed", "new"),
+    ]
 
 
 def test_claims_recorded_without_layers_compare_as_nothing():

@@ -185,6 +185,11 @@ def test_the_module_refuses_to_start_without_a_log(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_CANARY_")}
     proc = subprocess.run(
         [sys.executable, "-m", "agentbox.canary_mcp"],
-        cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert proc.returncode == 2 and "--log" in proc.stderr

@@ -19,15 +19,15 @@ pytest_plugins = ["pytester"]
 
 # Two composed records of codex 0.171.0 per test, as the negative suite hands them over, from a test
 # that talked to the scripted model (so it has a transcript), and one test that hands nothing over.
-SUITE = '''
+SUITE = """
 import urllib.request
 
 import pytest
 
-from agentbox.claims import default_catalogue_dir
+from agentbox.prove.claims import default_catalogue_dir
 from agentbox.testing.evidence_writer import hand_over
 from synthetic_evidence import posing_as_observed, proving_records
-from agentbox.vectors import load_catalogue
+from agentbox.prove.vectors import load_catalogue
 
 VECTORS = [r.vector_id for r in proving_records(load_catalogue(default_catalogue_dir()), "codex", "0.171.0",
                                                  "0" * 64, ["workspace.read_only"])][:3]
@@ -44,7 +44,7 @@ def test_vector(request, scripted_model, vector):
 
 def test_plain():
     pass
-'''
+"""
 
 MODES = [pytest.param([], id="in-process"), pytest.param(["-p", "xdist", "-n", "2"], id="xdist")]
 
@@ -56,8 +56,17 @@ def run(request, pytester, monkeypatch):
     # the inner run imports the synthetic records' builder from the tests' own support folder, as this one does
     support = str(Path(__file__).resolve().parents[1] / "support")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, (support, os.environ.get("PYTHONPATH")))))
-    result = pytester.runpytest_subprocess(*request.param, "--agentbox-evidence-dir", "ev", "--junitxml", "junit.xml",
-                                           "--html", "report.html", "--alluredir", "allure")
+    result = pytester.runpytest_subprocess(
+        *request.param,
+        "--agentbox-evidence-dir",
+        "ev",
+        "--junitxml",
+        "junit.xml",
+        "--html",
+        "report.html",
+        "--alluredir",
+        "allure",
+    )
     result.assert_outcomes(passed=4)
     return pytester.path
 
@@ -80,9 +89,15 @@ def test_each_junit_testcase_has_the_small_facts_of_its_record_and_not_the_recor
             continue
         assert set(props) == {"harness", "version", "capability", "layer", "vector", "outcome", "record_id"}
         record = records[props["record_id"]]
-        assert props == {"harness": "codex", "version": "0.171.0", "capability": "workspace.read_only",
-                         "layer": "composed", "vector": record["vector_id"], "outcome": "blocked",
-                         "record_id": record["id"]}
+        assert props == {
+            "harness": "codex",
+            "version": "0.171.0",
+            "capability": "workspace.read_only",
+            "layer": "composed",
+            "vector": record["vector_id"],
+            "outcome": "blocked",
+            "record_id": record["id"],
+        }
         assert name == f"test_vector[{record['vector_id']}]"
         seen.add(record["id"])
     assert seen == set(records)
@@ -102,7 +117,9 @@ def test_the_html_summary_has_the_claims_table_and_each_row_links_its_evidence(r
     claims = re.search(r'<h2>Agent-Box claims</h2><pre class="agentbox-claims">(.*?)</pre>', text, re.S)
     assert claims, "no claims table in the HTML summary"
     table = claims.group(1)
-    assert table.startswith("tested ") and re.search(r"codex\s+0\.171\.0\s+bwrap\s+\S+\s+\S+\s+workspace\.read_only", table)
+    assert table.startswith("tested ") and re.search(
+        r"codex\s+0\.171\.0\s+bwrap\s+\S+\s+\S+\s+workspace\.read_only", table
+    )
     tests = _html_data(run)["tests"]
     records = stored(run)
     for nodeid, rows in tests.items():
@@ -132,8 +149,13 @@ def test_each_allure_result_has_the_labels_the_record_and_the_transcript(run):
         (record_name,) = [n for n in attachments if n.startswith("evidence ")]
         record = json.loads(attachments[record_name].read_text())
         assert record == records[record_name.removeprefix("evidence ")]
-        assert {("harness", "codex"), ("version", "0.171.0"), ("capability", "workspace.read_only"),
-                ("layer", "composed"), ("vector", record["vector_id"])} <= labels
+        assert {
+            ("harness", "codex"),
+            ("version", "0.171.0"),
+            ("capability", "workspace.read_only"),
+            ("layer", "composed"),
+            ("vector", record["vector_id"]),
+        } <= labels
         transcript = json.loads(attachments["scripted model transcript"].read_text())
         assert [r["path"] for r in transcript] == ["/v1/models"]
         assert "request" not in transcript[0]

@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 import agentbox
-from agentbox import installs
+from agentbox.harnesses import installs
 from agentbox.cli import main
 from agentbox.errors import InputError
-from agentbox.matrix import PACKAGED, cells, json_schema, load_matrix, packaged_matrices, resolve_matrix
-from agentbox.profile import HARNESSES
+from agentbox.harnesses.matrix import PACKAGED, cells, json_schema, load_matrix, packaged_matrices, resolve_matrix
+from agentbox.core.profile import HARNESSES
 
 REPO = Path(__file__).resolve().parents[2]
 MATRICES = sorted((REPO / "matrices").glob("*.yaml"))
@@ -22,7 +22,7 @@ SCHEMA_FILE = Path(agentbox.__file__).parent / "schemas" / "matrix.schema.json"
 
 
 def test_the_schema_file_is_exported_from_the_matrix_model():
-    # Regenerate with: python -m agentbox.matrix --schema > agentbox/schemas/matrix.schema.json
+    # Regenerate with: python -m agentbox.harnesses.matrix --schema > agentbox/schemas/matrix.schema.json
     assert json.loads(SCHEMA_FILE.read_text()) == json_schema()
 
 
@@ -46,7 +46,7 @@ def test_the_default_matrix_has_one_version_per_harness_each_of_them_supported()
 
 
 def test_the_supported_matrix_proves_two_permission_dialects_of_every_harness():
-    from agentbox.adapters import get_adapter
+    from agentbox.compile.adapters import get_adapter
 
     supported = load_matrix(REPO / "matrices/supported.yaml")
     assert set(supported.harnesses) == set(HARNESSES)
@@ -55,16 +55,25 @@ def test_the_supported_matrix_proves_two_permission_dialects_of_every_harness():
         assert len(versions) >= 2 and len(dialects) >= 2, (name, versions, dialects)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("harnesses: {codx: ['1.0.0']}", r":1: harnesses.codx.\[key\]: Input should be 'claude-code', 'codex'.*"
-                                     "did you mean `codex`"),
-    ("harnesses: {codex: []}", ":1: harnesses.codex: .*at least 1 item"),
-    ("harnesses: {codex: ['0.171.0', '0.171']}", ": harnesses.codex: a version is listed twice"),  # the model checks it
-    ("harnesses: {codex: ['latest']}", ":1: harnesses.codex.0: String should match pattern"),
-    ("acp_adapters: {codex: '0.1.0'}", ": unknown ACP adapter.s.: codex; known: claude-agent-acp, codex-acp"),
-    ("schema_version: 2", ":1: schema_version: Input should be 1"),
-    ("harness: {codex: ['1.0']}", ":1: harness: unknown field; did you mean `harnesses`?"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "harnesses: {codx: ['1.0.0']}",
+            r":1: harnesses.codx.\[key\]: Input should be 'claude-code', 'codex'.*"
+            "did you mean `codex`",
+        ),
+        ("harnesses: {codex: []}", ":1: harnesses.codex: .*at least 1 item"),
+        (
+            "harnesses: {codex: ['0.171.0', '0.171']}",
+            ": harnesses.codex: a version is listed twice",
+        ),  # the model checks it
+        ("harnesses: {codex: ['latest']}", ":1: harnesses.codex.0: String should match pattern"),
+        ("acp_adapters: {codex: '0.1.0'}", ": unknown ACP adapter.s.: codex; known: claude-agent-acp, codex-acp"),
+        ("schema_version: 2", ":1: schema_version: Input should be 1"),
+        ("harness: {codex: ['1.0']}", ":1: harness: unknown field; did you mean `harnesses`?"),
+    ],
+)
 def test_a_bad_matrix_is_refused_naming_the_file_and_the_field(tmp_path, text, message):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
@@ -81,8 +90,9 @@ def test_a_bad_version_names_the_line_of_its_list_item(tmp_path):
 
 
 def test_cells_are_each_harness_version_once_in_harness_then_version_order(tmp_path):
-    (tmp_path / "a.yaml").write_text("harnesses: {hermes: ['0.19.0'], codex: ['0.171.0', '0.147.0']}\n"
-                                     "acp_adapters: {codex-acp: '0.16.0'}\n")
+    (tmp_path / "a.yaml").write_text(
+        "harnesses: {hermes: ['0.19.0'], codex: ['0.171.0', '0.147.0']}\nacp_adapters: {codex-acp: '0.16.0'}\n"
+    )
     (tmp_path / "b.yaml").write_text("harnesses: {codex: ['0.171.0'], claude-code: ['2.1.332']}\n")
     got = cells([load_matrix(tmp_path / "a.yaml"), load_matrix(tmp_path / "b.yaml")])
     assert [c.id for c in got] == ["claude-code-2.1.332", "codex-0.147.0", "codex-0.171.0", "hermes-0.19.0"]
@@ -95,15 +105,29 @@ def test_matrix_list_json_is_a_github_actions_job_matrix(capsys):
     assert main(["matrix", "list", "--matrix", str(REPO / "matrices/supported.yaml"), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {tuple(sorted(r)) for r in rows} == {("harness", "id", "install", "tox_env", "version")}
-    assert [r["id"] for r in rows] == ["claude-code-2.1.197", "claude-code-2.1.332", "codex-0.147.0", "codex-0.171.0",
-                                       "opencode-1.18.16", "opencode-1.18.33", "hermes-0.13.0", "hermes-0.19.0"]
+    assert [r["id"] for r in rows] == [
+        "claude-code-2.1.197",
+        "claude-code-2.1.332",
+        "codex-0.147.0",
+        "codex-0.171.0",
+        "opencode-1.18.16",
+        "opencode-1.18.33",
+        "hermes-0.13.0",
+        "hermes-0.19.0",
+    ]
     codex = rows[3]
-    assert codex == {"harness": "codex", "version": "0.171.0", "id": "codex-0.171.0", "tox_env": "codex-0.171.0",
-                     "install": ["codex@0.171.0", "codex-acp@0.16.0"]}
+    assert codex == {
+        "harness": "codex",
+        "version": "0.171.0",
+        "id": "codex-0.171.0",
+        "tox_env": "codex-0.171.0",
+        "install": ["codex@0.171.0", "codex-acp@0.16.0"],
+    }
 
 
 def test_matrix_list_reads_every_matrix_here_by_default_and_prints_a_line_per_version_under_a_header(
-        capsys, monkeypatch, tmp_path):
+    capsys, monkeypatch, tmp_path
+):
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("AGENTBOX_HOME", str(tmp_path))
     assert main(["matrix", "list"]) == 0
@@ -173,8 +197,13 @@ def test_matrix_list_names_a_missing_file_and_the_packaged_matrices(capsys, tmp_
 
 def test_harness_install_installs_what_any_matrix_names(monkeypatch):
     asked = []
-    monkeypatch.setattr(installs, "install", lambda name, version, log: asked.append(f"{name}@{version}") or
-                        installs.Installed(name, version, "/bin/true", "agentbox", version))
+    monkeypatch.setattr(
+        installs,
+        "install",
+        lambda name, version, log: (
+            asked.append(f"{name}@{version}") or installs.Installed(name, version, "/bin/true", "agentbox", version)
+        ),
+    )
     assert main(["harness", "install", "--quiet", "--matrix", str(REPO / "matrices/supported.yaml")]) == 0
     wanted = {spec for c in cells([load_matrix(REPO / "matrices/supported.yaml")]) for spec in c.install}
     assert set(asked) == wanted and len(asked) == len(wanted)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentbox.matrix import cells, default_matrices, load_matrix
+from agentbox.harnesses.matrix import cells, default_matrices, load_matrix
 
 pytest.importorskip("tox", reason="tox is not installed (pip install -e '.[test]')")
 
@@ -28,8 +28,13 @@ def work_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def tox(work_dir):
     def run(*args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "tox", "--workdir", str(work_dir), *args], cwd=REPO,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "tox", "--workdir", str(work_dir), *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
@@ -43,7 +48,7 @@ def config(tox):
         out = tox("config", "-e", env, "-k", key).splitlines()
         start = next(i for i, line in enumerate(out) if line.startswith(f"{key} ="))
         first = out[start].partition("=")[2].strip()
-        rest = [line.strip() for line in out[start + 1:] if line.startswith("  ")]
+        rest = [line.strip() for line in out[start + 1 :] if line.startswith("  ")]
         return ([first] if first else []) + rest
 
     return value
@@ -70,7 +75,7 @@ def test_a_harness_environment_installs_its_version_and_runs_both_suites_for_it_
 def test_the_report_environment_merges_every_harness_environment_after_they_ran(config, work_dir):
     assert config("report", "depends") == [c.tox_env for c in CELLS]
     merge, render = config("report", "commands")
-    assert merge == f"sh -c 'agent-box evidence merge \"$0\"/evidence/*/ -o \"$0\"/evidence-merged' {work_dir}"
+    assert merge == f'sh -c \'agent-box evidence merge "$0"/evidence/*/ -o "$0"/evidence-merged\' {work_dir}'
     assert render.startswith(f"agent-box report --evidence {work_dir}/evidence-merged -o {work_dir}/report.html ")
     assert "--json-out" in render and "--markdown-out" in render
 

@@ -35,16 +35,18 @@ HARNESS, VERSION = "codex", "0.171.0"
 # run must stay in minutes
 SUBSET = ("net-curl", "shell-deny-runs-nothing")
 # where the user's Python imports agentbox from, and the pytest plugins its entry points name
-WHERE = ("import agentbox, importlib.metadata as m; print(agentbox.__file__); "
-         "print(*[f'{e.name}={e.value}' for e in m.entry_points(group='pytest11')])")
+WHERE = (
+    "import agentbox, importlib.metadata as m; print(agentbox.__file__); "
+    "print(*[f'{e.name}={e.value}' for e in m.entry_points(group='pytest11')])"
+)
 # What a user's run reads from the installed package, each pattern matched by at least one file of the wheel.
 SHIPPED = (
-    "agentbox/data/vectors/*.yaml",            # the vector catalogue
-    "agentbox/data/capabilities/*.yaml",       # what each layer declares
+    "agentbox/data/vectors/*.yaml",  # the vector catalogue
+    "agentbox/data/capabilities/*.yaml",  # what each layer declares
     "agentbox/data/vocabulary/*.yaml",
     "agentbox/data/seccomp/*.yaml",
     "agentbox/data/matrices/*.yaml",
-    "agentbox/data/packages.yaml",             # where `harness install` fetches from
+    "agentbox/data/packages.yaml",  # where `harness install` fetches from
     "agentbox/schemas/*.json",
     "agentbox/report/templates/*.j2",
     "agentbox/sandbox/inner_relay.py",
@@ -82,18 +84,27 @@ def _run(argv: list, cwd: Path, env: dict | None = None, timeout: float = 600) -
     argv = [str(a) for a in argv]
     start = time.monotonic()
     try:
-        done = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
+        )
         code, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as e:
         code, out, err = None, _text(e.stdout), _text(e.stderr) + f"\n(killed: no end within {timeout} s)"
-    return {"argv": argv, "cwd": str(cwd), "returncode": code, "stdout": out, "stderr": err,
-            "seconds": round(time.monotonic() - start, 1)}
+    return {
+        "argv": argv,
+        "cwd": str(cwd),
+        "returncode": code,
+        "stdout": out,
+        "stderr": err,
+        "seconds": round(time.monotonic() - start, 1),
+    }
 
 
 def _shown(step: dict) -> str:
-    return (f"$ {' '.join(step['argv'])}  (in {step['cwd']}, exit {step['returncode']}, {step['seconds']} s)\n"
-            f"--- stdout\n{step['stdout'][-3000:]}\n--- stderr\n{step['stderr'][-5000:]}")
+    return (
+        f"$ {' '.join(step['argv'])}  (in {step['cwd']}, exit {step['returncode']}, {step['seconds']} s)\n"
+        f"--- stdout\n{step['stdout'][-3000:]}\n--- stderr\n{step['stderr'][-5000:]}"
+    )
 
 
 class Steps:
@@ -163,8 +174,7 @@ def _build(place: Path, tracked: list[str]) -> dict:
         # the sdist, then the wheel from the unpacked sdist
         steps.run("build", [sys.executable, "-m", "build", "--outdir", dist, src], cwd=place, timeout=600)
     else:
-        steps.run("build", [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dist, src], cwd=place,
-                  timeout=600)
+        steps.run("build", [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dist, src], cwd=place, timeout=600)
     answer = steps.as_dict()
     answer["wheel"] = [str(p) for p in dist.glob("*.whl")]
     answer["sdist"] = [str(p) for p in dist.glob("*.tar.gz")]
@@ -191,20 +201,39 @@ def _user_env(place: Path) -> dict:
     home; nothing of this checkout or of the pytest running this test. pip's and npm's download caches stay the
     machine's, as a user's would."""
     outer_home = Path(os.environ.get("HOME") or Path.home())
-    pip_cache = os.environ.get("PIP_CACHE_DIR") or str(Path(os.environ.get("XDG_CACHE_HOME") or
-                                                            outer_home / ".cache") / "pip")
+    pip_cache = os.environ.get("PIP_CACHE_DIR") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or outer_home / ".cache") / "pip"
+    )
     npm_cache = os.environ.get("npm_config_cache") or os.environ.get("NPM_CONFIG_CACHE") or str(outer_home / ".npm")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AGENTBOX_", "PYTEST_", "XDG_", "COV_CORE_"))
-           and k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONSAFEPATH", "VIRTUAL_ENV", "CONDA_PREFIX",
-                         "HOME", "PATH", "NPM_CONFIG_CACHE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AGENTBOX_", "PYTEST_", "XDG_", "COV_CORE_"))
+        and k
+        not in (
+            "PYTHONPATH",
+            "PYTHONHOME",
+            "PYTHONSTARTUP",
+            "PYTHONSAFEPATH",
+            "VIRTUAL_ENV",
+            "CONDA_PREFIX",
+            "HOME",
+            "PATH",
+            "NPM_CONFIG_CACHE",
+        )
+    }
     path = [str(place / "venv" / "bin")]
     for tool in ("node", "npm"):  # the harness installs with npm, and codex's launcher is a node script
         found = shutil.which(tool)
         if found and os.path.dirname(found) not in path + ["/usr/bin", "/bin"]:
             path.append(os.path.dirname(found))
-    env.update(AGENTBOX_HOME=str(place / "home"), HOME=str(place / "userhome"), PATH=":".join(path + ["/usr/bin",
-               "/bin"]), PIP_CACHE_DIR=pip_cache, npm_config_cache=npm_cache)
+    env.update(
+        AGENTBOX_HOME=str(place / "home"),
+        HOME=str(place / "userhome"),
+        PATH=":".join(path + ["/usr/bin", "/bin"]),
+        PIP_CACHE_DIR=pip_cache,
+        npm_config_cache=npm_cache,
+    )
     return env
 
 
@@ -232,29 +261,82 @@ def _user_project(place: Path, wheel_path: str) -> dict:
         meta = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
         requires = [line for line in whl.read(meta).decode().splitlines() if line.startswith("Requires-Dist:")]
     xdist = [] if any("pytest-xdist" in r for r in requires) else ["pytest-xdist"]
-    steps.run("pip install", [bin_ / "python", "-m", "pip", "install", "-q", wheel_path, *xdist], cwd=project,
-              env=env, timeout=900, needs=("venv",))
+    steps.run(
+        "pip install",
+        [bin_ / "python", "-m", "pip", "install", "-q", wheel_path, *xdist],
+        cwd=project,
+        env=env,
+        timeout=900,
+        needs=("venv",),
+    )
     steps.run("import", [bin_ / "python", "-c", WHERE], cwd=project, env=env, needs=("pip install",))
-    steps.run("harness install", [bin_ / "agent-box", "harness", "install", f"{HARNESS}@{VERSION}"], cwd=project,
-              env=env, timeout=900, needs=("pip install",))
+    steps.run(
+        "harness install",
+        [bin_ / "agent-box", "harness", "install", f"{HARNESS}@{VERSION}"],
+        cwd=project,
+        env=env,
+        timeout=900,
+        needs=("pip install",),
+    )
     # outside the project: `launch` refuses a profile its run could rewrite (a writable workspace)
     profile = place / "profiles" / "reviewer.yaml"
     profile.parent.mkdir()
-    profile.write_text(f"name: reviewer\nharness: {HARNESS}\npermission_intent:\n"
-                       "  shell: {access: deny, requirement: required}\n")
-    steps.run("prove", [bin_ / "agent-box", "prove", profile, "--cwd", project, "--json"], cwd=project, env=env,
-              timeout=900, needs=("harness install",))
+    profile.write_text(
+        f"name: reviewer\nharness: {HARNESS}\npermission_intent:\n  shell: {{access: deny, requirement: required}}\n"
+    )
+    steps.run(
+        "prove",
+        [bin_ / "agent-box", "prove", profile, "--cwd", project, "--json"],
+        cwd=project,
+        env=env,
+        timeout=900,
+        needs=("harness install",),
+    )
     store = home / "evidence" / "evidence.jsonl"
     proved = len(store.read_text().splitlines()) if store.exists() else 0
-    steps.run("launch", [bin_ / "agent-box", "launch", profile, "--cwd", project, "--", "--version"], cwd=project,
-              env=env, timeout=300, needs=("prove",))
+    steps.run(
+        "launch",
+        [bin_ / "agent-box", "launch", profile, "--cwd", project, "--", "--version"],
+        cwd=project,
+        env=env,
+        timeout=300,
+        needs=("prove",),
+    )
     _subset_catalogue(wheel_path, place / "subset")
-    steps.run("canary", [bin_ / "python", "-m", "pytest", "--agentbox-canary", "--agentbox-harness",
-                         f"{HARNESS}@{VERSION}", "--agentbox-catalogue", place / "subset"], cwd=project, env=env,
-              timeout=900, needs=("harness install",))
-    steps.run("report", [bin_ / "agent-box", "report", "--evidence", home / "evidence", "-o", place / "report.html",
-                         "--json-out", place / "report.json"], cwd=project, env=env, timeout=300,
-              needs=("harness install",))
+    steps.run(
+        "canary",
+        [
+            bin_ / "python",
+            "-m",
+            "pytest",
+            "--agentbox-canary",
+            "--agentbox-harness",
+            f"{HARNESS}@{VERSION}",
+            "--agentbox-catalogue",
+            place / "subset",
+        ],
+        cwd=project,
+        env=env,
+        timeout=900,
+        needs=("harness install",),
+    )
+    steps.run(
+        "report",
+        [
+            bin_ / "agent-box",
+            "report",
+            "--evidence",
+            home / "evidence",
+            "-o",
+            place / "report.html",
+            "--json-out",
+            place / "report.json",
+        ],
+        cwd=project,
+        env=env,
+        timeout=300,
+        needs=("harness install",),
+    )
     answer = steps.as_dict()
     answer["records_after_prove"] = proved
     answer["installed"] = (home / "harnesses" / HARNESS / VERSION / "node_modules" / ".bin" / HARNESS).exists()
@@ -268,10 +350,15 @@ def _user_project(place: Path, wheel_path: str) -> dict:
 
 @pytest.fixture(scope="session")
 def user(place, built) -> dict:
-    _require(shutil.which("bwrap") is not None, "bubblewrap is not installed (apt-get install bubblewrap): the "
-                                                "user's run proves and launches codex in its sandbox")
-    _require(shutil.which("npm") is not None and shutil.which("node") is not None,
-             "node and npm are not installed: `agent-box harness install codex@0.171.0` installs it with npm")
+    _require(
+        shutil.which("bwrap") is not None,
+        "bubblewrap is not installed (apt-get install bubblewrap): the "
+        "user's run proves and launches codex in its sandbox",
+    )
+    _require(
+        shutil.which("npm") is not None and shutil.which("node") is not None,
+        "node and npm are not installed: `agent-box harness install codex@0.171.0` installs it with npm",
+    )
     return _once(place, "user-project", lambda: _user_project(place, built["wheel"][0]))
 
 
@@ -280,6 +367,7 @@ def _records(place: Path) -> list[dict]:
 
 
 # --- the build ---------------------------------------------------------------------------------------------------
+
 
 def test_the_wheel_holds_every_file_git_tracks_under_agentbox(wheel):
     names = set(wheel.namelist())
@@ -310,6 +398,7 @@ def test_the_sdist_holds_every_file_git_tracks_under_agentbox_and_the_project_me
 
 # --- a user's project, outside the checkout ----------------------------------------------------------------------
 
+
 def test_the_wheel_installs_into_a_clean_environment_and_runs_from_there_not_from_the_checkout(user, place):
     where = _step(user, "import")["stdout"].splitlines()
     assert Path(where[0]).is_relative_to(place / "venv") and not Path(where[0]).is_relative_to(REPO)
@@ -326,8 +415,9 @@ def test_prove_runs_the_profiles_vectors_into_the_default_store_and_says_the_lau
     answer = json.loads(_step(user, "prove")["stdout"])
     assert answer["launch"] == {"allowed": True, "refusal": None}
     assert answer["evidence"] == str(place / "home" / "evidence")
-    assert answer["passes"] and all(p["exit_status"] == 0 and p["capabilities"] == ["shell.deny"]
-                                    for p in answer["passes"])
+    assert answer["passes"] and all(
+        p["exit_status"] == 0 and p["capabilities"] == ["shell.deny"] for p in answer["passes"]
+    )
     assert answer["items"]["shell"]["claim"] == "exact"
     assert user["records_after_prove"] > 0
 
@@ -346,7 +436,7 @@ def test_the_canary_reverifies_codex_with_the_packaged_suite_and_passes_having_r
     report = json.loads((place / "home" / "evidence" / "canary-report.json").read_text())
     assert [(t["harness"], t["version"], t["action"]) for t in report["targets"]] == [(HARNESS, VERSION, "reverified")]
     assert report["ran_nothing_for"] == [] and report["failures"] == [] and report["empty"] is False
-    ran = _records(place)[user["records_after_prove"]:]
+    ran = _records(place)[user["records_after_prove"] :]
     assert {r["vector_id"] for r in ran if r["run_info"]["harness"] == HARNESS} == set(SUBSET)
 
 

@@ -27,8 +27,9 @@ def test_actionlint_finds_nothing(path):
         if os.environ.get("CI"):
             pytest.fail("actionlint is not installed (pip install -e '.[test]' ships it)")
         pytest.skip("actionlint is not installed (pip install -e '.[test]' ships it)")
-    done = subprocess.run([binary, "-format", "{{json .}}", str(path)], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [binary, "-format", "{{json .}}", str(path)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     findings = json.loads(done.stdout or "[]")
     assert findings == [], "\n".join(f"{f['filepath']}:{f['line']}:{f['column']}: {f['message']}" for f in findings)
     assert done.returncode == 0, done.stderr
@@ -37,7 +38,7 @@ def test_actionlint_finds_nothing(path):
 def test_the_conformance_jobs_are_one_per_version_of_the_supported_matrix():
     jobs = _workflow("ci.yml")["jobs"]
     plan = "\n".join(step.get("run", "") for step in jobs["plan"]["steps"])
-    assert "agent-box matrix list --matrix \"$MATRIX\" --json" in plan
+    assert 'agent-box matrix list --matrix "$MATRIX" --json' in plan
     assert _workflow("ci.yml")["env"]["MATRIX"] == "matrices/supported.yaml"
     conformance = jobs["conformance"]
     assert conformance["needs"] == "plan"
@@ -55,8 +56,11 @@ def test_the_report_job_merges_every_evidence_artifact_and_uploads_the_report():
     assert download["with"]["pattern"] == "evidence-*"
     runs = "\n".join(step.get("run", "") for step in report["steps"])
     assert "agent-box evidence merge evidence/*/ -o evidence-merged" in runs
-    assert re.search(r"agent-box report --evidence evidence-merged -o report/report.html\s*\\?\s*"
-                     r"--json-out report/report.json --markdown-out report/report.md", runs)
+    assert re.search(
+        r"agent-box report --evidence evidence-merged -o report/report.html\s*\\?\s*"
+        r"--json-out report/report.json --markdown-out report/report.md",
+        runs,
+    )
     upload = next(s for s in report["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert "report/" in upload["with"]["path"]
 

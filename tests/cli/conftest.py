@@ -18,6 +18,7 @@ def abhome(tmp_path, monkeypatch):
 @pytest.fixture
 def profile(tmp_path):
     """profile(intent_yaml, harness="codex") -> the path of a new profile file."""
+
     def write(intent: str = "{}", harness: str = "codex", name: str = "p") -> str:
         path = tmp_path / f"{name}.yaml"
         path.write_text(f"name: {name}\nharness: {harness}\npermission_intent: {intent}\n")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from agentbox import installs
+from agentbox.harnesses import installs
 from agentbox.cli import _parser, main
-from agentbox.completion import walk
-from agentbox.runs import RunStore
+from agentbox.cli.completion import walk
+from agentbox.run.runs import RunStore
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = {" ".join(path): parser for path, parser in walk(_parser())}
@@ -38,9 +38,23 @@ JSON_COMMANDS = sorted(name for name in LEAVES if _option(COMMANDS[name], "--jso
 
 
 def test_the_tree_has_every_command_the_readme_names():
-    assert {"permission capabilities", "permission compile", "permission explain", "sandbox run", "harness install",
-            "harness list", "matrix list", "launch", "runs list", "runs show", "evidence claims", "evidence list",
-            "evidence merge", "report", "completion"} <= set(LEAVES)
+    assert {
+        "permission capabilities",
+        "permission compile",
+        "permission explain",
+        "sandbox run",
+        "harness install",
+        "harness list",
+        "matrix list",
+        "launch",
+        "runs list",
+        "runs show",
+        "evidence claims",
+        "evidence list",
+        "evidence merge",
+        "report",
+        "completion",
+    } <= set(LEAVES)
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -56,7 +70,7 @@ def test_every_option_and_argument_has_help_text(name):
 def test_every_commands_help_ends_with_an_example(name):
     lines = COMMANDS[name].format_help().rstrip().splitlines()
     heading = max(i for i, line in enumerate(lines) if line in ("example:", "examples:"))
-    examples = lines[heading + 1:]
+    examples = lines[heading + 1 :]
     assert examples and all(line.startswith("  ") and "agent-box" in line for line in examples)
 
 
@@ -106,19 +120,30 @@ JSON_ARGS = {
     "evidence verify": lambda ctx: [],
     "evidence repair": lambda ctx: [],
 }
-JSON_ELSEWHERE = {"evidence merge": "tests/report/test_merge.py", "report": "tests/report/test_report_cli.py",
-                  "prove": "tests/launch/test_prove.py"}
+JSON_ELSEWHERE = {
+    "evidence merge": "tests/report/test_merge.py",
+    "report": "tests/report/test_report_cli.py",
+    "prove": "tests/launch/test_prove.py",
+}
 
 
 @pytest.fixture
 def ctx(abhome, tmp_path, profile, monkeypatch):
-    monkeypatch.setattr(installs, "install", lambda name, version, log: installs.Installed(
-        name, version, "/bin/true", "agentbox", version))
-    run = RunStore(abhome / "agentbox.db").refuse({"profile": "p", "profile_digest": "d" * 64, "project_root": "/w",
-                                                   "harness": "codex", "version": "0.171.0"}, "refused")
+    monkeypatch.setattr(
+        installs,
+        "install",
+        lambda name, version, log: installs.Installed(name, version, "/bin/true", "agentbox", version),
+    )
+    run = RunStore(abhome / "agentbox.db").refuse(
+        {"profile": "p", "profile_digest": "d" * 64, "project_root": "/w", "harness": "codex", "version": "0.171.0"},
+        "refused",
+    )
     (tmp_path / "ws").mkdir()
-    return {"profile": profile("{workspace: {access: read_only, requirement: required}}"),
-            "cwd": str(tmp_path / "ws"), "run": run}
+    return {
+        "profile": profile("{workspace: {access: read_only, requirement: required}}"),
+        "cwd": str(tmp_path / "ws"),
+        "run": run,
+    }
 
 
 @pytest.mark.parametrize("name", sorted(JSON_ARGS))
@@ -129,8 +154,10 @@ def test_a_command_given_json_prints_json_that_parses(name, ctx, capsys):
 
 
 def test_explain_json_carries_every_item_with_its_layers(ctx, capsys):
-    assert main(["permission", "explain", ctx["profile"], "--cwd", ctx["cwd"], "--harness-version", "0.171.0",
-                 "--json"]) == 0
+    assert (
+        main(["permission", "explain", ctx["profile"], "--cwd", ctx["cwd"], "--harness-version", "0.171.0", "--json"])
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     workspace = next(i for i in data["items"] if i["item"] == "workspace")
     assert data["harness"] == "codex" and workspace["value"] == "read_only" and workspace["effective"] == "exact"

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from agentbox.cli import _parser, main
-from agentbox.completion import nodes, script
+from agentbox.cli.completion import nodes, script
 
 PARSER = _parser()
 
@@ -19,9 +19,18 @@ def complete_in_bash(tmp_path, *words: str) -> list[str]:
     path = tmp_path / "agent-box.bash"
     path.write_text(script("bash", PARSER))
     quoted = " ".join(f"'{w}'" for w in words)
-    done = subprocess.run(["bash", "-c", f'source {path}; COMP_WORDS=(agent-box {quoted}); '
-                                         f'COMP_CWORD={len(words)}; _agent_box; printf "%s\\n" "${{COMPREPLY[@]}}"'],
-                          capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"source {path}; COMP_WORDS=(agent-box {quoted}); "
+            f'COMP_CWORD={len(words)}; _agent_box; printf "%s\\n" "${{COMPREPLY[@]}}"',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     return [w for w in done.stdout.splitlines() if w]
 
@@ -45,15 +54,31 @@ def test_the_bash_script_is_valid_bash(tmp_path):
 
 
 def test_bash_completes_the_subcommands_of_each_level(tmp_path):
-    assert complete_in_bash(tmp_path, "") == ["permission", "sandbox", "harness", "matrix", "launch", "prove", "acp",
-                                              "runs", "evidence", "report", "completion"]
+    assert complete_in_bash(tmp_path, "") == [
+        "permission",
+        "sandbox",
+        "harness",
+        "matrix",
+        "launch",
+        "prove",
+        "acp",
+        "runs",
+        "evidence",
+        "report",
+        "completion",
+    ]
     assert complete_in_bash(tmp_path, "ev") == ["evidence"]
     assert complete_in_bash(tmp_path, "-q", "evidence", "") == ["claims", "list", "merge", "verify", "repair"]
 
 
 def test_bash_completes_a_commands_options_and_an_options_choices(tmp_path):
-    assert complete_in_bash(tmp_path, "evidence", "list", "--") == ["--help", "--quiet", "--verbose", "--evidence",
-                                                                    "--json"]
+    assert complete_in_bash(tmp_path, "evidence", "list", "--") == [
+        "--help",
+        "--quiet",
+        "--verbose",
+        "--evidence",
+        "--json",
+    ]
     assert complete_in_bash(tmp_path, "completion", "") == ["bash", "zsh", "fish"]
 
 
@@ -85,10 +110,16 @@ def test_the_zsh_script_is_valid_zsh_and_describes_subcommands(tmp_path):
     path = tmp_path / "_agent-box"
     path.write_text(script("zsh", PARSER))
     assert subprocess.run(["zsh", "-n", str(path)], timeout=30).returncode == 0
-    stubs = ('compdef() { }; _describe() { print -r -- "${(j:|:)${(@P)2}}" }; _files() { print files }; '
-             '_directories() { print dirs }; compadd() { print -r -- "$*" }')
-    done = subprocess.run(["zsh", "-f", "-c", f'{stubs}; source {path}; words=(agent-box evidence ""); CURRENT=3; '
-                                              'PREFIX=""; _agent_box'], capture_output=True, text=True, timeout=30)
+    stubs = (
+        'compdef() { }; _describe() { print -r -- "${(j:|:)${(@P)2}}" }; _files() { print files }; '
+        '_directories() { print dirs }; compadd() { print -r -- "$*" }'
+    )
+    done = subprocess.run(
+        ["zsh", "-f", "-c", f'{stubs}; source {path}; words=(agent-box evidence ""); CURRENT=3; PREFIX=""; _agent_box'],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.stdout.startswith("claims:reconcile declared capabilities"), done.stderr
 
 
@@ -97,6 +128,10 @@ def test_the_fish_script_is_valid_fish_and_completes_subcommands(tmp_path):
     path = tmp_path / "agent-box.fish"
     path.write_text(script("fish", PARSER))
     assert subprocess.run(["fish", "--no-execute", str(path)], timeout=30).returncode == 0
-    done = subprocess.run(["fish", "--no-config", "-c", f"source {path}; complete -C 'agent-box runs '"],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        ["fish", "--no-config", "-c", f"source {path}; complete -C 'agent-box runs '"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert [line.split("\t")[0] for line in done.stdout.splitlines()] == ["list", "show"], done.stderr

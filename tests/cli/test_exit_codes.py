@@ -11,7 +11,7 @@ from agentbox.cli import EXIT_CODES, main
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 # "Exit codes: 0 ok, 2 bad input (...), 3 a required item cannot be enforced (...), 4 sandbox ..., 5 harness ..."
-SENTENCE = " ".join(README[README.index("Exit codes:"):].split("\n\n", 1)[0].split())
+SENTENCE = " ".join(README[README.index("Exit codes:") :].split("\n\n", 1)[0].split())
 CODES = {int(code): meaning for code, meaning in re.findall(r"(\d) ([^,]+?)(?:,|\.$)", SENTENCE.split(":", 1)[1])}
 
 

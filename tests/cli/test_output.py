@@ -8,10 +8,11 @@ import sys
 
 import pytest
 
-from agentbox import console, installs
+from agentbox.cli import console
+from agentbox.harnesses import installs
 from agentbox.cli import _respell, main
-from agentbox.runs import RunStore
-from agentbox.table import table
+from agentbox.run.runs import RunStore
+from agentbox.cli.table import table
 
 
 class Terminal(io.StringIO):
@@ -21,7 +22,10 @@ class Terminal(io.StringIO):
 
 def test_a_table_starts_with_its_header_and_pads_every_column_but_the_last():
     assert table(("name", "version", "path"), [("codex", "0.171.0", "/x"), ("hermes", None, "/y")]) == [
-        "name    version  path", "codex   0.171.0  /x", "hermes  -        /y"]
+        "name    version  path",
+        "codex   0.171.0  /x",
+        "hermes  -        /y",
+    ]
 
 
 def test_harness_list_prints_a_header_row(abhome, monkeypatch, capsys):
@@ -34,8 +38,10 @@ def test_harness_list_prints_a_header_row(abhome, monkeypatch, capsys):
 
 
 def test_runs_list_prints_a_header_row(abhome, capsys):
-    RunStore(abhome / "agentbox.db").refuse({"profile": "p", "profile_digest": "d" * 64, "project_root": "/w",
-                                             "harness": "codex", "version": "0.171.0"}, "refused")
+    RunStore(abhome / "agentbox.db").refuse(
+        {"profile": "p", "profile_digest": "d" * 64, "project_root": "/w", "harness": "codex", "version": "0.171.0"},
+        "refused",
+    )
     assert main(["runs", "list"]) == 0
     header, row = capsys.readouterr().out.splitlines()
     assert header.split() == ["id", "started", "status", "exit", "harness", "profile", "project"]
@@ -96,14 +102,38 @@ def test_each_call_starts_at_the_default_level(abhome, warns, capsys):
 
 def test_sandbox_runs_old_profile_and_workspace_options_are_respelled():
     assert _respell(["sandbox", "run", "--profile", "p.yaml", "--workspace", "ws", "--", "x", "--profile", "y"]) == [
-        "sandbox", "run", "p.yaml", "--cwd", "ws", "--", "x", "--profile", "y"]
+        "sandbox",
+        "run",
+        "p.yaml",
+        "--cwd",
+        "ws",
+        "--",
+        "x",
+        "--profile",
+        "y",
+    ]
     assert _respell(["-q", "sandbox", "run", "--workspace=ws", "--profile=p.yaml", "--", "x"]) == [
-        "-q", "sandbox", "run", "p.yaml", "--cwd", "ws", "--", "x"]
+        "-q",
+        "sandbox",
+        "run",
+        "p.yaml",
+        "--cwd",
+        "ws",
+        "--",
+        "x",
+    ]
 
 
 def test_reports_old_file_options_are_respelled_and_a_bare_json_is_the_new_flag():
     assert _respell(["report", "-o", "r.html", "--json", "r.json", "--markdown", "r.md"]) == [
-        "report", "-o", "r.html", "--json-out", "r.json", "--markdown-out", "r.md"]
+        "report",
+        "-o",
+        "r.html",
+        "--json-out",
+        "r.json",
+        "--markdown-out",
+        "r.md",
+    ]
     assert _respell(["report", "--json", "--evidence", "ev"]) == ["report", "--json", "--evidence", "ev"]
     assert _respell(["evidence", "list", "--json"]) == ["evidence", "list", "--json"]
 

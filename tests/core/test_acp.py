@@ -1,15 +1,20 @@
 import pytest
 from pydantic import ValidationError
 
-from agentbox.acp import AcpEntry, AcpUnavailable, acp_command, acp_entry, acp_harnesses
-from agentbox.installs import PACKAGES
-from agentbox.plan import CompileResult, RuntimeRequirements
-from agentbox.profile import HARNESSES
+from agentbox.harnesses.acp import AcpEntry, AcpUnavailable, acp_command, acp_entry, acp_harnesses
+from agentbox.harnesses.installs import PACKAGES
+from agentbox.core.plan import CompileResult, RuntimeRequirements
+from agentbox.core.profile import HARNESSES
 
 
 def _result(harness: str, argv: tuple[str, ...] = ()) -> CompileResult:
-    return CompileResult(harness=harness, version=None, dialect="x", argv=argv,
-                         requirements=RuntimeRequirements(workspace="read_write", network="none", host_home="hidden"))
+    return CompileResult(
+        harness=harness,
+        version=None,
+        dialect="x",
+        argv=argv,
+        requirements=RuntimeRequirements(workspace="read_write", network="none", host_home="hidden"),
+    )
 
 
 def test_every_acp_entry_names_a_known_harness_and_an_installable_adapter():
@@ -20,13 +25,16 @@ def test_every_acp_entry_names_a_known_harness_and_an_installable_adapter():
         assert entry.adapter is None or entry.adapter in PACKAGES()
 
 
-@pytest.mark.parametrize("spec", [
-    {},
-    {"adapter": "codex-acp", "native": ["acp"]},
-    {"native": ["acp"], "args": ["-x"]},
-    {"adapter": "codex-acp", "global_args": True},
-    {"native": ["acp"], "surprise": 1},
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {},
+        {"adapter": "codex-acp", "native": ["acp"]},
+        {"native": ["acp"], "args": ["-x"]},
+        {"adapter": "codex-acp", "global_args": True},
+        {"native": ["acp"], "surprise": 1},
+    ],
+)
 def test_an_entry_must_be_exactly_one_launch_form(spec):
     with pytest.raises(ValidationError):
         AcpEntry.model_validate(spec)
@@ -55,7 +63,7 @@ def test_an_adapter_entry_points_the_adapter_at_the_pinned_harness(tmp_path):
 
 
 def test_a_missing_adapter_is_reported_with_the_install_command(monkeypatch):
-    import agentbox.installs as installs
+    import agentbox.harnesses.installs as installs
 
     name = next(n for n in acp_harnesses() if acp_entry(n).adapter is not None)
     monkeypatch.setattr(installs, "find_binary", lambda *a, **k: None)
@@ -90,7 +98,7 @@ def _npm_launcher(tmp_path, with_native: bool) -> tuple[str, str]:
 def test_an_adapter_whose_launcher_only_picks_a_native_binary_is_started_as_that_binary(tmp_path):
     import platform
 
-    from agentbox.acp import launched
+    from agentbox.harnesses.acp import launched
 
     link, native = _npm_launcher(tmp_path, with_native=True)
     entry = AcpEntry(adapter="x", launches={platform.machine(): f"x-acp-{platform.machine()}/bin/x-acp"})
@@ -100,7 +108,7 @@ def test_an_adapter_whose_launcher_only_picks_a_native_binary_is_started_as_that
 def test_without_its_platform_package_or_an_entry_for_this_machine_the_launcher_itself_runs(tmp_path):
     import platform
 
-    from agentbox.acp import launched
+    from agentbox.harnesses.acp import launched
 
     link, _ = _npm_launcher(tmp_path, with_native=False)
     entry = AcpEntry(adapter="x", launches={platform.machine(): f"x-acp-{platform.machine()}/bin/x-acp"})

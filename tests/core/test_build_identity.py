@@ -12,11 +12,11 @@ import platform
 
 import pytest
 
-from agentbox import build_identity
-from agentbox.adapters import get_adapter
-from agentbox.adapters.codex import _NPM_TARGETS
-from agentbox.build_identity import identify
-from agentbox.installs import find_binary
+from agentbox.harnesses import build_identity
+from agentbox.compile.adapters import get_adapter
+from agentbox.compile.adapters.codex import _NPM_TARGETS
+from agentbox.harnesses.build_identity import identify
+from agentbox.harnesses.installs import find_binary
 
 REAL_CODEX = find_binary("codex")  # resolved at import, before the tests move AGENTBOX_HOME
 
@@ -65,8 +65,9 @@ def npm_codex(root, native: bytes = b"\x7fELF native codex 0.171.0"):
         pytest.skip(f"codex ships no npm platform package for {platform.machine()}")
     package, triple = _NPM_TARGETS[platform.machine()]
     modules = root / "node_modules"
-    launcher = write(modules / "@openai" / "codex" / "bin" / "codex.js", "#!/usr/bin/env node\n// starts vendor\n",
-                     0o755)
+    launcher = write(
+        modules / "@openai" / "codex" / "bin" / "codex.js", "#!/usr/bin/env node\n// starts vendor\n", 0o755
+    )
     vendor = modules / "@openai" / package / "vendor" / triple
     write(vendor / "bin" / "codex", native, 0o755)
     write(vendor / "codex-resources" / "bwrap", b"\x7fELF bundled bwrap", 0o755)
@@ -86,9 +87,12 @@ def venv_hermes(root, module: str = "def main():\n    return 0\n"):
     write(site / "hermes_cli" / "__pycache__" / "main.cpython-311.pyc", os.urandom(32))
     info = site / "hermes_agent-0.19.0.dist-info"
     write(info / "entry_points.txt", "[console_scripts]\nhermes = hermes_cli.main:main\n")
-    write(info / "RECORD", "../../../bin/hermes,sha256=x,70\nhermes_cli/__init__.py,,\nhermes_cli/main.py,,\n"
-                           "hermes_cli/__pycache__/main.cpython-311.pyc,,\n"
-                           "hermes_agent-0.19.0.dist-info/entry_points.txt,,\nhermes_agent-0.19.0.dist-info/RECORD,,\n")
+    write(
+        info / "RECORD",
+        "../../../bin/hermes,sha256=x,70\nhermes_cli/__init__.py,,\nhermes_cli/main.py,,\n"
+        "hermes_cli/__pycache__/main.cpython-311.pyc,,\n"
+        "hermes_agent-0.19.0.dist-info/entry_points.txt,,\nhermes_agent-0.19.0.dist-info/RECORD,,\n",
+    )
     write(site / "mcp-1.26.0.dist-info" / "RECORD", "")
     return script, site
 
@@ -174,7 +178,7 @@ def test_only_the_file_whose_stat_changed_is_hashed_again(tmp_path, hashed, sett
 
 def test_a_file_changed_within_the_racy_window_is_never_remembered(tmp_path, hashed, monkeypatch):
     # a second write in the same timestamp tick could keep the stat: such a digest is not trusted later
-    monkeypatch.setattr(build_identity, "RACY_NS", 10 ** 18)  # every file counts as just written, whatever the clock
+    monkeypatch.setattr(build_identity, "RACY_NS", 10**18)  # every file counts as just written, whatever the clock
     binary, _ = npm_codex(tmp_path)
     codex_digest(binary)
     hashed.clear()
@@ -188,8 +192,10 @@ def test_the_cache_lives_under_agentbox_home(tmp_path, abhome, settled):
     assert len(list((abhome / "cache" / "build").iterdir())) == 1
 
 
-@pytest.mark.skipif(REAL_CODEX is None or REAL_CODEX.source != "agentbox",
-                    reason="codex is not installed: agent-box harness install codex@0.171.0")
+@pytest.mark.skipif(
+    REAL_CODEX is None or REAL_CODEX.source != "agentbox",
+    reason="codex is not installed: agent-box harness install codex@0.171.0",
+)
 def test_the_probe_of_the_real_codex_reports_its_build_digest_not_the_launchers_hash():
     probe = get_adapter("codex").probe(REAL_CODEX.binary)
     build = get_adapter("codex").build_files(REAL_CODEX.binary)
@@ -198,18 +204,27 @@ def test_the_probe_of_the_real_codex_reports_its_build_digest_not_the_launchers_
 
 
 def test_a_cached_launch_is_stale_once_a_file_of_its_build_changed_though_its_launcher_did_not(tmp_path):
-    from agentbox.evidence_index import signature
+    from agentbox.prove.evidence_index import signature
     from agentbox.hot import stat_key, which
-    from agentbox.launch import _current
+    from agentbox.run.launch import _current
 
     binary, native = npm_codex(tmp_path)
     launcher = os.path.realpath(binary)
     identity = identify(get_adapter("codex").build_files(str(binary)))
     (tmp_path / "ev").mkdir()
-    entry = {"check": {"invoked": str(binary), "resolved": launcher, "stat": stat_key(launcher),
-                       "build": identity.as_check(), "surfaces": {}, "uid": os.geteuid(),
-                       "sandbox_binary": stat_key(which("bwrap") or ""), "evidence": str(tmp_path / "ev"),
-                       "evidence_signature": signature(tmp_path / "ev")}}
+    entry = {
+        "check": {
+            "invoked": str(binary),
+            "resolved": launcher,
+            "stat": stat_key(launcher),
+            "build": identity.as_check(),
+            "surfaces": {},
+            "uid": os.geteuid(),
+            "sandbox_binary": stat_key(which("bwrap") or ""),
+            "evidence": str(tmp_path / "ev"),
+            "evidence_signature": signature(tmp_path / "ev"),
+        }
+    }
     assert _current(entry, str(binary))
     native.write_bytes(b"\x7fELF native codex 0.171.0, rebuilt with another size")
     assert stat_key(launcher) == entry["check"]["stat"]

@@ -1,19 +1,23 @@
 import pytest
 
 from agentbox.errors import SandboxError
-from agentbox.plan import RuntimeRequirements
+from agentbox.core.plan import RuntimeRequirements
 from agentbox.sandbox.bwrap import SandboxRequest, compile_bwrap, coverage
 
 
 def request(**kw):
     req = {"workspace": "read_only", "network": "none", "host_home": "hidden"}
     req.update(kw.pop("req", {}))
-    return SandboxRequest(requirements=RuntimeRequirements(**req), workspace=kw.pop("workspace", "/w/p"),
-                          home=kw.pop("home", "/home/u"), **kw)
+    return SandboxRequest(
+        requirements=RuntimeRequirements(**req),
+        workspace=kw.pop("workspace", "/w/p"),
+        home=kw.pop("home", "/home/u"),
+        **kw,
+    )
 
 
 def pairs(argv):
-    return [tuple(argv[i:i + 3]) for i in range(len(argv))]
+    return [tuple(argv[i : i + 3]) for i in range(len(argv))]
 
 
 def test_a_read_only_workspace_is_bound_read_only():
@@ -30,7 +34,7 @@ def test_a_read_write_workspace_is_the_only_writable_host_path():
 
 def test_no_workspace_means_an_empty_tmpfs_in_its_place():
     argv = compile_bwrap(request(req={"workspace": "none"})).argv
-    assert ("--tmpfs", "/w/p") in [tuple(argv[i:i + 2]) for i in range(len(argv))]
+    assert ("--tmpfs", "/w/p") in [tuple(argv[i : i + 2]) for i in range(len(argv))]
 
 
 def test_network_none_unshares_the_network_and_unrestricted_does_not():
@@ -52,19 +56,19 @@ def test_a_bubblewrap_outside_its_tested_range_is_never_exact():
 def test_the_run_holds_no_capability_and_cannot_make_a_user_namespace_whoever_starts_it():
     argv = compile_bwrap(request()).argv
     assert "--unshare-user" in argv and "--disable-userns" in argv
-    assert ("--cap-drop", "ALL") in [tuple(argv[i:i + 2]) for i in range(len(argv))]
+    assert ("--cap-drop", "ALL") in [tuple(argv[i : i + 2]) for i in range(len(argv))]
 
 
 @pytest.mark.parametrize("network", ["none", "restricted", "unrestricted"])
 def test_the_hosts_own_sockets_under_run_are_hidden_under_every_network_setting(network):
     extra = {"allow_domains": ("example.com",)} if network == "restricted" else {}
     argv = compile_bwrap(request(req={"network": network, **extra})).argv
-    assert ("--tmpfs", "/run") in [tuple(argv[i:i + 2]) for i in range(len(argv))]
+    assert ("--tmpfs", "/run") in [tuple(argv[i : i + 2]) for i in range(len(argv))]
 
 
 def test_a_hidden_home_is_a_tmpfs_and_the_process_tree_is_contained():
     argv = compile_bwrap(request()).argv
-    assert ("--tmpfs", "/home/u") in [tuple(argv[i:i + 2]) for i in range(len(argv))]
+    assert ("--tmpfs", "/home/u") in [tuple(argv[i : i + 2]) for i in range(len(argv))]
     for flag in ("--unshare-pid", "--die-with-parent", "--new-session"):
         assert flag in argv
 
@@ -81,8 +85,11 @@ def test_the_root_as_workspace_is_refused():
 
 def test_binaries_under_a_hidden_path_stay_visible_read_only():
     argv = compile_bwrap(request(ro_binds=("/home/u/.local/share/agentbox/harnesses/codex/1",))).argv
-    assert ("--ro-bind", "/home/u/.local/share/agentbox/harnesses/codex/1",
-            "/home/u/.local/share/agentbox/harnesses/codex/1") in pairs(argv)
+    assert (
+        "--ro-bind",
+        "/home/u/.local/share/agentbox/harnesses/codex/1",
+        "/home/u/.local/share/agentbox/harnesses/codex/1",
+    ) in pairs(argv)
 
 
 def test_no_environment_value_ever_reaches_the_argv():

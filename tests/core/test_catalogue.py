@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from agentbox.claims import default_catalogue_dir
-from agentbox.vectors import Control, Vector, load_catalogue
+from agentbox.prove.claims import default_catalogue_dir
+from agentbox.prove.vectors import Control, Vector, load_catalogue
 
 CATALOGUE = load_catalogue(default_catalogue_dir())
 # Controls that attempt something other than the attack, each with why no protection-removed form exists.
 OTHER_STEPS = {
     "net-restricted-connect-mismatch": "the egress proxy has no mode that lets a mismatched CONNECT through; "
-                                       "the control tunnels to the allowed name itself",
+    "the control tunnels to the allowed name itself",
     # The proxy has no mode that passes a tunnel's bytes on uninspected: each control opens the same tunnel and
     # sends the same request with an honest first line and one Host, which the listener must hear.
     "net-tunnel-formfeed": "the proxy has no uninspected tunnel; the control sends the request without the form feed",
@@ -59,7 +59,7 @@ def test_the_module_vectors_attack_proves_it_was_answered_marks_enosys_and_escap
 
 
 def test_the_kernel_is_asked_for_a_module_loader_only_once_its_trace_file_is_gone(monkeypatch, tmp_path):
-    import agentbox.vectors as vectors
+    import agentbox.prove.vectors as vectors
 
     asked = []
     monkeypatch.setattr(vectors, "_enosys", lambda number: asked.append(number) or True)
@@ -82,8 +82,8 @@ def CATALOGUE_DATA(vector_id: str) -> dict:
 
 
 def test_a_users_harness_layer_is_predicted_blocked_where_the_kernel_refuses_users_the_attack():
-    from agentbox.capability import CapabilityReport
-    from agentbox.vectors import expected_outcome
+    from agentbox.core.capability import CapabilityReport
+    from agentbox.prove.vectors import expected_outcome
 
     catalogue = load_catalogue(default_catalogue_dir())
     chroot = next(v for v in catalogue.vectors if v.id == "priv-chroot")
@@ -93,8 +93,8 @@ def test_a_users_harness_layer_is_predicted_blocked_where_the_kernel_refuses_use
 
 
 def test_a_hold_seen_only_as_root_predicts_nothing_for_a_user():
-    from agentbox.capability import load_declarations
-    from agentbox.vectors import expected_outcome
+    from agentbox.core.capability import load_declarations
+    from agentbox.prove.vectors import expected_outcome
 
     catalogue = load_catalogue(default_catalogue_dir())
     userns = next(v for v in catalogue.vectors if v.id == "priv-nested-userns")

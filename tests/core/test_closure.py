@@ -1,6 +1,6 @@
-from agentbox.capability import Declarations
-from agentbox.compiler import closure
-from agentbox.plan import LayerCoverage
+from agentbox.core.capability import Declarations
+from agentbox.compile.compiler import closure
+from agentbox.core.plan import LayerCoverage
 
 
 def layer(name, support):
@@ -19,14 +19,20 @@ def test_no_mechanism_anywhere_is_unsupported():
     assert closure((layer("harness", "unsupported"), layer("sandbox", "unsupported"))) == "unsupported"
 
 
-DECL = Declarations.model_validate({
-    "layer": "h", "tested_versions": ["1.2.0", "1.4.0"], "tested_range": {"min": "1.2.0", "max": "1.4"},
-    "dialects": [{"name": "old", "max": "1.2"}, {"name": "new", "min": "1.3.0"}],
-    "capabilities": {
-        "workspace.read_only": [{"support": "exact", "reason": "r", "dialects": ["new"]},
-                                {"support": "partial", "bypass_surfaces": ["shell"], "reason": "old"}],
-    },
-})
+DECL = Declarations.model_validate(
+    {
+        "layer": "h",
+        "tested_versions": ["1.2.0", "1.4.0"],
+        "tested_range": {"min": "1.2.0", "max": "1.4"},
+        "dialects": [{"name": "old", "max": "1.2"}, {"name": "new", "min": "1.3.0"}],
+        "capabilities": {
+            "workspace.read_only": [
+                {"support": "exact", "reason": "r", "dialects": ["new"]},
+                {"support": "partial", "bypass_surfaces": ["shell"], "reason": "old"},
+            ],
+        },
+    }
+)
 
 
 def test_a_version_selects_its_dialect():

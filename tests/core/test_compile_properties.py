@@ -8,9 +8,9 @@ import tempfile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentbox.compiler import compile_plan
-from agentbox.intent import LEVELS
-from agentbox.profile import HARNESSES, LoadedProfile, Profile
+from agentbox.compile.compiler import compile_plan
+from agentbox.core.intent import LEVELS
+from agentbox.core.profile import HARNESSES, LoadedProfile, Profile
 
 CWD = tempfile.mkdtemp(prefix="agentbox-prop-", dir="/var/tmp")
 VERSIONS = {"claude-code": "2.1.332", "codex": "0.171.0", "opencode": "1.18.33", "hermes": "0.19.0"}
@@ -18,11 +18,20 @@ ENV_NAMES = ("GITHUB_TOKEN", "CARGO_HOME", "LANG")
 
 
 def plan_for(harness: str, intent: dict):
-    profile = Profile.model_validate({"name": "prop", "harness": harness, "permission_intent": intent,
-                                      "model": {"base_url": "http://127.0.0.1:8787/v1", "name": "m",
-                                                "api_key_env": "MODEL_KEY"}})
-    return compile_plan(LoadedProfile(profile=profile, source="<prop>", digest="prop"), CWD,
-                        harness_version=VERSIONS[harness], home="/home/prop")
+    profile = Profile.model_validate(
+        {
+            "name": "prop",
+            "harness": harness,
+            "permission_intent": intent,
+            "model": {"base_url": "http://127.0.0.1:8787/v1", "name": "m", "api_key_env": "MODEL_KEY"},
+        }
+    )
+    return compile_plan(
+        LoadedProfile(profile=profile, source="<prop>", digest="prop"),
+        CWD,
+        harness_version=VERSIONS[harness],
+        home="/home/prop",
+    )
 
 
 levels = {item: st.integers(min_value=0, max_value=len(values) - 1) for item, values in LEVELS.items()}
@@ -68,8 +77,10 @@ def test_compiling_the_same_intent_twice_gives_the_same_plan_and_hash(harness, c
 @settings(max_examples=60, deadline=None)
 @given(harness=st.sampled_from(HARNESSES), strong=st.fixed_dictionaries(levels), env=env_sets, data=st.data())
 def test_a_strictly_stronger_intent_never_compiles_to_a_weaker_plan(harness, strong, env, data):
-    weak = {item: data.draw(st.integers(min_value=index, max_value=len(LEVELS[item]) - 1), label=item)
-            for item, index in strong.items()}
+    weak = {
+        item: data.draw(st.integers(min_value=index, max_value=len(LEVELS[item]) - 1), label=item)
+        for item, index in strong.items()
+    }
     weak_env = env | data.draw(env_sets, label="extra env")
     stronger, weaker = plan_for(harness, intent_of(strong, env)), plan_for(harness, intent_of(weak, weak_env))
     assert sandbox_freedoms(stronger) <= sandbox_freedoms(weaker)

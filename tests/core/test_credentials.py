@@ -5,22 +5,34 @@ from __future__ import annotations
 
 import pytest
 
-from agentbox.compiler import compile_plan
+from agentbox.compile.compiler import compile_plan
 from agentbox.errors import InputError, SandboxError
-from agentbox.profile import LoadedProfile, Profile, load_profile
+from agentbox.core.profile import LoadedProfile, Profile, load_profile
 from agentbox.sandbox.credentials import issue, placeholder
 from agentbox.sandbox.session import entry_from_plan
 from agentbox.testing.weakened import weaken
 
 
-def plan(tmp_path, network: dict, secrets: dict | None = None, harness: str = "opencode", version: str = "1.18.33",
-         base_url: str | None = "https://api.example.com/v1"):
-    profile = Profile.model_validate({
-        "name": "p", "harness": harness,
-        "model": {"name": "m", "api_key_env": "MODEL_KEY", **({"base_url": base_url} if base_url else {})},
-        "permission_intent": {"command_network": network}, "secrets": secrets or {}})
-    return compile_plan(LoadedProfile(profile=profile, source="<t>", digest="d"), str(tmp_path),
-                        harness_version=version, home="/home/u")
+def plan(
+    tmp_path,
+    network: dict,
+    secrets: dict | None = None,
+    harness: str = "opencode",
+    version: str = "1.18.33",
+    base_url: str | None = "https://api.example.com/v1",
+):
+    profile = Profile.model_validate(
+        {
+            "name": "p",
+            "harness": harness,
+            "model": {"name": "m", "api_key_env": "MODEL_KEY", **({"base_url": base_url} if base_url else {})},
+            "permission_intent": {"command_network": network},
+            "secrets": secrets or {},
+        }
+    )
+    return compile_plan(
+        LoadedProfile(profile=profile, source="<t>", digest="d"), str(tmp_path), harness_version=version, home="/home/u"
+    )
 
 
 GITHUB = {"GITHUB_TOKEN": {"hosts": ["api.github.com"], "header": "Authorization: token {value}"}}
@@ -55,8 +67,9 @@ def test_a_secret_bound_to_a_host_the_network_does_not_allow_refuses_the_compile
 
 
 def test_a_run_start_makes_fresh_placeholders_and_hands_the_values_to_the_proxy_alone(tmp_path):
-    creds = entry_from_plan(plan(tmp_path, {"access": "restricted", "allow_domains": ["api.github.com"]}, GITHUB),
-                            [])["credentials"]
+    creds = entry_from_plan(plan(tmp_path, {"access": "restricted", "allow_domains": ["api.github.com"]}, GITHUB), [])[
+        "credentials"
+    ]
     source = {"MODEL_KEY": "real-key-1", "GITHUB_TOKEN": "real-token-2"}
     first, second = issue(creds, source), issue(creds, source)
     assert first.env["MODEL_KEY"].startswith("sk-agentbox-") and len(first.env["MODEL_KEY"]) == len("sk-agentbox-") + 48
@@ -67,11 +80,14 @@ def test_a_run_start_makes_fresh_placeholders_and_hands_the_values_to_the_proxy_
 
 
 def test_a_secret_the_host_lacks_refuses_the_run_but_a_missing_model_key_only_leaves_it_out(tmp_path):
-    creds = entry_from_plan(plan(tmp_path, {"access": "restricted", "allow_domains": ["api.github.com"]}, GITHUB),
-                            [])["credentials"]
+    creds = entry_from_plan(plan(tmp_path, {"access": "restricted", "allow_domains": ["api.github.com"]}, GITHUB), [])[
+        "credentials"
+    ]
     with pytest.raises(SandboxError) as refused:
         issue(creds, {"MODEL_KEY": "real-key-1"})
-    assert refused.value.exit_code == 4 and str(refused.value).startswith("secrets.GITHUB_TOKEN: GITHUB_TOKEN is not set")
+    assert refused.value.exit_code == 4 and str(refused.value).startswith(
+        "secrets.GITHUB_TOKEN: GITHUB_TOKEN is not set"
+    )
     assert issue(creds, {"GITHUB_TOKEN": "real-token-2"}).missing == ["MODEL_KEY"]
 
 

@@ -8,17 +8,28 @@ import os
 import pytest
 
 from agentbox.egress.inside import MODEL_ROUTE_PORT, MODEL_SOCKET, SOCKET_NAME, proxy_env
-from agentbox.plan import RuntimeRequirements
+from agentbox.core.plan import RuntimeRequirements
 from agentbox.sandbox import relay, unix_filter
-from agentbox.sandbox.bwrap import (SandboxRequest, compile_bwrap, coverage, enforced_items, model_route_url,
-                                   sandbox_env_names)
+from agentbox.sandbox.bwrap import (
+    SandboxRequest,
+    compile_bwrap,
+    coverage,
+    enforced_items,
+    model_route_url,
+    sandbox_env_names,
+)
 from agentbox.sandbox.session import entry_from_plan
 from agentbox.sandbox.syscall_filter import host_program
 
 
 def plan_for(**req):
-    base = {"workspace": "read_write", "network": "restricted", "allow_domains": ("pypi.org", "*.corp.test:8443"),
-            "host_home": "hidden", "model_endpoint": "127.0.0.1:40123"}
+    base = {
+        "workspace": "read_write",
+        "network": "restricted",
+        "allow_domains": ("pypi.org", "*.corp.test:8443"),
+        "host_home": "hidden",
+        "model_endpoint": "127.0.0.1:40123",
+    }
     base.update(req)
     return compile_bwrap(SandboxRequest(requirements=RuntimeRequirements(**base), workspace="/w/p", home="/home/u"))
 
@@ -50,9 +61,19 @@ def test_a_remote_model_is_reached_through_the_model_route_on_a_port_of_its_own(
     assert plan.egress.model_tls, "the route forwards over TLS to an https endpoint"
     assert plan.egress.decide("api.example.com", 443).reason == "model_endpoint"
     assert not plan.egress.decide("api.example.com", 80).allowed
-    assert coverage(SandboxRequest(requirements=RuntimeRequirements(
-        workspace="read_write", network="none", host_home="hidden", model_endpoint="api.example.com:443"),
-        workspace="/w/p", home="/home/u"), "0.8.0")["command_network"].support == "exact"
+    assert (
+        coverage(
+            SandboxRequest(
+                requirements=RuntimeRequirements(
+                    workspace="read_write", network="none", host_home="hidden", model_endpoint="api.example.com:443"
+                ),
+                workspace="/w/p",
+                home="/home/u",
+            ),
+            "0.8.0",
+        )["command_network"].support
+        == "exact"
+    )
 
 
 def test_network_none_without_a_model_has_no_proxy_and_no_relay_but_keeps_the_filter():
@@ -82,13 +103,22 @@ def test_unrestricted_still_sends_the_model_through_the_model_route_on_a_loopbac
     assert not plan.egress.decide("pypi.org", 443).allowed, "the route's policy allows the model alone"
 
 
-@pytest.mark.parametrize("network, url", [
-    ("none", "http://127.0.0.1:40123/v1"), ("restricted", "http://127.0.0.1:40123/v1"),
-    ("unrestricted", "http://127.0.0.1:{agentbox_model_port}/v1")])
+@pytest.mark.parametrize(
+    "network, url",
+    [
+        ("none", "http://127.0.0.1:40123/v1"),
+        ("restricted", "http://127.0.0.1:40123/v1"),
+        ("unrestricted", "http://127.0.0.1:{agentbox_model_port}/v1"),
+    ],
+)
 def test_the_harness_is_given_the_model_route_as_its_base_url(network, url):
-    req = RuntimeRequirements(workspace="read_only", network=network, host_home="hidden",
-                              allow_domains=("pypi.org",) if network == "restricted" else (),
-                              model_endpoint="127.0.0.1:40123")
+    req = RuntimeRequirements(
+        workspace="read_only",
+        network=network,
+        host_home="hidden",
+        allow_domains=("pypi.org",) if network == "restricted" else (),
+        model_endpoint="127.0.0.1:40123",
+    )
     assert model_route_url(req, "http://127.0.0.1:40123/v1") == url
     remote = req.model_copy(update={"model_endpoint": "api.example.com:443"})
     assert model_route_url(remote, "https://api.example.com/v1").endswith("/v1")
@@ -99,10 +129,16 @@ def test_the_entry_carries_the_policy_the_ports_and_the_filter():
     from types import SimpleNamespace
 
     sandbox = plan_for()
-    req = RuntimeRequirements(workspace="read_write", network="restricted", allow_domains=("pypi.org",),
-                              host_home="hidden", model_endpoint="127.0.0.1:40123")
-    plan = SimpleNamespace(sandbox=sandbox, native=SimpleNamespace(requirements=req, artifacts=(), key_approvals=(),
-                                                                          state_files=()))
+    req = RuntimeRequirements(
+        workspace="read_write",
+        network="restricted",
+        allow_domains=("pypi.org",),
+        host_home="hidden",
+        model_endpoint="127.0.0.1:40123",
+    )
+    plan = SimpleNamespace(
+        sandbox=sandbox, native=SimpleNamespace(requirements=req, artifacts=(), key_approvals=(), state_files=())
+    )
     entry = entry_from_plan(plan, [])
     assert entry["relay"] == [[40123, MODEL_SOCKET], [3128, SOCKET_NAME]]
     assert entry["egress"]["allow_domains"] == ["pypi.org", "*.corp.test:8443"]
@@ -114,29 +150,45 @@ def test_the_relay_is_installed_with_its_filter_and_maps_each_port_to_its_socket
     assert sorted(os.listdir(tmp_path / "relay")) == ["command.bpf", "inner_relay.py", "unix_filter.py"]
     assert (tmp_path / "relay" / "command.bpf").read_bytes() == host_program(deny_unix=True)
     argv = relay.relay_argv("/usr/bin/python3", [(40123, MODEL_SOCKET), (3128, SOCKET_NAME)])
-    assert argv == ["/usr/bin/python3", "-I", "-S", "/tmp/agentbox/relay/inner_relay.py",
-                    "40123=/tmp/agentbox/relay/model.sock", "3128=/tmp/agentbox/relay/egress.sock", "--"]
+    assert argv == [
+        "/usr/bin/python3",
+        "-I",
+        "-S",
+        "/tmp/agentbox/relay/inner_relay.py",
+        "40123=/tmp/agentbox/relay/model.sock",
+        "3128=/tmp/agentbox/relay/egress.sock",
+        "--",
+    ]
 
 
 @pytest.mark.parametrize("network, exact", [("none", True), ("restricted", True), ("unrestricted", False)])
 def test_adapters_learn_what_the_os_layer_enforces_and_which_variables_it_sets(network, exact):
-    req = RuntimeRequirements(workspace="read_only", network=network, host_home="hidden",
-                              allow_domains=("pypi.org",) if network == "restricted" else ())
+    req = RuntimeRequirements(
+        workspace="read_only",
+        network=network,
+        host_home="hidden",
+        allow_domains=("pypi.org",) if network == "restricted" else (),
+    )
     assert ("command_network" in enforced_items(req)) is (exact and unix_filter.supported())
     assert {"workspace", "host_home"} <= set(enforced_items(req))
     assert set(sandbox_env_names(req)) == (set(proxy_env(1)) if exact else set())
 
 
 def test_a_composed_compile_tells_the_adapter_and_a_harness_alone_compile_does_not(tmp_path, monkeypatch):
-    from agentbox import compiler
-    from agentbox.adapters.codex import ADAPTER
-    from agentbox.profile import LoadedProfile, Profile
+    from agentbox.compile import compiler
+    from agentbox.compile.adapters.codex import ADAPTER
+    from agentbox.core.profile import LoadedProfile, Profile
 
     seen = []
     real = ADAPTER.compile
     monkeypatch.setattr(ADAPTER, "compile", lambda profile, context: seen.append(context) or real(profile, context))
-    profile = Profile.model_validate({"name": "p", "harness": "codex", "permission_intent": {
-        "command_network": {"access": "restricted", "allow_domains": ["pypi.org"]}}})
+    profile = Profile.model_validate(
+        {
+            "name": "p",
+            "harness": "codex",
+            "permission_intent": {"command_network": {"access": "restricted", "allow_domains": ["pypi.org"]}},
+        }
+    )
     loaded = LoadedProfile(profile=profile, source="<t>", digest="d")
     compiler.compile_plan(loaded, str(tmp_path), harness_version="0.171.0", home="/home/u")
     compiler.compile_plan(loaded, str(tmp_path), harness_version="0.171.0", home="/home/u", sandboxed=False)

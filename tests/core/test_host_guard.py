@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from agentbox.errors import SandboxError
-from agentbox.intent import PermissionIntent
+from agentbox.core.intent import PermissionIntent
 from agentbox.sandbox.backings import record, status
 from agentbox.sandbox.bwrap import _host_executed_names
 from agentbox.sandbox.host_guard import Guard, guard_args, scan
@@ -26,8 +26,13 @@ def profile(tmp_path, extra: str = "", name: str = "t") -> str:
 
 
 def sandbox_run(env, prof, ws, script):
-    return subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws), "--",
-                           "sh", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws), "--", "sh", "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def spec(ws, home="/nonexistent", writable=()):
@@ -39,8 +44,12 @@ def test_a_run_cannot_write_a_git_hook_an_editor_task_or_rename_a_nested_reposit
     (ws / ".git" / "hooks").mkdir(parents=True)
     (ws / ".vscode").mkdir()
     (ws / "pkg" / "lib" / ".git").mkdir(parents=True)
-    done = sandbox_run(env, profile(tmp_path), ws,
-                       "echo x > .git/hooks/post-checkout; echo x > .vscode/tasks.json; mv pkg moved; touch ok")
+    done = sandbox_run(
+        env,
+        profile(tmp_path),
+        ws,
+        "echo x > .git/hooks/post-checkout; echo x > .vscode/tasks.json; mv pkg moved; touch ok",
+    )
     assert "Read-only file system" in done.stderr and "Device or resource busy" in done.stderr
     assert not (ws / ".git/hooks/post-checkout").exists() and not (ws / ".vscode/tasks.json").exists()
     assert (ws / "pkg/lib/.git").is_dir() and (ws / "ok").exists()
@@ -68,14 +77,19 @@ def test_host_executed_writable_lets_the_run_write_them_all(tmp_path, env, ws):
 
 
 # per harness: a project config it reads, and what a clone could ship as its backing
-SHIPPED = {"claude-code": (".claude", "settings.json"), "codex": (".codex", "config.toml"),
-           "opencode": (".opencode", "opencode.json"), "hermes": (".hermes", "config.yaml")}
+SHIPPED = {
+    "claude-code": (".claude", "settings.json"),
+    "codex": (".codex", "config.toml"),
+    "opencode": (".opencode", "opencode.json"),
+    "hermes": (".hermes", "config.yaml"),
+}
 
 
 @needs_bwrap
 @pytest.mark.parametrize("shipped_for", sorted(SHIPPED))
 def test_a_backing_that_came_with_the_project_is_refused_by_name_and_a_blank_one_made_after_it_is_removed(
-        tmp_path, env, ws, shipped_for):
+    tmp_path, env, ws, shipped_for
+):
     folder, name = SHIPPED[shipped_for]
     (ws / folder).mkdir()
     (ws / folder / name).write_text("the project's own\n")
@@ -113,8 +127,11 @@ def test_the_scan_finds_repositories_deeper_and_in_dependencies_but_no_other_nam
     (ws / "node_modules/x/.vscode").mkdir()
     (ws / "third_party/github.com/org/lib/.git").mkdir(parents=True)
     existing, _ = scan(spec(ws))
-    assert [p for p, _ in existing] == [str(ws / "a/b/.git"), str(ws / "node_modules/x/.git"),
-                                        str(ws / "third_party/github.com/org/lib/.git")]
+    assert [p for p, _ in existing] == [
+        str(ws / "a/b/.git"),
+        str(ws / "node_modules/x/.git"),
+        str(ws / "third_party/github.com/org/lib/.git"),
+    ]
 
 
 def test_a_worktree_holds_its_common_repository_too(tmp_path, ws):
@@ -175,12 +192,20 @@ def test_a_folder_above_a_nested_one_is_pinned_before_the_nested_one_is_bound(tm
     assert ["--ro-bind", str(ws / "a/b/.vscode"), str(ws / "a/b/.vscode")] == args[6:9]
 
 
-def test_what_the_plan_mounts_over_after_the_workspace_is_left_to_it_and_what_it_mounted_before_is_not(
-        tmp_path, ws):
+def test_what_the_plan_mounts_over_after_the_workspace_is_left_to_it_and_what_it_mounted_before_is_not(tmp_path, ws):
     (ws / ".agentbox").mkdir()
     (ws / ".vscode").mkdir()
-    argv = ["bwrap", "--ro-bind", str(ws / ".vscode"), str(ws / ".vscode"), "--bind", str(ws), str(ws),
-            "--tmpfs", str(ws / ".agentbox")]
+    argv = [
+        "bwrap",
+        "--ro-bind",
+        str(ws / ".vscode"),
+        str(ws / ".vscode"),
+        "--bind",
+        str(ws),
+        str(ws),
+        "--tmpfs",
+        str(ws / ".agentbox"),
+    ]
     args, made = guard_args(spec(ws), argv, str(tmp_path / "run"))
     assert str(ws / ".agentbox") not in args and str(ws / ".agentbox") not in dict(made)
     assert f"--ro-bind {ws / '.vscode'} {ws / '.vscode'}" in " ".join(args)  # the workspace's bind covered the first
@@ -199,8 +224,23 @@ def test_a_linked_worktree_holds_the_hooks_path_its_common_config_names(tmp_path
     main = ws / "main"
     subprocess.run(["git", "init", "-q", str(main)], check=True)
     subprocess.run(["git", "-C", str(main), "config", "core.hooksPath", "tools/hooks"], check=True)
-    subprocess.run(["git", "-C", str(main), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                    "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(main),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+        check=True,
+    )
     subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(ws / "wt")], check=True)
     (ws / "wt/tools/hooks").mkdir(parents=True)
     assert str(ws / "wt/tools/hooks") in dict(scan(spec(ws))[0])
@@ -255,7 +295,7 @@ def test_a_folder_of_the_launchers_path_in_the_workspace_is_held_and_an_absent_o
 
 
 def test_a_relative_path_entry_or_the_workspace_itself_on_path_refuses_the_run(ws):
-    for path in (f"/usr/bin:.", "/usr/bin:", f"bin:/usr/bin", str(ws)):
+    for path in ("/usr/bin:.", "/usr/bin:", "bin:/usr/bin", str(ws)):
         with pytest.raises(SandboxError, match="PATH holds"):
             scan({**spec(ws), "path": path})
 
@@ -274,11 +314,14 @@ def test_a_path_folder_reached_through_a_link_in_the_workspace_is_refused(ws):
 
 
 @needs_bwrap
-def test_a_program_written_to_a_path_folder_in_the_workspace_is_refused_and_the_rest_stays_writable(
-        tmp_path, env, ws):
+def test_a_program_written_to_a_path_folder_in_the_workspace_is_refused_and_the_rest_stays_writable(tmp_path, env, ws):
     (ws / "bin").mkdir()
-    done = sandbox_run({**env, "PATH": f"{ws}/bin:{env['PATH']}"}, profile(tmp_path), ws,
-                       "echo x > bin/git; mkdir -p tools/bin; touch ok")
+    done = sandbox_run(
+        {**env, "PATH": f"{ws}/bin:{env['PATH']}"},
+        profile(tmp_path),
+        ws,
+        "echo x > bin/git; mkdir -p tools/bin; touch ok",
+    )
     assert "Read-only file system" in done.stderr
     assert not (ws / "bin" / "git").exists() and (ws / "ok").exists()
 
@@ -286,8 +329,9 @@ def test_a_program_written_to_a_path_folder_in_the_workspace_is_refused_and_the_
 @needs_bwrap
 def test_a_repository_made_in_a_new_folder_during_the_run_is_named_to_the_user_after_it(tmp_path, env, ws):
     # the guard cannot hold what does not exist at the start (host-executed.md): it says so when the run ends
-    done = sandbox_run(env, profile(tmp_path), ws,
-                       "git init -q newpkg && git -C newpkg config core.fsmonitor 'touch ran'; touch ok")
+    done = sandbox_run(
+        env, profile(tmp_path), ws, "git init -q newpkg && git -C newpkg config core.fsmonitor 'touch ran'; touch ok"
+    )
     assert (ws / "newpkg/.git/config").exists() and (ws / "ok").exists()
     [line] = [line for line in done.stderr.splitlines() if "after the run" in line]
     assert "left host-executed files where nothing held them" in line and line.endswith(f"{ws}/newpkg/.git")
@@ -304,8 +348,7 @@ def test_what_the_guard_held_at_the_start_is_no_newcomer_and_a_link_left_at_such
     guard.release()
 
 
-def test_runs_of_one_workspace_under_two_homes_share_one_hold_and_only_the_last_removes_the_placeholders(
-        tmp_path, ws):
+def test_runs_of_one_workspace_under_two_homes_share_one_hold_and_only_the_last_removes_the_placeholders(tmp_path, ws):
     first = Guard(spec(ws), [], str(tmp_path / "run1"), str(tmp_path / "home1"))
     second = Guard(spec(ws), [], str(tmp_path / "run2"), str(tmp_path / "home2"))
     (ws / ".envrc").touch()
@@ -328,10 +371,29 @@ def test_the_hold_is_recorded_where_no_run_can_reach_it_and_under_the_home_only_
 
 @needs_bwrap
 def test_a_placeholder_removed_on_the_host_while_the_run_lasts_frees_its_name_and_what_the_run_put_there_is_named(
-        tmp_path, env, ws):
-    proc = subprocess.Popen([sys.executable, "-m", "agentbox.cli", "sandbox", "run", profile(tmp_path), "--cwd",
-                             str(ws), "--", "sh", "-c", "echo started; read go; echo 'touch ran' > .envrc"],
-                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tmp_path, env, ws
+):
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agentbox.cli",
+            "sandbox",
+            "run",
+            profile(tmp_path),
+            "--cwd",
+            str(ws),
+            "--",
+            "sh",
+            "-c",
+            "echo started; read go; echo 'touch ran' > .envrc",
+        ],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline() == "started\n"  # bubblewrap made the placeholder's mount point before
     (ws / ".envrc").unlink()  # a host program (git clean, an editor) removes the empty file
     _, err = proc.communicate("go\n", timeout=60)

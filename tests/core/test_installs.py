@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from agentbox import installs
-from agentbox.capability import load_declarations
+from agentbox.harnesses import installs
+from agentbox.core.capability import load_declarations
 from agentbox.errors import HarnessError, InputError
-from agentbox.matrix import load_matrix
+from agentbox.harnesses.matrix import load_matrix
 
 
 def test_a_second_installer_of_the_same_pin_waits_for_the_first(tmp_path, monkeypatch):
@@ -33,8 +33,7 @@ def test_a_second_installer_of_the_same_pin_waits_for_the_first(tmp_path, monkey
 def _fake_registry(monkeypatch, delivers: str | None = None):
     """npm and pip as a no-op, the probe reading DELIVERS (default: the version asked for)."""
     monkeypatch.setattr(installs, "_run", lambda cmd, name: None)
-    monkeypatch.setattr(installs, "_installed_version",
-                        lambda prefix, name, pkg: delivers or prefix.name)
+    monkeypatch.setattr(installs, "_installed_version", lambda prefix, name, pkg: delivers or prefix.name)
 
 
 def test_an_install_says_each_stage_on_stderr_before_it_starts(tmp_path, monkeypatch, capsys):

@@ -1,7 +1,7 @@
 import pytest
 from pydantic import ValidationError
 
-from agentbox.intent import PermissionIntent, strength
+from agentbox.core.intent import PermissionIntent, strength
 
 
 def test_an_item_the_profile_states_is_required_unless_it_says_otherwise():
@@ -31,15 +31,42 @@ def test_restricted_network_needs_domains_and_other_modes_refuse_them():
         PermissionIntent.model_validate({"command_network": {"access": "none", "allow_domains": ["a.com"]}})
 
 
-@pytest.mark.parametrize("domain", ["api.github.com", "api.github.com:443", "*.example.com", "localhost",
-                                    "*.example.com:8443", "10.0.0.5", "127.0.0.2:8080", "[::1]", "[2001:db8::1]:443"])
+@pytest.mark.parametrize(
+    "domain",
+    [
+        "api.github.com",
+        "api.github.com:443",
+        "*.example.com",
+        "localhost",
+        "*.example.com:8443",
+        "10.0.0.5",
+        "127.0.0.2:8080",
+        "[::1]",
+        "[2001:db8::1]:443",
+    ],
+)
 def test_hosts_host_ports_and_wildcards_are_accepted_domains(domain):
     intent = PermissionIntent.model_validate({"command_network": {"access": "restricted", "allow_domains": [domain]}})
     assert intent.command_network.allow_domains == (domain,)
 
 
-@pytest.mark.parametrize("domain", ["https://a.com", "a.com/path", "a.com:0", "a.com:70000", "*", "a..com", "-a.com",
-                                    "2130706433", "127.1", "0x7f.0.0.1", "*.10.0.0.5", "[::1]x"])
+@pytest.mark.parametrize(
+    "domain",
+    [
+        "https://a.com",
+        "a.com/path",
+        "a.com:0",
+        "a.com:70000",
+        "*",
+        "a..com",
+        "-a.com",
+        "2130706433",
+        "127.1",
+        "0x7f.0.0.1",
+        "*.10.0.0.5",
+        "[::1]x",
+    ],
+)
 def test_urls_paths_and_bad_ports_are_not_domains(domain):
     with pytest.raises(ValidationError):
         PermissionIntent.model_validate({"command_network": {"access": "restricted", "allow_domains": [domain]}})

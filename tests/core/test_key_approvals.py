@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from agentbox.adapters import get_adapter
-from agentbox.plan import CompileContext
-from agentbox.profile import Profile
+from agentbox.compile.adapters import get_adapter
+from agentbox.core.plan import CompileContext
+from agentbox.core.profile import Profile
 from agentbox.sandbox.session import settle_key_approvals
 
 

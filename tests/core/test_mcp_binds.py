@@ -10,15 +10,17 @@ import sys
 
 import pytest
 
-from agentbox.compiler import compile_plan
+from agentbox.compile.compiler import compile_plan
 from agentbox.errors import SandboxError
-from agentbox.profile import load_profile
+from agentbox.core.profile import load_profile
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
-INTENT = ("  workspace: {access: read_only, requirement: required}\n"
-          "  mcp: {servers: [srv], requirement: advisory}\n"
-          "  host_home: hidden\n")
+INTENT = (
+    "  workspace: {access: read_only, requirement: required}\n"
+    "  mcp: {servers: [srv], requirement: advisory}\n"
+    "  host_home: hidden\n"
+)
 
 
 def venv(root) -> str:
@@ -31,8 +33,10 @@ def venv(root) -> str:
 
 def write(tmp_path, command: str, args=()) -> str:
     path = tmp_path / "p.yaml"
-    path.write_text(f"name: p\nharness: codex\npermission_intent:\n{INTENT}"
-                    f"mcp_servers:\n  srv: {{command: {command}, args: {list(args)!r}}}\n")
+    path.write_text(
+        f"name: p\nharness: codex\npermission_intent:\n{INTENT}"
+        f"mcp_servers:\n  srv: {{command: {command}, args: {list(args)!r}}}\n"
+    )
     return str(path)
 
 
@@ -58,8 +62,9 @@ def test_a_server_script_under_the_hidden_home_gets_its_folder_bound_and_nothing
     (home / ".ssh").mkdir()
     script = home / "tools" / "srv" / "server.py"
     script.write_text("print('up')\n")
-    plan = compile_plan(load_profile(write(tmp_path, "python3", [str(script)])), ws, harness_version="0.171.0",
-                        home=str(home))
+    plan = compile_plan(
+        load_profile(write(tmp_path, "python3", [str(script)])), ws, harness_version="0.171.0", home=str(home)
+    )
     binds = ro_binds(plan)
     assert str(home / "tools" / "srv") in binds
     assert not any(b in (str(home), str(home / ".ssh")) for b in binds)
@@ -70,7 +75,9 @@ def test_a_server_lying_directly_in_tmp_is_refused_at_compile_time_naming_it(tmp
     with open(loose, "w") as f:
         f.write("print('up')\n")
     try:
-        with pytest.raises(SandboxError, match=r"mcp_servers\.srv: /tmp/agentbox-test-loose-server\.py lies directly in /tmp"):
+        with pytest.raises(
+            SandboxError, match=r"mcp_servers\.srv: /tmp/agentbox-test-loose-server\.py lies directly in /tmp"
+        ):
             compile_plan(load_profile(write(tmp_path, "python3", [loose])), ws, harness_version="0.171.0")
     finally:
         os.unlink(loose)
@@ -81,9 +88,26 @@ def test_the_bound_server_interpreter_really_starts_inside_the_sandbox(tmp_path,
     home = tmp_path / "home"
     home.mkdir()
     env = {**os.environ, "HOME": str(home)}
-    done = subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", "--profile",
-                           write(tmp_path, python, ["-m", "srv"]), "--workspace", ws, "--", python, "-c",
-                           "import sys; print('started', sys.prefix)"],
-                          env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentbox.cli",
+            "sandbox",
+            "run",
+            "--profile",
+            write(tmp_path, python, ["-m", "srv"]),
+            "--workspace",
+            ws,
+            "--",
+            python,
+            "-c",
+            "import sys; print('started', sys.prefix)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("started ")

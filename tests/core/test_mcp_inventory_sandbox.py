@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from agentbox.mcp_inventory import list_tools
-from agentbox.profile import McpServer
+from agentbox.compile.mcp_inventory import list_tools
+from agentbox.core.profile import McpServer
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 # A server whose tool names are its observations: its effective capabilities, whether it could make a unix socket,
 # and whether it could write a host sysctl (it writes back the value it read, so nothing changes either way).
-OBSERVER = textwrap.dedent('''
+OBSERVER = textwrap.dedent("""
     import socket
     from mcp.server.mcpserver import MCPServer
 
@@ -38,7 +38,7 @@ OBSERVER = textwrap.dedent('''
     for name in (f"capeff_{cap}", unix, sysctl):
         server.tool(name=name, structured_output=False)(lambda: "")
     server.run()
-''')
+""")
 
 
 def test_the_inventory_asks_a_server_that_holds_no_capability_no_unix_socket_and_no_host_sysctl(tmp_path):
@@ -48,11 +48,10 @@ def test_the_inventory_asks_a_server_that_holds_no_capability_no_unix_socket_and
     assert set(tools) == {"capeff_0000000000000000", "unix_socket_refused", "sysctl_refused"}, tools
 
 
-
 # A server that names a tool after each file it looks for: what it can read, it could hand back in the run's
 # config. Told where to look in its environment, not its arguments: the sandbox binds back the folder of every
 # argument that names a file.
-READER = textwrap.dedent('''
+READER = textwrap.dedent("""
     import os
     from mcp.server.mcpserver import MCPServer
 
@@ -61,7 +60,7 @@ READER = textwrap.dedent('''
         server.tool(name=f"{label}_read" if os.path.isfile(path) else f"{label}_hidden", structured_output=False)(
             lambda: "")
     server.run()
-''')
+""")
 
 
 @pytest.fixture
@@ -75,8 +74,11 @@ def place(tmp_path):
 
 
 def _ask(place, home=None, **paths):
-    server = McpServer(command=sys.executable, args=[str(place / "srv" / "reader.py")],
-                       env={"LOOK": ";".join(f"{k}={v}" for k, v in paths.items())})
+    server = McpServer(
+        command=sys.executable,
+        args=[str(place / "srv" / "reader.py")],
+        env={"LOOK": ";".join(f"{k}={v}" for k, v in paths.items())},
+    )
     return set(list_tools("reader", server, home=home))
 
 

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from agentbox.claims import default_catalogue_dir
+from agentbox.prove.claims import default_catalogue_dir
 from agentbox.testing.negative import VectorRunner
-from agentbox.vectors import load_catalogue
+from agentbox.prove.vectors import load_catalogue
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
@@ -18,7 +18,7 @@ REAL_BWRAP = shutil.which("bwrap")
 # Stand-ins for bubblewrap that break only the attack's run (network none): the control still passes.
 BROKEN = {
     "fails": 'for a; do [ "$a" = --unshare-net ] && { echo "bwrap: No permissions to create new namespace" >&2; exit 1; }; '
-             'done; exec {real} "$@"',
+    'done; exec {real} "$@"',
     "runs nothing": 'for a; do [ "$a" = --unshare-net ] && exit 0; done; exec {real} "$@"',
 }
 
@@ -38,12 +38,13 @@ def test_a_sandbox_that_breaks_before_the_attempt_records_an_error_not_a_block(h
     assert ("the sandbox failed" if how == "fails" else "the attempt never started") in record.observation
 
 
-LOADER_ABSENT = __import__("agentbox.vectors", fromlist=["kernel_lacks_here"]).kernel_lacks_here() == ("modules",)
+LOADER_ABSENT = __import__("agentbox.prove.vectors", fromlist=["kernel_lacks_here"]).kernel_lacks_here() == ("modules",)
 
 
 @pytest.mark.skipif(not LOADER_ABSENT, reason="this kernel has a module loader: the vector is judged as any other")
 def test_on_a_kernel_without_a_module_loader_the_module_vector_records_inapplicable_with_the_kernel_fact(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("AGENTBOX_VECTOR_ROOT", str(tmp_path / "vectors"))
     record = VectorRunner(CATALOGUE, 60, "t").run(CATALOGUE.by_id("priv-load-module"), "sandbox")
     assert record.outcome == "inapplicable", record.observation
@@ -55,7 +56,8 @@ def test_on_a_kernel_without_a_module_loader_the_module_vector_records_inapplica
 
 @pytest.mark.skipif(not LOADER_ABSENT, reason="this kernel has a module loader: the vector is judged as any other")
 def test_without_the_kernel_check_agreeing_a_control_that_met_enosys_is_an_error_not_inapplicable(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     import agentbox.testing.negative as negative
 
     monkeypatch.setenv("AGENTBOX_VECTOR_ROOT", str(tmp_path / "vectors"))
@@ -82,8 +84,10 @@ def test_an_attack_that_never_made_its_call_on_such_a_kernel_is_an_error_not_ina
     import agentbox.testing.negative as negative
     from agentbox.testing.negative import Attempt
 
-    answers = {True: Attempt(False, "control saw nothing", enosys=True),
-               False: Attempt(None, "the attempt never ran: its first act ({ws}/answer.txt) is missing")}
+    answers = {
+        True: Attempt(False, "control saw nothing", enosys=True),
+        False: Attempt(None, "the attempt never ran: its first act ({ws}/answer.txt) is missing"),
+    }
     monkeypatch.setattr(negative, "kernel_lacks", lambda vector: ("modules",))
     monkeypatch.setattr(VectorRunner, "attempt", lambda self, vector, layer, control, *a, **k: answers[control])
     record = VectorRunner(CATALOGUE, 60, "t").run(CATALOGUE.by_id("priv-load-module"), "sandbox")
@@ -99,6 +103,7 @@ def test_an_escape_runs_no_control_and_a_block_counts_only_after_a_control_that_
         def attempt(self, vector, layer, is_control, *a, **k):
             made.append("control" if is_control else "attack")
             return control if is_control else attack
+
         monkeypatch.setattr(VectorRunner, "attempt", attempt)
         record = VectorRunner(CATALOGUE, 30, "t").run(CATALOGUE.by_id("net-curl"), "sandbox")
         return made, (record.outcome, record.control_outcome)
@@ -134,8 +139,9 @@ def test_an_attack_refused_otherwise_than_its_mechanism_is_an_error_not_a_block(
     vector = type(CATALOGUE.vectors[0]).model_validate({**raw, "steps": [{"shell": {"command": FAILS_FIRST[how]}}]})
     attempt = VectorRunner(CATALOGUE, 30, "t").attempt(vector, "sandbox", False)
     assert attempt.effect is None, attempt.observation
-    assert "blocked, but the refusal seen was not one expected (expected erofs|eacces|eperm|policy" in \
-        attempt.observation
+    assert (
+        "blocked, but the refusal seen was not one expected (expected erofs|eacces|eperm|policy" in attempt.observation
+    )
 
 
 def test_what_agent_box_names_after_the_run_is_no_refusal_of_the_attempt_but_any_other_line_of_its_is():

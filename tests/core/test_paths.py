@@ -2,11 +2,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentbox.paths import check_relative
-from agentbox.plan import Artifact, Surface
+from agentbox.core.paths import check_relative
+from agentbox.core.plan import Artifact, Surface
 
 segment = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-", min_size=1, max_size=8).filter(
-    lambda s: s not in (".", ".."))
+    lambda s: s not in (".", "..")
+)
 
 
 @given(st.lists(segment, min_size=1, max_size=4), st.integers(min_value=0, max_value=4))

@@ -1,7 +1,7 @@
 import pytest
 
 from agentbox.errors import InputError
-from agentbox.profile import load_profile, resolve_profile_path
+from agentbox.core.profile import load_profile, resolve_profile_path
 
 
 def write(tmp_path, text, name="p.yaml"):
@@ -39,15 +39,31 @@ def test_a_misspelt_field_names_its_line_and_the_field_meant(tmp_path):
     assert (exc.value.file, exc.value.line, exc.value.field) == (str(path), 3, "permision_intent")
 
 
-@pytest.mark.parametrize("text, line, message", [
-    ("permission_intent:\n  network: {access: none}\n", 4,
-     "permission_intent.network: unknown field; did you mean `command_network`?"),
-    ("mcp_servers:\n  gh:\n    command: gh\n    arg: [mcp]\n", 6, "mcp_servers.gh.arg: unknown field; did you mean `args`?"),
-    ("model:\n  provider: openai\n  api_key: OPENAI_API_KEY\n", 5,
-     "model.api_key: unknown field; did you mean `api_key_env`?"),
-    ("permission_intent:\n  host_home: hiden\n", 4, "permission_intent.host_home.access: Input should be 'hidden' or "
-     "'visible'; did you mean `hidden`?"),
-])
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        (
+            "permission_intent:\n  network: {access: none}\n",
+            4,
+            "permission_intent.network: unknown field; did you mean `command_network`?",
+        ),
+        (
+            "mcp_servers:\n  gh:\n    command: gh\n    arg: [mcp]\n",
+            6,
+            "mcp_servers.gh.arg: unknown field; did you mean `args`?",
+        ),
+        (
+            "model:\n  provider: openai\n  api_key: OPENAI_API_KEY\n",
+            5,
+            "model.api_key: unknown field; did you mean `api_key_env`?",
+        ),
+        (
+            "permission_intent:\n  host_home: hiden\n",
+            4,
+            "permission_intent.host_home.access: Input should be 'hidden' or 'visible'; did you mean `hidden`?",
+        ),
+    ],
+)
 def test_a_nested_typo_names_its_line_and_the_nearest_name_at_that_level(tmp_path, text, line, message):
     path = write(tmp_path, "name: p\nharness: codex\n" + text)
     with pytest.raises(InputError) as exc:
@@ -57,7 +73,9 @@ def test_a_nested_typo_names_its_line_and_the_nearest_name_at_that_level(tmp_pat
 
 def test_an_unknown_field_far_from_any_lists_the_allowed_ones(tmp_path):
     path = write(tmp_path, "name: p\nharness: codex\nmodel: {xyz: 1}\n")
-    with pytest.raises(InputError, match=r"model.xyz: unknown field \(allowed: provider, base_url, name, api_key_env\)"):
+    with pytest.raises(
+        InputError, match=r"model.xyz: unknown field \(allowed: provider, base_url, name, api_key_env\)"
+    ):
         load_profile(path)
 
 
@@ -77,9 +95,12 @@ def test_a_bad_profile_on_the_command_line_writes_nothing_and_says_where(tmp_pat
     monkeypatch.setenv("AGENTBOX_HOME", str(tmp_path / "home"))
     (tmp_path / "ws").mkdir()
     path = write(tmp_path, "name: p\nharness: codex\npermission_intent:\n  shel: deny\n")
-    assert main(["permission", "compile", str(path), "--cwd", str(tmp_path / "ws"), "--harness-version", "0.171.0"]) == 2
-    assert capsys.readouterr().err == (f"agent-box: {path}:4: permission_intent.shel: unknown field; "
-                                       "did you mean `shell`?\n")
+    assert (
+        main(["permission", "compile", str(path), "--cwd", str(tmp_path / "ws"), "--harness-version", "0.171.0"]) == 2
+    )
+    assert capsys.readouterr().err == (
+        f"agent-box: {path}:4: permission_intent.shel: unknown field; did you mean `shell`?\n"
+    )
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["p.yaml", "ws"]
 
 
@@ -115,7 +136,9 @@ def test_a_bad_profile_name_is_refused(tmp_path, monkeypatch, arg):
 
 
 def test_native_overrides_are_namespaced_by_harness(tmp_path):
-    path = write(tmp_path, "name: p\nharness: codex\nnative_overrides:\n  codex: {min_version: '0.150', config_patch: {a: 1}}\n")
+    path = write(
+        tmp_path, "name: p\nharness: codex\nnative_overrides:\n  codex: {min_version: '0.150', config_patch: {a: 1}}\n"
+    )
     assert load_profile(path).profile.override().min_version == "0.150"
     bad = write(tmp_path, "name: p\nharness: codex\nnative_overrides:\n  vim: {}\n", "bad.yaml")
     with pytest.raises(InputError, match="native_overrides"):

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agentbox.adapters.claude_code import KEPT_STATE
-from agentbox.compiler import compile_plan
-from agentbox.profile import LoadedProfile, Profile
-from agentbox.profile_state import keep, restore, state_dir
+from agentbox.compile.adapters.claude_code import KEPT_STATE
+from agentbox.compile.compiler import compile_plan
+from agentbox.core.profile import LoadedProfile, Profile
+from agentbox.run.profile_state import keep, restore, state_dir
 from agentbox.sandbox.session import entry_from_plan
 
 WS = "/w"
@@ -52,20 +52,26 @@ def launch(tmp_path):
 
 def test_an_answer_that_widens_nothing_comes_back_at_the_next_launch(launch):
     first = launch()
-    first.harness_writes(lambda d: d.update(numStartups=1, tipsHistory={"memory-command": 1},
-                                            lastReleaseNotesSeen="2.1.332"))
+    first.harness_writes(
+        lambda d: d.update(numStartups=1, tipsHistory={"memory-command": 1}, lastReleaseNotesSeen="2.1.332")
+    )
     assert first.ends() == []
     second = launch().started_with()
     assert (second["numStartups"], second["tipsHistory"], second["lastReleaseNotesSeen"]) == (
-        1, {"memory-command": 1}, "2.1.332")
+        1,
+        {"memory-command": 1},
+        "2.1.332",
+    )
 
 
 def test_a_widening_key_written_in_the_run_is_dropped_and_named(launch):
     first = launch()
     first.harness_writes(lambda d: d["projects"][WS].update(allowedTools=["Bash"]))
     said = first.ends()
-    assert said == ['.claude.json: not kept: projects["/w"].allowedTools (could widen the permission rules: tools '
-                    'allowed without asking)']
+    assert said == [
+        '.claude.json: not kept: projects["/w"].allowedTools (could widen the permission rules: tools '
+        "allowed without asking)"
+    ]
     assert "allowedTools" not in json.dumps(launch().started_with())
 
 
@@ -80,8 +86,7 @@ def test_a_key_on_no_list_is_dropped_too_and_named_once_with_the_others_of_its_r
 
 def test_the_compiled_keys_win_over_the_kept_ones_at_the_next_launch(launch):
     first = launch()
-    first.harness_writes(lambda d: (d.update(hasCompletedOnboarding=False),
-                                    d["projects"][WS].update(lastCost=0.5)))
+    first.harness_writes(lambda d: (d.update(hasCompletedOnboarding=False), d["projects"][WS].update(lastCost=0.5)))
     first.ends()
     second = launch().started_with()
     assert second["hasCompletedOnboarding"] is True
@@ -144,10 +149,15 @@ def test_the_kept_state_lives_under_agentbox_home_by_profile_and_harness_readabl
 
 
 def test_claude_codes_state_file_is_writable_in_the_run_while_its_policy_stays_read_only(tmp_path):
-    profile = Profile.model_validate({"name": "p", "harness": "claude-code",
-                                      "model": {"base_url": "http://127.0.0.1:9/v1"}})
-    plan = compile_plan(LoadedProfile(profile=profile, source="<t>", digest="d"), str(tmp_path),
-                        harness_version="2.1.332", home="/home/u")
+    profile = Profile.model_validate(
+        {"name": "p", "harness": "claude-code", "model": {"base_url": "http://127.0.0.1:9/v1"}}
+    )
+    plan = compile_plan(
+        LoadedProfile(profile=profile, source="<t>", digest="d"),
+        str(tmp_path),
+        harness_version="2.1.332",
+        home="/home/u",
+    )
     argv = plan.sandbox.argv
     ro = {argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind"}
     assert "/tmp/agentbox/config/settings.json" in ro and "/tmp/agentbox/config/mcp.json" in ro
@@ -162,7 +172,7 @@ def test_every_key_claude_code_keeps_or_drops_by_name_has_its_reason():
 
 
 def test_the_mechanism_names_no_harness():
-    import agentbox.profile_state as mechanism
+    import agentbox.run.profile_state as mechanism
 
     source = Path(mechanism.__file__).read_text().lower()
     assert all(name not in source for name in ("claude", "codex", "opencode", "hermes"))

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from agentbox.adapters import ADAPTER_MODULES, get_adapter
-from agentbox.claims import default_catalogue_dir
-from agentbox.refusal_kinds import Evidence, expected_kinds, recognise, table
-from agentbox.vectors import Vector, load_catalogue
+from agentbox.compile.adapters import ADAPTER_MODULES, get_adapter
+from agentbox.prove.claims import default_catalogue_dir
+from agentbox.core.refusal_kinds import Evidence, expected_kinds, recognise, table
+from agentbox.prove.vectors import Vector, load_catalogue
 
 CATALOGUE = load_catalogue(default_catalogue_dir())
 TABLE = table()
@@ -53,8 +53,12 @@ def test_each_kind_recognises_its_examples_and_they_are_never_clean(name):
 @pytest.mark.parametrize("name", ["erofs", "eacces", "eperm", "enetunreach", "isolated"])
 def test_a_kind_does_not_take_another_kinds_errno(name):
     # a read-only mount is not a hidden path, a missing route is not a refused access: each errno is its own proof
-    others = [e for other in ("erofs", "eacces", "eperm", "enetunreach", "isolated") if other != name
-              for e in TABLE.kinds[other].examples]
+    others = [
+        e
+        for other in ("erofs", "eacces", "eperm", "enetunreach", "isolated")
+        if other != name
+        for e in TABLE.kinds[other].examples
+    ]
     for example in others:
         hit = recognise([name], Evidence(example))
         assert hit is None, f"{name} takes {example!r} ({hit})"
@@ -76,14 +80,22 @@ def test_the_proxys_denial_is_read_from_its_decisions():
 def test_a_clean_run_is_one_that_printed_no_error_and_met_no_policy():
     assert recognise(["contained"], Evidence("sent 4 bytes"))[0] == "contained"
     assert recognise(["contained"], Evidence("")) is not None
-    for failed in ("sh: 1: nosuch: not found", "bash: nosuch: command not found",
-                   "Traceback (most recent call last):\n  File ...\nValueError: x", "usage: cp SOURCE DEST"):
+    for failed in (
+        "sh: 1: nosuch: not found",
+        "bash: nosuch: command not found",
+        "Traceback (most recent call last):\n  File ...\nValueError: x",
+        "usage: cp SOURCE DEST",
+    ):
         assert recognise(["contained"], Evidence(failed)) is None, failed
     policy = ("The user rejected permission to use this specific tool call",)
-    assert recognise(["contained"], Evidence("", "The user rejected permission to use this specific tool call",
-                                             policy)) is None
-    assert recognise(["policy"], Evidence("", "x The user rejected permission to use this specific tool call",
-                                          policy))[0] == "policy"
+    assert (
+        recognise(["contained"], Evidence("", "The user rejected permission to use this specific tool call", policy))
+        is None
+    )
+    assert (
+        recognise(["policy"], Evidence("", "x The user rejected permission to use this specific tool call", policy))[0]
+        == "policy"
+    )
 
 
 def test_policy_is_only_the_harness_vocabulary():
@@ -108,7 +120,7 @@ POLICY_SEEN = {
         "/w/link resolves through a symlink to /o/target.txt, which is outside the allowed working directories",
         "/p/escape-tool.txt is outside /w; the permissions.blockWritesOutsideWorkingDirectories setting blocks writes "
         "outside the working directories.",
-        "Permission to use Bash with command cat \"$HOME/.ssh/id_canary\" has been denied.",
+        'Permission to use Bash with command cat "$HOME/.ssh/id_canary" has been denied.',
         "File is in a directory that is denied by your permission settings.",
         "<tool_use_error>Error: No such tool available: Edit. Edit is disabled for this session, in subagents as well "
         "as here.</tool_use_error>",
@@ -119,18 +131,22 @@ POLICY_SEEN = {
         "approval policy is Never; reject command",
         "patch rejected: writing is blocked by read-only sandbox; rejected by user approval settings",
         "unsupported call: mcp__canarydenied_write",
-        'exec_command failed: CreateProcess { message: "Rejected(\\"`/bin/bash -c \'rm -rf /w/keep\'` rejected: rm -f '
+        "exec_command failed: CreateProcess { message: \"Rejected(\\\"`/bin/bash -c 'rm -rf /w/keep'` rejected: rm -f "
         'style commands are not permitted. Use a safer approach\\")" }',
     ],
-    "hermes": ['{"exit_code": -1, "error": "BLOCKED: User denied this command.", "status": "blocked"}',
-               "{\"success\": false, \"error\": \"Write denied: '/w/victim.txt' is outside HERMES_WRITE_SAFE_ROOT "
-               "(/tmp/agentbox/tmp). Unset the variable or add this path's directory prefix.\"}",
-               '{"error": "Unknown tool: mcp__canary__denied_write"}',
-               "Tool 'terminal' does not exist. Available tools: clarify, delegate_task, memory, patch, read_file"],
-    "opencode": ["The user rejected permission to use this specific tool call",
-                 "Model tried to call unavailable tool 'canary_denied_write'",
-                 "The user has specified a rule which prevents you from using this specific tool call. Here are some "
-                 "of the relevant rules [{\"permission\":\"external_directory\",\"action\":\"deny\"}]"],
+    "hermes": [
+        '{"exit_code": -1, "error": "BLOCKED: User denied this command.", "status": "blocked"}',
+        '{"success": false, "error": "Write denied: \'/w/victim.txt\' is outside HERMES_WRITE_SAFE_ROOT '
+        "(/tmp/agentbox/tmp). Unset the variable or add this path's directory prefix.\"}",
+        '{"error": "Unknown tool: mcp__canary__denied_write"}',
+        "Tool 'terminal' does not exist. Available tools: clarify, delegate_task, memory, patch, read_file",
+    ],
+    "opencode": [
+        "The user rejected permission to use this specific tool call",
+        "Model tried to call unavailable tool 'canary_denied_write'",
+        "The user has specified a rule which prevents you from using this specific tool call. Here are some "
+        'of the relevant rules [{"permission":"external_directory","action":"deny"}]',
+    ],
 }
 
 

@@ -12,9 +12,9 @@ import pytest
 
 from agentbox.testing.targets import LOOPBACK, Listener
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("curl") is None,
-                                reason="bubblewrap or curl is not installed")
-
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None or shutil.which("curl") is None, reason="bubblewrap or curl is not installed"
+)
 
 
 @pytest.fixture
@@ -32,9 +32,25 @@ def profile(tmp_path, network: str) -> str:
 
 def sandbox_run(env, prof, ws, *args, timeout=60):
     cut = args.index("--")
-    return subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws),
-                           *args[:cut], "--", *args[cut + 1:]], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentbox.cli",
+            "sandbox",
+            "run",
+            prof,
+            "--cwd",
+            str(ws),
+            *args[:cut],
+            "--",
+            *args[cut + 1 :],
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def restricted(port: int) -> str:
@@ -47,24 +63,51 @@ def curl(url: str) -> str:
 
 def test_restricted_reaches_an_allowed_name_through_the_proxy_and_refuses_the_rest(tmp_path, env, ws, listener):
     log = tmp_path / "kept" / "egress.jsonl"
-    script = "; ".join([curl(f"http://allowed.test:{listener.address}/a"), curl(f"http://denied.test:{listener.address}/"),
-                        f"curl -s -m 5 --noproxy '*' http://{LOOPBACK}:{listener.address}/; echo direct=$?"])
-    done = sandbox_run(env, profile(tmp_path, restricted(listener.address)), ws,
-                       "--egress-resolve", f"allowed.test={LOOPBACK}", "--egress-resolve", f"denied.test={LOOPBACK}",
-                       "--egress-log", str(log), "--", "sh", "-c", script)
+    script = "; ".join(
+        [
+            curl(f"http://allowed.test:{listener.address}/a"),
+            curl(f"http://denied.test:{listener.address}/"),
+            f"curl -s -m 5 --noproxy '*' http://{LOOPBACK}:{listener.address}/; echo direct=$?",
+        ]
+    )
+    done = sandbox_run(
+        env,
+        profile(tmp_path, restricted(listener.address)),
+        ws,
+        "--egress-resolve",
+        f"allowed.test={LOOPBACK}",
+        "--egress-resolve",
+        f"denied.test={LOOPBACK}",
+        "--egress-log",
+        str(log),
+        "--",
+        "sh",
+        "-c",
+        script,
+    )
     assert done.stdout.split() == ["204", "403", "direct=7"], done.stderr
     assert listener.hits() == 1  # the allowed request only: the denied name and the direct connect never arrived
     decisions = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(d["host"], d["allowed"], d["reason"]) for d in decisions] == [
         ("allowed.test", True, f"allow_domains:allowed.test:{listener.address}"),
-        ("denied.test", False, "not_allowed")]
+        ("denied.test", False, "not_allowed"),
+    ]
 
 
 def test_the_cached_run_takes_the_same_egress_options(tmp_path, env, ws, listener):
     prof = profile(tmp_path, restricted(listener.address))
     for _ in range(2):  # the second run comes from the plan cache (the hot path parses the options itself)
-        done = sandbox_run(env, prof, ws, "--egress-resolve", f"allowed.test={LOOPBACK}", "--",
-                           "sh", "-c", curl(f"http://allowed.test:{listener.address}/"))
+        done = sandbox_run(
+            env,
+            prof,
+            ws,
+            "--egress-resolve",
+            f"allowed.test={LOOPBACK}",
+            "--",
+            "sh",
+            "-c",
+            curl(f"http://allowed.test:{listener.address}/"),
+        )
         assert done.stdout.strip() == "204", done.stderr
     assert listener.hits() == 2
 
@@ -82,8 +125,9 @@ def test_network_none_leaves_a_host_unix_socket_unreachable(tmp_path, env, ws):
 
 
 def test_a_bad_resolver_override_is_refused_with_exit_2(tmp_path, env, ws):
-    done = sandbox_run(env, profile(tmp_path, restricted(80)), ws, "--egress-resolve", "allowed.test=nowhere", "--",
-                       "true")
+    done = sandbox_run(
+        env, profile(tmp_path, restricted(80)), ws, "--egress-resolve", "allowed.test=nowhere", "--", "true"
+    )
     assert done.returncode == 2 and "--egress-resolve allowed.test=nowhere" in done.stderr
 
 
@@ -92,24 +136,26 @@ def test_a_proxy_that_cannot_start_refuses_the_run_before_the_command(tmp_path, 
     deep = tmp_path / ("d" * 100)
     deep.mkdir()
     marker = ws / "ran"
-    done = sandbox_run({**env, "AGENTBOX_RUN_ROOT": str(deep)}, profile(tmp_path, restricted(80)), ws, "--",
-                       "touch", str(marker))
+    done = sandbox_run(
+        {**env, "AGENTBOX_RUN_ROOT": str(deep)}, profile(tmp_path, restricted(80)), ws, "--", "touch", str(marker)
+    )
     assert done.returncode == 4 and done.stderr.startswith("agent-box: egress proxy cannot listen")
     assert not marker.exists()
 
 
 def test_a_dead_relay_ends_the_run(tmp_path, env, ws):
     started = time.monotonic()
-    done = sandbox_run(env, profile(tmp_path, restricted(80)), ws, "--",
-                       "sh", "-c", "kill -9 $PPID; sleep 30; echo survived")  # $PPID: the relay
+    done = sandbox_run(
+        env, profile(tmp_path, restricted(80)), ws, "--", "sh", "-c", "kill -9 $PPID; sleep 30; echo survived"
+    )  # $PPID: the relay
     assert time.monotonic() - started < 20
     assert "survived" not in done.stdout and done.returncode != 0
 
 
 def prepared(tmp_path, ws, monkeypatch, network: str) -> tuple[dict, str, str]:
     """(entry, run folder, run id) of a sandboxed run of the profile, materialized, with nothing started."""
-    from agentbox.compiler import compile_plan
-    from agentbox.profile import load_profile
+    from agentbox.compile.compiler import compile_plan
+    from agentbox.core.profile import load_profile
     from agentbox.sandbox.session import entry_from_plan, materialize
 
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -127,7 +173,9 @@ def test_a_proxy_that_dies_during_the_run_ends_it(tmp_path, ws, monkeypatch):
     entry, run_dir, run_id = prepared(tmp_path, ws, monkeypatch, restricted(80))
     started = Started(entry, run_dir, run_id)
     try:
-        proc = subprocess.Popen([*started.argv, "sleep", "30"], env=environment(entry, run_id), pass_fds=started.pass_fds)
+        proc = subprocess.Popen(
+            [*started.argv, "sleep", "30"], env=environment(entry, run_id), pass_fds=started.pass_fds
+        )
         time.sleep(0.5)
         started.proxy._loop.call_soon_threadsafe(started.proxy._loop.stop)  # its loop ends as a crash would end it
         proc.wait(timeout=10)
@@ -144,13 +192,21 @@ def test_a_proxy_served_later_answers_what_the_sandbox_dialled_before_it_served(
     from agentbox.sandbox.startup import Started
 
     entry, run_dir, run_id = prepared(tmp_path, ws, monkeypatch, restricted(listener.address))
-    started = Started(entry, run_dir, run_id, resolve={"allowed.test": LOOPBACK, "denied.test": LOOPBACK},
-                      serve_later=True)
+    started = Started(
+        entry, run_dir, run_id, resolve={"allowed.test": LOOPBACK, "denied.test": LOOPBACK}, serve_later=True
+    )
     try:
         assert started.proxy is None and os.path.exists(os.path.join(run_dir, "relay", "egress.sock"))
-        script = "; ".join([curl(f"http://allowed.test:{listener.address}/"), curl(f"http://denied.test:{listener.address}/")])
-        proc = subprocess.Popen([*started.argv, "sh", "-c", script], env=environment(entry, run_id),
-                                pass_fds=started.pass_fds, stdout=subprocess.PIPE, text=True)
+        script = "; ".join(
+            [curl(f"http://allowed.test:{listener.address}/"), curl(f"http://denied.test:{listener.address}/")]
+        )
+        proc = subprocess.Popen(
+            [*started.argv, "sh", "-c", script],
+            env=environment(entry, run_id),
+            pass_fds=started.pass_fds,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(1.0)  # the command has dialled by now; nothing serves yet (the proxy opens its log as it starts)
         assert not os.path.exists(os.path.join(run_dir, "egress.jsonl")) and proc.poll() is None
         started.serve()
@@ -172,8 +228,9 @@ def test_a_proxy_served_later_that_cannot_start_closes_its_sockets(tmp_path, ws,
     try:
         with pytest.raises(ProxyStartError, match="decision log"):
             started.serve()
-        assert os.listdir(os.path.join(run_dir, "relay")) == [n for n in os.listdir(os.path.join(run_dir, "relay"))
-                                                              if not n.endswith(".sock")]
+        assert os.listdir(os.path.join(run_dir, "relay")) == [
+            n for n in os.listdir(os.path.join(run_dir, "relay")) if not n.endswith(".sock")
+        ]
     finally:
         cleanup(run_id, run_dir, started)
 
@@ -205,21 +262,33 @@ class Echo:
         self.sock.close()
 
 
-CLIENT = ("import socket, sys\n"
-          "for host, port in [(h, int(p)) for h, p in (a.split('=') for a in sys.argv[1:])]:\n"
-          "    try:\n"
-          "        s = socket.create_connection((host, port), timeout=5); s.sendall(b'hi-' + host.encode())\n"
-          "        print(s.recv(100).decode())\n"
-          "    except OSError as e:\n"
-          "        print('refused', type(e).__name__)\n")
+CLIENT = (
+    "import socket, sys\n"
+    "for host, port in [(h, int(p)) for h, p in (a.split('=') for a in sys.argv[1:])]:\n"
+    "    try:\n"
+    "        s = socket.create_connection((host, port), timeout=5); s.sendall(b'hi-' + host.encode())\n"
+    "        print(s.recv(100).decode())\n"
+    "    except OSError as e:\n"
+    "        print('refused', type(e).__name__)\n"
+)
 
 
 def test_restricted_reaches_an_allowed_loopback_port_of_the_host_and_no_other(tmp_path, env, ws):
     allowed, other = Echo(), Echo()
     try:
         network = f"{{access: restricted, allow_domains: ['localhost:{allowed.port}']}}"
-        done = sandbox_run(env, profile(tmp_path, network), ws, "--", sys.executable, "-c", CLIENT,
-                           f"127.0.0.1={allowed.port}", f"localhost={allowed.port}", f"127.0.0.1={other.port}")
+        done = sandbox_run(
+            env,
+            profile(tmp_path, network),
+            ws,
+            "--",
+            sys.executable,
+            "-c",
+            CLIENT,
+            f"127.0.0.1={allowed.port}",
+            f"localhost={allowed.port}",
+            f"127.0.0.1={other.port}",
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.split("\n")[:2] == ["echo:hi-127.0.0.1", "echo:hi-localhost"]
         assert done.stdout.split("\n")[2].startswith("refused")
@@ -230,7 +299,8 @@ def test_restricted_reaches_an_allowed_loopback_port_of_the_host_and_no_other(tm
 
 
 def test_an_allowed_loopback_port_below_1024_is_refused_before_the_run_naming_it(tmp_path, env, ws):
-    done = sandbox_run(env, profile(tmp_path, "{access: restricted, allow_domains: ['localhost:80']}"), ws,
-                       "--", "true")
+    done = sandbox_run(
+        env, profile(tmp_path, "{access: restricted, allow_domains: ['localhost:80']}"), ws, "--", "true"
+    )
     assert done.returncode == 4
     assert "allowed (allow_domains) loopback port 80 is below 1024" in done.stderr

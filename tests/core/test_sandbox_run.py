@@ -19,8 +19,13 @@ def profile(tmp_path, intent: str, name="t") -> str:
 
 
 def sandbox_run(env, prof, ws, *cmd, **kw):
-    return subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws), "--", *cmd],
-                          env=env, capture_output=True, text=True, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws), "--", *cmd],
+        env=env,
+        capture_output=True,
+        text=True,
+        **kw,
+    )
 
 
 RO = "  workspace: {access: read_only, requirement: required}\n"

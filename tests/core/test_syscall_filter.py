@@ -56,9 +56,11 @@ DOMAINS = [2, 10, 1, 40, 16]  # AF_INET, AF_INET6, AF_UNIX, AF_VSOCK, AF_NETLINK
 TYPES = [1, 2, 3, 5, 2 | 0x80000, 1 | 0x800]  # STREAM, DGRAM, RAW, SEQPACKET, DGRAM|CLOEXEC, STREAM|NONBLOCK
 PROTOCOLS = [0, 4, 15]  # NETLINK_ROUTE, NETLINK_SOCK_DIAG, NETLINK_KOBJECT_UEVENT (and IP's defaults)
 IOCTLS = [0x5412, 0x541C, 0x5401, 0x541B]  # TIOCSTI, TIOCLINUX, TCGETS, FIONREAD
-VECTORS = ([(f, 0, 0, 0, 0, 0) for f in FLAGS]
-           + [(d, t, p, 0, 0, 0) for d, t, p in itertools.product(DOMAINS, TYPES, PROTOCOLS)]
-           + [(1, cmd, 0, 0, 0, 0) for cmd in IOCTLS])
+VECTORS = (
+    [(f, 0, 0, 0, 0, 0) for f in FLAGS]
+    + [(d, t, p, 0, 0, 0) for d, t, p in itertools.product(DOMAINS, TYPES, PROTOCOLS)]
+    + [(1, cmd, 0, 0, 0, 0) for cmd in IOCTLS]
+)
 
 JUMPS = {0x15: lambda a, k: a == k, 0x25: lambda a, k: a > k, 0x35: lambda a, k: a >= k, 0x45: lambda a, k: a & k}
 
@@ -165,18 +167,32 @@ def test_every_number_is_libseccomps_and_no_listed_call_is_missing_from_an_abi()
         assert {n: nr for n, nr in found.items() if n in named} == NUMBERS[abi], abi
 
 
-@pytest.mark.parametrize("entry", [
-    {"syscalls": ["personality"], "action": {"errno": "EPERM"}, "reason": "r", "source": "s",
-     "when": [{"arg": 0, "ne": 0}, {"arg": 0, "ne": 8}]},  # two conditions on one argument
-    {"syscalls": ["mount"], "action": {"errno": "EPERM"}, "reason": "r", "source": "s"},  # mount is listed already
-    {"syscalls": ["mount_beyond"], "action": {"errno": "EPERM"}, "reason": "r", "source": "s"},  # no such call
-    {"syscalls": ["bpf"], "action": {"errno": "EPERM"}, "source": "s"},  # no reason
-    {"syscalls": ["ioctl"], "action": {"errno": "ENOENT"}, "reason": "r", "source": "s"},  # not an allowed errno
-    {"syscalls": ["ioctl"], "action": {"errno": "EPERM"}, "reason": "r", "source": "s",
-     "when": [{"arg": 1, "eq": "0x5412"}]},  # a string, not a number
-])
-def test_an_entry_libseccomp_could_not_express_or_a_reviewer_could_not_judge_is_refused_at_build(entry, tmp_path,
-                                                                                                 monkeypatch):
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {
+            "syscalls": ["personality"],
+            "action": {"errno": "EPERM"},
+            "reason": "r",
+            "source": "s",
+            "when": [{"arg": 0, "ne": 0}, {"arg": 0, "ne": 8}],
+        },  # two conditions on one argument
+        {"syscalls": ["mount"], "action": {"errno": "EPERM"}, "reason": "r", "source": "s"},  # mount is listed already
+        {"syscalls": ["mount_beyond"], "action": {"errno": "EPERM"}, "reason": "r", "source": "s"},  # no such call
+        {"syscalls": ["bpf"], "action": {"errno": "EPERM"}, "source": "s"},  # no reason
+        {"syscalls": ["ioctl"], "action": {"errno": "ENOENT"}, "reason": "r", "source": "s"},  # not an allowed errno
+        {
+            "syscalls": ["ioctl"],
+            "action": {"errno": "EPERM"},
+            "reason": "r",
+            "source": "s",
+            "when": [{"arg": 1, "eq": "0x5412"}],
+        },  # a string, not a number
+    ],
+)
+def test_an_entry_libseccomp_could_not_express_or_a_reviewer_could_not_judge_is_refused_at_build(
+    entry, tmp_path, monkeypatch
+):
     path = tmp_path / "denylist.yaml"
     path.write_text(yaml.safe_dump(RULES + [entry]))
     monkeypatch.setattr(syscall_filter, "_DENYLIST", str(path))
@@ -258,7 +274,7 @@ def test_a_machine_without_a_program_is_named_in_the_error():
 
 # -- the real kernel -------------------------------------------------------------------------------
 
-PROBE = r'''
+PROBE = r"""
 import ctypes, fcntl, json, os, socket, subprocess, sys, threading
 sys.path.insert(0, {root!r})
 from agentbox.sandbox import syscall_filter
@@ -308,7 +324,7 @@ print(json.dumps({{
     "thread": attempt(thread),
     "subprocess true": subprocess.run(["true"]).returncode,
 }}))
-'''
+"""
 
 
 @on_a_covered_machine
@@ -325,12 +341,27 @@ def test_the_kernel_refuses_the_listed_calls_and_keeps_forks_threads_and_ordinar
     assert done.returncode == 0, done.stderr
     eperm, enosys, unix = errno.EPERM, errno.ENOSYS, (errno.EACCES if deny_unix else 0)
     assert json.loads(done.stdout) == {
-        "mount": eperm, "umount2": eperm, "unshare(CLONE_NEWUSER)": eperm, "clone3": enosys, "fsopen": enosys,
-        "ptrace(PTRACE_TRACEME)": eperm, "process_vm_readv": eperm, "pidfd_getfd": eperm, "keyctl": eperm,
-        "bpf": eperm, "ioctl(TIOCSTI)": eperm, "socket(AF_VSOCK)": eperm,
-        "socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT)": eperm, "socket(AF_NETLINK, NETLINK_ROUTE)": 0,
-        "if_nameindex": 0, "socket(AF_INET)": 0, "socket(AF_UNIX)": unix, "socketpair(AF_UNIX, SOCK_STREAM)": 0,
-        "socketpair(AF_UNIX, SOCK_DGRAM)": unix, "thread": 0, "subprocess true": 0,
+        "mount": eperm,
+        "umount2": eperm,
+        "unshare(CLONE_NEWUSER)": eperm,
+        "clone3": enosys,
+        "fsopen": enosys,
+        "ptrace(PTRACE_TRACEME)": eperm,
+        "process_vm_readv": eperm,
+        "pidfd_getfd": eperm,
+        "keyctl": eperm,
+        "bpf": eperm,
+        "ioctl(TIOCSTI)": eperm,
+        "socket(AF_VSOCK)": eperm,
+        "socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT)": eperm,
+        "socket(AF_NETLINK, NETLINK_ROUTE)": 0,
+        "if_nameindex": 0,
+        "socket(AF_INET)": 0,
+        "socket(AF_UNIX)": unix,
+        "socketpair(AF_UNIX, SOCK_STREAM)": 0,
+        "socketpair(AF_UNIX, SOCK_DGRAM)": unix,
+        "thread": 0,
+        "subprocess true": 0,
     }
 
 
@@ -338,13 +369,34 @@ def test_the_kernel_refuses_the_listed_calls_and_keeps_forks_threads_and_ordinar
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
 def test_bwrap_installs_the_program_from_program_fd(env, monkeypatch):
     monkeypatch.setenv("AGENTBOX_HOME", env["AGENTBOX_HOME"])
-    probe = ("import ctypes, subprocess; libc = ctypes.CDLL(None, use_errno=True); "
-             "libc.unshare(0x10000000); print(ctypes.get_errno(), subprocess.run(['true']).returncode)")
+    probe = (
+        "import ctypes, subprocess; libc = ctypes.CDLL(None, use_errno=True); "
+        "libc.unshare(0x10000000); print(ctypes.get_errno(), subprocess.run(['true']).returncode)"
+    )
     fd = syscall_filter.program_fd(False)
     try:
-        done = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--seccomp", str(fd),
-                               "--", sys.executable, "-c", probe], pass_fds=(fd,), capture_output=True, text=True,
-                              timeout=60)
+        done = subprocess.run(
+            [
+                "bwrap",
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--seccomp",
+                str(fd),
+                "--",
+                sys.executable,
+                "-c",
+                probe,
+            ],
+            pass_fds=(fd,),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         os.close(fd)
     assert done.stdout.split() == [str(errno.EPERM), "0"], done.stderr
@@ -352,20 +404,31 @@ def test_bwrap_installs_the_program_from_program_fd(env, monkeypatch):
 
 # -- the cache -------------------------------------------------------------------------------------
 
-CACHED = r'''
+CACHED = r"""
 import json, os, sys
 sys.path.insert(0, {root!r})
 from agentbox.sandbox import syscall_filter
 fd = syscall_filter.program_fd(True)
 code = os.read(fd, 1 << 16).hex()
 print(json.dumps({{"yaml": "yaml" in sys.modules, "inheritable": os.get_inheritable(fd), "code": code}}))
-'''
+"""
 
 
 @on_a_covered_machine
 def test_program_fd_builds_once_then_serves_the_same_program_from_the_cache_without_importing_yaml(env):
-    runs = [json.loads(subprocess.run([sys.executable, "-c", CACHED.format(root=ROOT)], env=env, capture_output=True,
-                                      text=True, timeout=60, check=True).stdout) for _ in range(2)]
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", CACHED.format(root=ROOT)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            ).stdout
+        )
+        for _ in range(2)
+    ]
     assert [r["yaml"] for r in runs] == [True, False]
     assert runs[0]["code"] == runs[1]["code"] == syscall_filter.program(MACHINE, True).hex()
     assert all(r["inheritable"] for r in runs)

@@ -10,7 +10,7 @@ import pytest
 
 from agentbox.errors import InputError, SandboxError
 from agentbox.hot import resolve_profile_path as hot_resolve
-from agentbox.profile import resolve_profile_path
+from agentbox.core.profile import resolve_profile_path
 from agentbox.sandbox.session import refuse_writable_state, writable_sources
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -25,8 +25,13 @@ def profile(tmp_path, intent: str = RW, name: str = "t") -> str:
 
 
 def sandbox_run(env, prof, ws, *cmd):
-    return subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws), "--", *cmd],
-                          env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws), "--", *cmd],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @needs_bwrap
@@ -68,8 +73,22 @@ def test_a_workspace_of_tmp_itself_is_refused_since_every_run_keeps_its_folder_t
 
 
 def test_the_writable_sources_of_a_plan_are_its_binds_but_the_run_folders_own():
-    argv = ["bwrap", "--ro-bind", "/", "/", "--bind", "{run_dir}/config", "/tmp/agentbox/config",
-            "--bind", "/srv/ws", "/srv/ws", "--ro-bind", "/srv/ro", "/srv/ro", "--"]
+    argv = [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--bind",
+        "{run_dir}/config",
+        "/tmp/agentbox/config",
+        "--bind",
+        "/srv/ws",
+        "/srv/ws",
+        "--ro-bind",
+        "/srv/ro",
+        "/srv/ro",
+        "--",
+    ]
     assert writable_sources(argv, "/tmp/agentbox-run-x") == ["/srv/ws"]
 
 
@@ -79,8 +98,9 @@ def test_a_trusted_path_named_by_the_entry_is_refused_inside_a_writable_bind_and
     entry = {"argv": ["bwrap", "--bind", str(ws), str(ws), "--"], "trusted": {"the evidence store": str(ws / "store")}}
     with pytest.raises(SandboxError, match="the evidence store .* is inside .*, which this run can write"):
         refuse_writable_state(entry, "/tmp/agentbox-run-x", {"AGENTBOX_HOME": str(tmp_path / "abhome")})
-    refuse_writable_state({**entry, "trust_writable_state": True}, "/tmp/agentbox-run-x",
-                          {"AGENTBOX_HOME": str(tmp_path / "abhome")})
+    refuse_writable_state(
+        {**entry, "trust_writable_state": True}, "/tmp/agentbox-run-x", {"AGENTBOX_HOME": str(tmp_path / "abhome")}
+    )
 
 
 def test_a_link_into_the_workspace_is_seen_through(tmp_path):
@@ -113,15 +133,20 @@ def test_a_bubblewrap_found_inside_the_writable_workspace_is_refused(tmp_path, e
     planted = ws / "bin"
     planted.mkdir()
     wrapper = planted / "bwrap"  # what a run could write there: bubblewrap's flags, changed on the host
-    wrapper.write_text(f"#!/bin/sh\nexec {shutil.which('bwrap')} \"$@\"\n")
+    wrapper.write_text(f'#!/bin/sh\nexec {shutil.which("bwrap")} "$@"\n')
     wrapper.chmod(0o755)
     done = sandbox_run({**env, "PATH": f"{planted}:{env['PATH']}"}, profile(tmp_path), ws, "true")
     assert done.returncode == 4 and "bubblewrap" in done.stderr, done.stderr
 
 
 def sandbox_run_with(env, prof, ws, options, *cmd):
-    return subprocess.run([sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws), *options,
-                           "--", *cmd], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws), *options, "--", *cmd],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.fixture
@@ -145,8 +170,14 @@ VISIBLE = RW + "  host_home: visible\n"
 @needs_bwrap
 def test_what_agentbox_keeps_is_hidden_from_the_run_but_its_harness_installs_still_run(tmp_path, env, ws, state):
     run = {**env, "AGENTBOX_HOME": state}
-    done = sandbox_run(run, profile(tmp_path, VISIBLE), ws, "sh", "-c",
-                       f"cat {state}/state/other/codex/auth.json; ls -A {state}; {state}/harnesses/tool/bin/tool")
+    done = sandbox_run(
+        run,
+        profile(tmp_path, VISIBLE),
+        ws,
+        "sh",
+        "-c",
+        f"cat {state}/state/other/codex/auth.json; ls -A {state}; {state}/harnesses/tool/bin/tool",
+    )
     assert "kept-login" not in done.stdout
     assert done.stdout.split("\n")[0] == "harnesses"  # nothing else of it is there
     assert "the harness runs" in done.stdout, done.stderr
@@ -156,19 +187,59 @@ def test_what_agentbox_keeps_is_hidden_from_the_run_but_its_harness_installs_sti
 def test_without_the_hiding_the_same_read_sees_the_kept_answers(tmp_path, env, ws, state):
     # the control, on the same oracle: the entry's `state_visible` (the suite's weakening) leaves it in view
     prof = profile(tmp_path, VISIBLE)
-    done = subprocess.run([sys.executable, "-m", "agentbox.testing.weakened", "--weaken", "state_visible", prof,
-                           "--cwd", str(ws), "--", "cat", f"{state}/state/other/codex/auth.json"],
-                          env={**env, "AGENTBOX_HOME": state}, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentbox.testing.weakened",
+            "--weaken",
+            "state_visible",
+            prof,
+            "--cwd",
+            str(ws),
+            "--",
+            "cat",
+            f"{state}/state/other/codex/auth.json",
+        ],
+        env={**env, "AGENTBOX_HOME": state},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "kept-login" in done.stdout, done.stderr
 
 
 def test_the_state_mounts_go_before_every_bind_the_plan_names_and_only_where_nothing_covers_it(state):
     from agentbox.sandbox.session import hide_state, sandbox_argv
 
-    entry = {"argv": ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc",
-                      "--tmpfs", "/tmp", "--ro-bind", f"{state}/harnesses/tool", f"{state}/harnesses/tool"]}
+    entry = {
+        "argv": [
+            "bwrap",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--remount-ro",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+            "--ro-bind",
+            f"{state}/harnesses/tool",
+            f"{state}/harnesses/tool",
+        ]
+    }
     argv = sandbox_argv(entry, "/tmp/run", state=state)
-    assert argv[12:19] == ["--tmpfs", state, "--ro-bind", f"{state}/harnesses", f"{state}/harnesses",
-                           "--ro-bind", f"{state}/harnesses/tool"]
+    assert argv[12:19] == [
+        "--tmpfs",
+        state,
+        "--ro-bind",
+        f"{state}/harnesses",
+        f"{state}/harnesses",
+        "--ro-bind",
+        f"{state}/harnesses/tool",
+    ]
     assert hide_state(["bwrap", "--tmpfs", os.path.dirname(state)], state) == []  # a hidden home covers it
     assert hide_state(["bwrap"], "/tmp/agentbox-home-absent") == []  # nothing there to read, or to mount over

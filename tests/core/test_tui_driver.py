@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from agentbox.adapters import get_adapter
+from agentbox.compile.adapters import get_adapter
 from agentbox.testing.tui import DECLINED, DECLINED_NOTE, SCRIPTS, readable, unsupported, words
 
 

@@ -13,7 +13,7 @@ from agentbox.sandbox import unix_filter
 
 pytestmark = pytest.mark.skipif(not unix_filter.supported(), reason="no unix-socket filter for this architecture")
 
-PROBE = r'''
+PROBE = r"""
 import socket, subprocess, sys
 {setup}
 a, b = socket.socketpair()
@@ -25,15 +25,17 @@ except PermissionError:
     print("unix refused")
 child = subprocess.run([sys.executable, "-c", "import socket; socket.socket(socket.AF_UNIX)"], capture_output=True)
 print("child refused" if child.returncode else "child allowed")
-'''
+"""
 
 
 def test_a_filtered_process_and_its_children_cannot_open_a_unix_socket_but_keep_socketpair_and_inet(tmp_path):
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(tmp_path / "host.sock"))
     listener.listen(1)
-    setup = f"sys.path.insert(0, {str(unix_filter.__file__.rsplit('/agentbox/', 1)[0])!r})\n" \
-            "from agentbox.sandbox import unix_filter; unix_filter.apply()"
+    setup = (
+        f"sys.path.insert(0, {str(unix_filter.__file__.rsplit('/agentbox/', 1)[0])!r})\n"
+        "from agentbox.sandbox import unix_filter; unix_filter.apply()"
+    )
     done = subprocess.run([sys.executable, "-c", PROBE.format(setup=setup)], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["unix", "refused", "child", "refused"], done.stderr
     listener.setblocking(False)
@@ -50,9 +52,29 @@ def test_without_the_filter_the_same_probe_opens_a_unix_socket():
 def test_bwrap_installs_the_filter_from_a_descriptor():
     fd = unix_filter.program_fd()
     try:
-        done = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
-                               "--seccomp", str(fd), "--", sys.executable, "-c", PROBE.format(setup="")],
-                              pass_fds=(fd,), capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [
+                "bwrap",
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--unshare-net",
+                "--seccomp",
+                str(fd),
+                "--",
+                sys.executable,
+                "-c",
+                PROBE.format(setup=""),
+            ],
+            pass_fds=(fd,),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         import os
 

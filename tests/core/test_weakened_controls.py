@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-needs_root_and_bwrap = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bwrap") is None
-                                          or shutil.which("unshare") is None,
-                                          reason="needs root (a mount namespace of its own) and bubblewrap")
+needs_root_and_bwrap = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("bwrap") is None or shutil.which("unshare") is None,
+    reason="needs root (a mount namespace of its own) and bubblewrap",
+)
 
 
 @needs_root_and_bwrap
@@ -26,11 +27,28 @@ def test_the_host_tmp_control_starts_where_the_host_has_no_tmp_agentbox_yet():
         profile = root / "p.yaml"
         profile.write_text("name: p\nharness: codex\npermission_intent:\n  command_network: {access: unrestricted}\n")
         env = {**os.environ, "AGENTBOX_HOME": str(root / "abhome"), "HOME": str(root)}
-        control = [sys.executable, "-m", "agentbox.testing.weakened", "--weaken", "host_tmp", str(profile), "--cwd",
-                   str(ws), "--", "sh", "-c", "echo seen > /tmp/agentbox-host-tmp-probe"]
+        control = [
+            sys.executable,
+            "-m",
+            "agentbox.testing.weakened",
+            "--weaken",
+            "host_tmp",
+            str(profile),
+            "--cwd",
+            str(ws),
+            "--",
+            "sh",
+            "-c",
+            "echo seen > /tmp/agentbox-host-tmp-probe",
+        ]
         script = 'mount -t tmpfs tmpfs /tmp && "$@" && cat /tmp/agentbox-host-tmp-probe'
-        done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *control],
-                              env=env, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *control],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "seen"  # the control wrote the host's own /tmp, as it exists to
     finally:

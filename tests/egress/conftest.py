@@ -12,8 +12,18 @@ from egress_servers import Origin
 
 from agentbox.egress import EgressPolicy, EgressProxy, Endpoint, Limits
 
-NAMES = ("model.test", "allowed.test", "denied.test", "echo.test", "wild.test", "a.wild.test", "a.b.wild.test",
-         "badwild.test", "tls.test", "closed.test")
+NAMES = (
+    "model.test",
+    "allowed.test",
+    "denied.test",
+    "echo.test",
+    "wild.test",
+    "a.wild.test",
+    "a.b.wild.test",
+    "badwild.test",
+    "tls.test",
+    "closed.test",
+)
 
 
 @pytest.fixture
@@ -66,8 +76,13 @@ def start_proxy(short_dir):
 
     def start(policy: EgressPolicy, limits: Limits | None = None) -> EgressProxy:
         n = len(running)
-        proxy = EgressProxy(policy, f"{short_dir}/decisions{n}.jsonl", socket_path=f"{short_dir}/egress{n}.sock",
-                            tcp_port=0, limits=limits)
+        proxy = EgressProxy(
+            policy,
+            f"{short_dir}/decisions{n}.jsonl",
+            socket_path=f"{short_dir}/egress{n}.sock",
+            tcp_port=0,
+            limits=limits,
+        )
         running.append(proxy.start())
         return proxy
 

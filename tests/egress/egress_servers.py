@@ -74,8 +74,10 @@ class Origin:
                 self._count(data)
                 head += data
             self.requests.append(head)
-            host = next((line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
-                         if line.lower().startswith(b"host:")), b"-")
+            host = next(
+                (line.split(b":", 1)[1].strip() for line in head.split(b"\r\n") if line.lower().startswith(b"host:")),
+                b"-",
+            )
             body = b"%s host=%s line=%s\n" % (self.name.encode(), host, head.split(b"\r\n", 1)[0])
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
             if self.tls is None:
@@ -92,6 +94,7 @@ class Origin:
 
     def settle(self, timeout: float = 5.0) -> "Origin":
         """Wait until every accepted connection has been served to its end, so the counts are final."""
+
         def quiet() -> bool:
             return self._active == 0 and not select.select([self.sock], [], [], 0)[0]
 
@@ -172,8 +175,9 @@ class Reflector:
         def whole(body: str, *extra: str) -> list:
             data = body.encode()
             head = "".join(f"{h}\r\n" for h in extra)
-            return [f"HTTP/1.1 200 OK\r\n{head}Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode()
-                    + data]
+            return [
+                f"HTTP/1.1 200 OK\r\n{head}Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode() + data
+            ]
 
         mid = len(credential) // 2
         if path == "/header":
@@ -187,9 +191,13 @@ class Reflector:
         if path == "/chunked":
             body = json.dumps({"credential": credential}).encode()
             cut = body.index(credential.encode()) + mid
-            return [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
-                    b"%x\r\n%s\r\n" % (cut, body[:cut]), self.pause,
-                    b"%x\r\n%s\r\n" % (len(body) - cut, body[cut:]), b"0\r\n\r\n"]
+            return [
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+                b"%x\r\n%s\r\n" % (cut, body[:cut]),
+                self.pause,
+                b"%x\r\n%s\r\n" % (len(body) - cut, body[cut:]),
+                b"0\r\n\r\n",
+            ]
         if path == "/base64":
             return whole(base64.b64encode(f"user:{credential}".encode()).decode())
         if path == "/percent":
@@ -202,8 +210,10 @@ class Reflector:
             import gzip
 
             data = gzip.compress(json.dumps({"credential": credential}).encode())
-            return [b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
-                    % (len(data), data)]
+            return [
+                b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                % (len(data), data)
+            ]
         if path == "/prefix-then-wait":
             return [*whole(f"ok {credential[:3]}"), 3.0]
         if path == "/ends-cut":
@@ -281,9 +291,31 @@ def self_signed(folder, name: str) -> ssl.SSLContext | None:
     """A server context with a self-signed certificate for `name` (None when openssl is missing)."""
     cert, key = os.path.join(folder, f"{name}.crt"), os.path.join(folder, f"{name}.key")
     try:
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                        "-days", "1", "-subj", f"/CN={name}", "-addext", f"subjectAltName=DNS:{name}",
-                        "-keyout", key, "-out", cert], check=True, capture_output=True, timeout=30)
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-days",
+                "1",
+                "-subj",
+                f"/CN={name}",
+                "-addext",
+                f"subjectAltName=DNS:{name}",
+                "-keyout",
+                key,
+                "-out",
+                cert,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
     except (OSError, subprocess.CalledProcessError):
         return None
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -40,7 +40,9 @@ def test_curl_connect_for_a_raw_tcp_protocol_is_refused_without_reaching_the_hos
     assert b"hello through" not in out.stdout and echo.settle().connections == 0
     assert curl("-p", "-x", proxy.proxy_url, f"telnet://denied.test:{world.denied.port}").returncode == 56
     assert [(line["allowed"], line["reason"]) for line in wait_log(proxy.log_path, 2)] == [
-        (False, "not_tls_or_http"), (False, "not_allowed")]
+        (False, "not_tls_or_http"),
+        (False, "not_allowed"),
+    ]
 
 
 def test_curl_https_through_connect_with_a_matching_sni(world, start_proxy, origins, short_dir):

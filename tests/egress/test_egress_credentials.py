@@ -17,9 +17,12 @@ TOKEN, TOKEN_PH = "real-github-token-4567", "agentbox-placeholder-BBBB"
 
 
 def table(bound: str = "allowed.test") -> SwapTable:
-    return SwapTable([
-        Swap.make("MODEL_KEY", KEY_PH, KEY, ["x-api-key: {value}", "Authorization: Bearer {value}"], model=True),
-        Swap.make("GITHUB_TOKEN", TOKEN_PH, TOKEN, ["Authorization: token {value}"], hosts=[bound])])
+    return SwapTable(
+        [
+            Swap.make("MODEL_KEY", KEY_PH, KEY, ["x-api-key: {value}", "Authorization: Bearer {value}"], model=True),
+            Swap.make("GITHUB_TOKEN", TOKEN_PH, TOKEN, ["Authorization: token {value}"], hosts=[bound]),
+        ]
+    )
 
 
 def head(*lines: str, target: str = "/v1/messages"):
@@ -34,10 +37,18 @@ def test_a_header_template_names_the_header_and_where_the_value_goes():
 
 
 def test_the_model_key_is_swapped_in_on_the_model_route_in_its_own_headers_only():
-    new, swapped = table().apply(head(f"x-api-key: {KEY_PH}", f"authorization: bearer {KEY_PH}",
-                                      f"X-Echo: {KEY_PH}"), None, None, model_route=True)
-    assert dict(new.headers) == {"x-api-key": KEY, "authorization": f"bearer {KEY}", "X-Echo": KEY_PH,
-                                 "Accept-Encoding": "identity"}, "what comes back must be scannable (scrub.py)"
+    new, swapped = table().apply(
+        head(f"x-api-key: {KEY_PH}", f"authorization: bearer {KEY_PH}", f"X-Echo: {KEY_PH}"),
+        None,
+        None,
+        model_route=True,
+    )
+    assert dict(new.headers) == {
+        "x-api-key": KEY,
+        "authorization": f"bearer {KEY}",
+        "X-Echo": KEY_PH,
+        "Accept-Encoding": "identity",
+    }, "what comes back must be scannable (scrub.py)"
     assert swapped == ("MODEL_KEY",)
 
 
@@ -57,8 +68,13 @@ def test_a_request_without_placeholders_passes_unchanged():
 
 @pytest.fixture
 def model_proxy(world, short_dir):
-    proxy = EgressProxy(world.policy, f"{short_dir}/log.jsonl", model_tcp=True, swaps=table(f"allowed.test:{world.allowed.port}"),
-                        tcp_port=0).start()
+    proxy = EgressProxy(
+        world.policy,
+        f"{short_dir}/log.jsonl",
+        model_tcp=True,
+        swaps=table(f"allowed.test:{world.allowed.port}"),
+        tcp_port=0,
+    ).start()
     yield proxy
     proxy.stop()
 
@@ -106,8 +122,13 @@ def test_another_secrets_placeholder_on_the_model_route_is_refused_before_anythi
 
 def test_a_bound_secret_is_swapped_in_on_a_plain_request_to_its_host_and_refused_elsewhere(world, model_proxy):
     def get(host: str, port: int) -> bytes:
-        return exchange(model_proxy.tcp_address, (f"GET http://{host}:{port}/user HTTP/1.1\r\nHost: {host}:{port}\r\n"
-                                                  f"Authorization: token {TOKEN_PH}\r\n\r\n").encode())
+        return exchange(
+            model_proxy.tcp_address,
+            (
+                f"GET http://{host}:{port}/user HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                f"Authorization: token {TOKEN_PH}\r\n\r\n"
+            ).encode(),
+        )
 
     assert get("allowed.test", world.allowed.port).startswith(b"HTTP/1.1 200")
     [request] = world.allowed.settle().requests
@@ -121,10 +142,14 @@ def test_the_model_route_speaks_verified_tls_to_an_https_endpoint(origins, short
     if server is None:
         pytest.skip("openssl is not installed")
     model = origins(tls=server, name="tls-model")
-    policy = EgressPolicy(model_endpoint=Endpoint(host="tls.test", port=model.port), model_tls=True,
-                          resolver_overrides={"tls.test": "127.0.0.1"})
-    with EgressProxy(policy, f"{short_dir}/t.jsonl", model_tcp=True, swaps=table(),
-                     upstream_ca=f"{short_dir}/tls.test.crt") as proxy:
+    policy = EgressPolicy(
+        model_endpoint=Endpoint(host="tls.test", port=model.port),
+        model_tls=True,
+        resolver_overrides={"tls.test": "127.0.0.1"},
+    )
+    with EgressProxy(
+        policy, f"{short_dir}/t.jsonl", model_tcp=True, swaps=table(), upstream_ca=f"{short_dir}/tls.test.crt"
+    ) as proxy:
         assert post(proxy.model_address, f"Authorization: Bearer {KEY_PH}").startswith(b"HTTP/1.1 200 OK")
         assert f"Authorization: Bearer {KEY}".encode() in model.settle().requests[0]
     with EgressProxy(policy, f"{short_dir}/u.jsonl", model_tcp=True, swaps=table()) as untrusting:
@@ -142,7 +167,7 @@ def tls_get(proxy, target: str, run_ca: str, *headers: str) -> bytes:
     assert reply.startswith(b"HTTP/1.1 200")
     context = _ssl.create_default_context(cafile=run_ca)
     with context.wrap_socket(sock, server_hostname=host) as tls:
-        tls.sendall(("\r\n".join([f"GET /user HTTP/1.1", f"Host: {target}", *headers]) + "\r\n\r\n").encode())
+        tls.sendall(("\r\n".join(["GET /user HTTP/1.1", f"Host: {target}", *headers]) + "\r\n\r\n").encode())
         out = b""
         while chunk := tls.recv(65536):
             out += chunk
@@ -151,8 +176,7 @@ def tls_get(proxy, target: str, run_ca: str, *headers: str) -> bytes:
     return out
 
 
-def test_tls_to_a_bound_host_ends_at_the_proxy_which_swaps_the_secret_in_and_speaks_verified_tls_on(
-        origins, short_dir):
+def test_tls_to_a_bound_host_ends_at_the_proxy_which_swaps_the_secret_in_and_speaks_verified_tls_on(origins, short_dir):
     from agentbox.egress.policy import parse_entry
     from agentbox.egress.run_ca import Authority
 
@@ -166,8 +190,14 @@ def test_tls_to_a_bound_host_ends_at_the_proxy_which_swaps_the_secret_in_and_spe
     with open(run_ca, "wb") as f:
         f.write(authority.cert_pem())
     swaps = table(f"tls.test:{bound.port}")
-    with EgressProxy(policy, f"{short_dir}/l.jsonl", tcp_port=0, swaps=swaps, authority=authority,
-                     upstream_ca=f"{short_dir}/tls.test.crt") as proxy:
+    with EgressProxy(
+        policy,
+        f"{short_dir}/l.jsonl",
+        tcp_port=0,
+        swaps=swaps,
+        authority=authority,
+        upstream_ca=f"{short_dir}/tls.test.crt",
+    ) as proxy:
         reply = tls_get(proxy, f"tls.test:{bound.port}", run_ca, f"Authorization: token {TOKEN_PH}")
         assert reply.startswith(b"HTTP/1.1 200 OK")
         [request] = bound.settle().requests

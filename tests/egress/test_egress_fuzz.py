@@ -43,17 +43,64 @@ REQUESTS = [
 ]
 # a request a check must stop: if h11 reads it in what the proxy forwarded, something was smuggled
 SMUGGLED = b"GET /smuggled HTTP/1.1\r\nHost: denied.test\r\n\r\n"
-BYTES = [b"\x00", b"\t", b"\n", b"\r", b"\r\n", b"\x0b", b"\x0c", b" ", b"  ", b"\x7f", b"\x80", b"\xa0", b"\xff",
-         b":", b",", b";", b"\\", b"/", b"@", b"#", b"0", b"5", b"a"]
-HEADERS = [b"Transfer-Encoding: chunked", b"Transfer-Encoding: Chunked", b"Transfer-Encoding:  chunked ",
-           b"Transfer-Encoding: chunked, identity", b"Transfer-Encoding: identity", b"Transfer-Encoding: gzip, chunked",
-           b"Transfer-Encoding:\x0bchunked", b"Transfer-Encoding : chunked", b"Transfer-Encoding: chunked\x00",
-           b"transfer-encoding: chunked", b"Content-Length: 5", b"Content-Length: 05", b"Content-Length: +5",
-           b"Content-Length: 5, 5", b"Content-Length: 0x5", b"Content-Length: \xb2", b"Content-Length: 5 ",
-           b"Content-Length: 40", b"Content-Length: 0", b"Host: denied.test", b"Host: allowed.test",
-           b"host: ALLOWED.TEST",
-           b"Host:allowed.test", b"Host: allowed.test\xa0", b"Host: allowed.test:80", b"Host: allowed.test:8080",
-           b" Host: denied.test", b"\tX-Fold: y", b"X-Y: a\x01b", b"Connection: close", b"Expect: 100-continue"]
+BYTES = [
+    b"\x00",
+    b"\t",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\x0b",
+    b"\x0c",
+    b" ",
+    b"  ",
+    b"\x7f",
+    b"\x80",
+    b"\xa0",
+    b"\xff",
+    b":",
+    b",",
+    b";",
+    b"\\",
+    b"/",
+    b"@",
+    b"#",
+    b"0",
+    b"5",
+    b"a",
+]
+HEADERS = [
+    b"Transfer-Encoding: chunked",
+    b"Transfer-Encoding: Chunked",
+    b"Transfer-Encoding:  chunked ",
+    b"Transfer-Encoding: chunked, identity",
+    b"Transfer-Encoding: identity",
+    b"Transfer-Encoding: gzip, chunked",
+    b"Transfer-Encoding:\x0bchunked",
+    b"Transfer-Encoding : chunked",
+    b"Transfer-Encoding: chunked\x00",
+    b"transfer-encoding: chunked",
+    b"Content-Length: 5",
+    b"Content-Length: 05",
+    b"Content-Length: +5",
+    b"Content-Length: 5, 5",
+    b"Content-Length: 0x5",
+    b"Content-Length: \xb2",
+    b"Content-Length: 5 ",
+    b"Content-Length: 40",
+    b"Content-Length: 0",
+    b"Host: denied.test",
+    b"Host: allowed.test",
+    b"host: ALLOWED.TEST",
+    b"Host:allowed.test",
+    b"Host: allowed.test\xa0",
+    b"Host: allowed.test:80",
+    b"Host: allowed.test:8080",
+    b" Host: denied.test",
+    b"\tX-Fold: y",
+    b"X-Y: a\x01b",
+    b"Connection: close",
+    b"Expect: 100-continue",
+]
 
 
 class Sink:
@@ -129,8 +176,13 @@ def h11_reads(data: bytes) -> tuple[list[tuple], bool]:
             return out, False
         if isinstance(event, h11.Request):
             hosts = [v.decode("latin-1") for k, v in event.headers if k == b"host"]
-            current = [event.method.decode(), event.target.decode("latin-1"), hosts,
-                       _body_framing(event.method, event), b""]
+            current = [
+                event.method.decode(),
+                event.target.decode("latin-1"),
+                hosts,
+                _body_framing(event.method, event),
+                b"",
+            ]
         elif isinstance(event, h11.Data):
             current[4] += event.data
         elif isinstance(event, h11.EndOfMessage):
@@ -162,7 +214,7 @@ def mutate(data: bytes, draw) -> bytes:
         if op == "insert":
             data = data[:at] + draw(st.sampled_from(BYTES)) + data[at:]
         elif op == "delete":
-            data = data[:at] + data[at + 1:]
+            data = data[:at] + data[at + 1 :]
         elif op == "header":
             lines.insert(max(1, line), draw(st.sampled_from(HEADERS)))
             data = b"\r\n".join(lines)
@@ -170,7 +222,7 @@ def mutate(data: bytes, draw) -> bytes:
             lines.insert(line, lines[line])
             data = b"\r\n".join(lines)
         elif op == "case":
-            data = data[:at] + data[at:at + 8].swapcase() + data[at + 8:]
+            data = data[:at] + data[at : at + 8].swapcase() + data[at + 8 :]
         elif op == "lf":
             data = data.replace(b"\r\n", b"\n", 1) if draw(st.booleans()) else data[:at] + b"\n" + data[at:]
     return data
@@ -195,12 +247,14 @@ def test_whatever_the_tunnel_forwards_h11_reads_as_the_requests_the_proxy_checke
     read, closed = h11_reads(forwarded)
     assert not [r for r in read if r[0] == "h11 refused"], f"forwarded what h11 refuses: {forwarded!r} {read}"
     proxy = proxy_reads(checked)
-    assert [r[:4] for r in read] == (proxy[:len(read)] if closed else proxy), f"h11 reads otherwise: {forwarded!r}"
+    assert [r[:4] for r in read] == (proxy[: len(read)] if closed else proxy), f"h11 reads otherwise: {forwarded!r}"
 
 
-PLAIN = [b"GET http://allowed.test/x?y HTTP/1.1\r\nHost: allowed.test\r\nX-A: b\r\n\r\n",
-         b"POST http://allowed.test:80/p HTTP/1.1\r\nContent-Length: 5\r\nConnection: keep-alive, X-A\r\n\r\nhello",
-         b"GET http://allowed.test HTTP/1.0\r\n\r\n"]
+PLAIN = [
+    b"GET http://allowed.test/x?y HTTP/1.1\r\nHost: allowed.test\r\nX-A: b\r\n\r\n",
+    b"POST http://allowed.test:80/p HTTP/1.1\r\nContent-Length: 5\r\nConnection: keep-alive, X-A\r\n\r\nhello",
+    b"GET http://allowed.test HTTP/1.0\r\n\r\n",
+]
 
 
 def plain_request(data: bytes):
@@ -210,7 +264,7 @@ def plain_request(data: bytes):
     if end < 0:
         return None
     try:
-        head = parse_request(data[:end + 4])
+        head = parse_request(data[: end + 4])
         if head.method == "CONNECT" or head.target[:8].lower() == "https://":
             return None
         host, port, path = parse_absolute(head.target)
@@ -238,20 +292,26 @@ def test_whatever_the_proxy_sends_for_a_plain_request_h11_reads_as_the_request_i
     assert len(read) == 1, f"h11 reads {read} in {rendered!r}"
     [(method, target, hosts, framed, _)] = read
     kind, length = framing(head)
-    assert (method, hosts, framed) == (head.method, ["allowed.test"] if head.host() is None else [head.host()],
-                                       ("chunked", ()) if kind == "chunked" else ("content-length", (length,)))
+    assert (method, hosts, framed) == (
+        head.method,
+        ["allowed.test"] if head.host() is None else [head.host()],
+        ("chunked", ()) if kind == "chunked" else ("content-length", (length,)),
+    )
     assert target == parse_absolute(head.target)[2]
 
 
-@pytest.mark.parametrize("data", [
-    b"GET / HTTP/1.1\n\r\nHost: allowed.test\r\n\r\n",  # LF then CRLF: the end of the head for h11
-    b"GET / HTTP/1.1\r\nHost: allowed.test\n\r\nContent-Length: 40\r\n\r\n" + SMUGGLED.ljust(40, b" "),
-    b"GET / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: \xb2\r\n\r\n",
-    b"GET /\x80 HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
-    b"GET / HTTP/1.1\r\n\r\n",  # no Host: the server would answer for its default host
-    b"GET / HTTP/1.1\r\nHost: allowed.test\xa0\r\n\r\n",  # the check strips NBSP, the server does not
-    b"POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"GET / HTTP/1.1\n\r\nHost: allowed.test\r\n\r\n",  # LF then CRLF: the end of the head for h11
+        b"GET / HTTP/1.1\r\nHost: allowed.test\n\r\nContent-Length: 40\r\n\r\n" + SMUGGLED.ljust(40, b" "),
+        b"GET / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: \xb2\r\n\r\n",
+        b"GET /\x80 HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
+        b"GET / HTTP/1.1\r\n\r\n",  # no Host: the server would answer for its default host
+        b"GET / HTTP/1.1\r\nHost: allowed.test\xa0\r\n\r\n",  # the check strips NBSP, the server does not
+        b"POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n",
+    ],
+)
 def test_heads_a_server_could_read_otherwise_are_refused_before_a_byte_goes_upstream(data):
     assert through_the_tunnel(data) == (b"", [])
 

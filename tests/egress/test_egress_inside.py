@@ -41,11 +41,33 @@ def free_port() -> int:
 def sandboxed(run_dir: str, argv: list[str], env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
     """argv inside bwrap as session.py builds it for a run without network: the relay folder is the only
     bridge to the host."""
-    bwrap = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-             "--dir", "/tmp/agentbox", "--bind", f"{run_dir}/relay", "/tmp/agentbox/relay", "--unshare-net",
-             "--tmpfs", "/run", "--unshare-pid", "--die-with-parent", "--new-session", "--"]
-    return subprocess.run(bwrap + argv, env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True,
-                          timeout=timeout)
+    bwrap = [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--dir",
+        "/tmp/agentbox",
+        "--bind",
+        f"{run_dir}/relay",
+        "/tmp/agentbox/relay",
+        "--unshare-net",
+        "--tmpfs",
+        "/run",
+        "--unshare-pid",
+        "--die-with-parent",
+        "--new-session",
+        "--",
+    ]
+    return subprocess.run(
+        bwrap + argv, env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture
@@ -58,9 +80,13 @@ def test_the_inner_relay_exposes_the_proxy_on_loopback(world, run_dir):
     with EgressProxy(world.policy, f"{run_dir}/egress.jsonl", socket_path=f"{run_dir}/relay/{SOCKET_NAME}"):
         port = free_port()
         cmd = ["curl", "-sS", f"http://allowed.test:{world.allowed.port}/relayed"]
-        out = subprocess.run([python_for_sandbox(), "-I", INNER, f"{port}={run_dir}/relay/{SOCKET_NAME}", "--",
-                              *cmd], env={"PATH": "/usr/bin:/bin", **proxy_env(port)}, capture_output=True,
-                             text=True, timeout=30)
+        out = subprocess.run(
+            [python_for_sandbox(), "-I", INNER, f"{port}={run_dir}/relay/{SOCKET_NAME}", "--", *cmd],
+            env={"PATH": "/usr/bin:/bin", **proxy_env(port)},
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     assert out.returncode == 0 and "line=GET /relayed HTTP/1.1" in out.stdout
     assert read_log(f"{run_dir}/egress.jsonl")[0]["client"].startswith("unix:pid=")
 
@@ -75,17 +101,20 @@ def test_proxy_env_sets_both_spellings_and_exempts_only_loopback():
 @needs_bwrap
 def test_in_the_namespace_the_proxy_is_the_only_way_out(world, run_dir):
     model_port = world.model.port
-    script = "; ".join([
-        f"echo model=$(curl -sS http://127.0.0.1:{model_port}/v1)",  # NO_PROXY: straight to the model relay
-        f"echo allowed=$(curl -sS http://allowed.test:{world.allowed.port}/a)",
-        f"echo tunnel=$(curl -sS -p http://allowed.test:{world.allowed.port}/t)",
-        f"echo denied=$(curl -sS -o /dev/null -w '%{{http_code}}' http://denied.test:{world.denied.port}/)",
-        f"curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{world.allowed.port}/; echo direct=$?",
-        "curl -sS --noproxy '*' --max-time 5 http://192.0.2.1/; echo route=$?",  # TEST-NET-1: any outside address
-    ])
+    script = "; ".join(
+        [
+            f"echo model=$(curl -sS http://127.0.0.1:{model_port}/v1)",  # NO_PROXY: straight to the model relay
+            f"echo allowed=$(curl -sS http://allowed.test:{world.allowed.port}/a)",
+            f"echo tunnel=$(curl -sS -p http://allowed.test:{world.allowed.port}/t)",
+            f"echo denied=$(curl -sS -o /dev/null -w '%{{http_code}}' http://denied.test:{world.denied.port}/)",
+            f"curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{world.allowed.port}/; echo direct=$?",
+            "curl -sS --noproxy '*' --max-time 5 http://192.0.2.1/; echo route=$?",  # TEST-NET-1: any outside address
+        ]
+    )
     route = {f"{run_dir}/relay/{MODEL_SOCKET}": Endpoint(host="model.test", port=model_port)}
-    with EgressProxy(world.policy, f"{run_dir}/egress.jsonl", socket_path=f"{run_dir}/relay/{SOCKET_NAME}",
-                     routes=route):
+    with EgressProxy(
+        world.policy, f"{run_dir}/egress.jsonl", socket_path=f"{run_dir}/relay/{SOCKET_NAME}", routes=route
+    ):
         install(run_dir)
         argv = relay_argv(python_for_sandbox(), [(model_port, MODEL_SOCKET), (PROXY_PORT, SOCKET_NAME)])
         out = sandboxed(run_dir, argv + ["sh", "-c", script], proxy_env(PROXY_PORT))
@@ -98,8 +127,12 @@ def test_in_the_namespace_the_proxy_is_the_only_way_out(world, run_dir):
     assert world.allowed.connections == 2 and world.denied.connections == 0
     decisions = read_log(f"{run_dir}/egress.jsonl")
     # a line is written when its connection ends, so a tunnel's may come after the next request's
-    assert sorted((d["method"], d["allowed"]) for d in decisions) == [("CONNECT", True), ("GET", False), ("GET", True),
-                                                                      ("ROUTE", True)]
+    assert sorted((d["method"], d["allowed"]) for d in decisions) == [
+        ("CONNECT", True),
+        ("GET", False),
+        ("GET", True),
+        ("ROUTE", True),
+    ]
 
 
 @needs_bwrap
@@ -120,7 +153,8 @@ def test_a_dead_relay_ends_the_sandboxed_run(world, run_dir):
         install(run_dir)
         started = time.monotonic()
         suicide = ["sh", "-c", "kill -9 $PPID; sleep 30; echo survived"]  # $PPID: the relay
-        out = sandboxed(run_dir, relay_argv(python_for_sandbox(), [(PROXY_PORT, SOCKET_NAME)]) + suicide,
-                        proxy_env(PROXY_PORT))
+        out = sandboxed(
+            run_dir, relay_argv(python_for_sandbox(), [(PROXY_PORT, SOCKET_NAME)]) + suicide, proxy_env(PROXY_PORT)
+        )
     assert time.monotonic() - started < 20 and "survived" not in out.stdout
     assert out.returncode != 0

@@ -33,8 +33,25 @@ def _in_another_pid_namespace(family: str, host: str, port: int) -> subprocess.P
     """A listener as a run on a shared network makes one: bubblewrap's own PID namespace, the host's network."""
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
-    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-user",
-            "--die-with-parent", sys.executable, "-c", LISTEN, family, host, str(port)]
+    argv = [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-pid",
+        "--unshare-user",
+        "--die-with-parent",
+        sys.executable,
+        "-c",
+        LISTEN,
+        family,
+        host,
+        str(port),
+    ]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "listening"
     return proc
@@ -70,10 +87,29 @@ def test_a_port_shared_with_reuseport_is_refused_if_any_holder_is_a_sandboxs():
     ours.bind(("127.0.0.1", port))
     ours.listen(8)
     theirs = subprocess.Popen(
-        ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-user",
-         "--die-with-parent", sys.executable, "-c",
-         LISTEN.replace("s.bind(", "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)\ns.bind("),
-         "4", "127.0.0.1", str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            "bwrap",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--unshare-pid",
+            "--unshare-user",
+            "--die-with-parent",
+            sys.executable,
+            "-c",
+            LISTEN.replace("s.bind(", "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)\ns.bind("),
+            "4",
+            "127.0.0.1",
+            str(port),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert theirs.stdout.readline().strip() == "listening"
         with _dial(port) as client:

@@ -48,14 +48,23 @@ def test_an_allowed_name_reaches_its_listener_through_the_override(world, proxy)
     assert world.allowed.connections == 1
     [line] = last(proxy)
     assert line["allowed"] and line["reason"] == f"allow_domains:allowed.test:{world.allowed.port}"
-    assert (line["method"], line["host"], line["port"], line["address"]) == ("GET", "allowed.test", world.allowed.port,
-                                                                            "127.0.0.1")
+    assert (line["method"], line["host"], line["port"], line["address"]) == (
+        "GET",
+        "allowed.test",
+        world.allowed.port,
+        "127.0.0.1",
+    )
     assert line["bytes_up"] > 0 and line["bytes_down"] == len(reply) and line["time"].endswith("Z")
 
 
 def test_the_forwarded_request_is_origin_form_without_hop_by_hop_headers(world, proxy):
-    get(proxy, f"http://allowed.test:{world.allowed.port}/p", "Proxy-Authorization: Basic eA==", "Keep-Alive: 5",
-        "X-Kept: yes")
+    get(
+        proxy,
+        f"http://allowed.test:{world.allowed.port}/p",
+        "Proxy-Authorization: Basic eA==",
+        "Keep-Alive: 5",
+        "X-Kept: yes",
+    )
     [request] = world.allowed.requests
     assert request.startswith(b"GET /p HTTP/1.1\r\n") and b"X-Kept: yes" in request
     assert b"Proxy-Authorization" not in request and b"Keep-Alive" not in request
@@ -82,8 +91,12 @@ def test_a_denied_name_gets_403_and_its_listener_sees_nothing(world, proxy, meth
     assert reply.startswith(b"HTTP/1.1 403 Forbidden") and b"not_allowed" in reply
     assert world.denied.connections == 0
     [line] = last(proxy)
-    assert (line["allowed"], line["reason"], line["host"], line["method"]) == (False, "not_allowed", "denied.test",
-                                                                               method)
+    assert (line["allowed"], line["reason"], line["host"], line["method"]) == (
+        False,
+        "not_allowed",
+        "denied.test",
+        method,
+    )
 
 
 def test_an_allowed_name_on_another_port_is_denied(world, proxy):
@@ -94,11 +107,18 @@ def test_an_allowed_name_on_another_port_is_denied(world, proxy):
     assert last(proxy)[0]["reason"] == "port_not_allowed"
 
 
-@pytest.mark.parametrize("host, reason", [
-    ("127.0.0.1", "ip_literal"), ("[::1]", "ip_literal"), ("[::ffff:127.0.0.1]", "ip_literal"),
-    ("2130706433", "ip_literal_nonstandard"), ("0x7f.1", "ip_literal_nonstandard"),
-    ("0177.0.0.1", "ip_literal_nonstandard"), ("127.1", "ip_literal_nonstandard"),
-])
+@pytest.mark.parametrize(
+    "host, reason",
+    [
+        ("127.0.0.1", "ip_literal"),
+        ("[::1]", "ip_literal"),
+        ("[::ffff:127.0.0.1]", "ip_literal"),
+        ("2130706433", "ip_literal_nonstandard"),
+        ("0x7f.1", "ip_literal_nonstandard"),
+        ("0177.0.0.1", "ip_literal_nonstandard"),
+        ("127.1", "ip_literal_nonstandard"),
+    ],
+)
 def test_ip_literals_are_denied(world, proxy, host, reason):
     sock, reply = connect_tunnel(proxy.tcp_address, f"{host}:{world.allowed.port}")
     sock.close()
@@ -184,13 +204,17 @@ def test_a_tls_session_is_spliced_both_ways_with_half_close(world, proxy):
     assert line["allowed"] and line["bytes_up"] == line["bytes_down"] == len(echoed)
 
 
-@pytest.mark.parametrize("first", [
-    b"SSH-2.0-test\r\n",
-    b"\x0cGET /x HTTP/1.1\r\nHost: denied.test\r\n\r\n",  # a lenient server skips the form feed
-    b"\x00ping",
-    b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",  # HTTP/2 names its host in frames the proxy does not read
-    client_hello(None),  # the server would answer for its default host
-], ids=["ssh", "form-feed-then-GET", "nul", "http2-prior-knowledge", "tls-without-sni"])
+@pytest.mark.parametrize(
+    "first",
+    [
+        b"SSH-2.0-test\r\n",
+        b"\x0cGET /x HTTP/1.1\r\nHost: denied.test\r\n\r\n",  # a lenient server skips the form feed
+        b"\x00ping",
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",  # HTTP/2 names its host in frames the proxy does not read
+        client_hello(None),  # the server would answer for its default host
+    ],
+    ids=["ssh", "form-feed-then-GET", "nul", "http2-prior-knowledge", "tls-without-sni"],
+)
 def test_what_a_tunnel_cannot_check_is_refused_before_anything_is_dialled(world, proxy, first):
     assert through_tunnel(proxy, f"echo.test:{world.echo.port}", first) == b""
     assert world.echo.settle().connections == 0
@@ -199,13 +223,16 @@ def test_what_a_tunnel_cannot_check_is_refused_before_anything_is_dialled(world,
     assert line["bytes_up"] == 0
 
 
-@pytest.mark.parametrize("data, status, reason", [
-    (b"HELLO\r\n\r\n", 400, "bad_request"),
-    (b"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", 400, "bad_request"),  # origin-form: not a proxy request
-    (b"GET https://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", 400, "bad_request"),
-    (b"CONNECT allowed.test HTTP/1.1\r\n\r\n", 400, "bad_request"),  # no port
-    (b"GET http://allowed.test/ HTTP/1.1\r\nX: " + b"a" * 40000 + b"\r\n\r\n", 431, "head_too_large"),
-])
+@pytest.mark.parametrize(
+    "data, status, reason",
+    [
+        (b"HELLO\r\n\r\n", 400, "bad_request"),
+        (b"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", 400, "bad_request"),  # origin-form: not a proxy request
+        (b"GET https://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", 400, "bad_request"),
+        (b"CONNECT allowed.test HTTP/1.1\r\n\r\n", 400, "bad_request"),  # no port
+        (b"GET http://allowed.test/ HTTP/1.1\r\nX: " + b"a" * 40000 + b"\r\n\r\n", 431, "head_too_large"),
+    ],
+)
 def test_unparseable_requests_get_4xx(world, proxy, data, status, reason):
     assert exchange(proxy.tcp_address, data).startswith(f"HTTP/1.1 {status}".encode())
     assert last(proxy)[0]["reason"] == reason
@@ -392,7 +419,12 @@ def test_a_route_carries_its_socket_to_the_model_endpoint_and_logs_it(world, sho
     assert not os.path.exists(f"{short_dir}/model.sock")
     [line] = read_log(f"{short_dir}/log.jsonl")
     assert (line["method"], line["allowed"], line["reason"], line["host"], line["port"]) == (
-        "ROUTE", True, "model_endpoint", "model.test", world.model.port)
+        "ROUTE",
+        True,
+        "model_endpoint",
+        "model.test",
+        world.model.port,
+    )
     assert line["client"].startswith("unix") and line["bytes_down"] == len(reply)
 
 

@@ -48,13 +48,21 @@ class Setup:
         self.run_ca = f"{folder}/run-ca.pem"
         with open(self.run_ca, "wb") as f:
             f.write(authority.cert_pem())
-        policy = EgressPolicy(model_endpoint=Endpoint(host="model.test", port=self.plain.port), allow_domains=bound,
-                              resolver_overrides={n: "127.0.0.1" for n in ("reflect.test", "tls.test", "model.test")})
-        swaps = SwapTable([Swap.make("GITHUB_TOKEN", TOKEN_PH, TOKEN, ["Authorization: token {value}"], hosts=bound),
-                           Swap.make("MODEL_KEY", KEY_PH, KEY, ["x-api-key: {value}"], model=True)])
+        policy = EgressPolicy(
+            model_endpoint=Endpoint(host="model.test", port=self.plain.port),
+            allow_domains=bound,
+            resolver_overrides={n: "127.0.0.1" for n in ("reflect.test", "tls.test", "model.test")},
+        )
+        swaps = SwapTable(
+            [
+                Swap.make("GITHUB_TOKEN", TOKEN_PH, TOKEN, ["Authorization: token {value}"], hosts=bound),
+                Swap.make("MODEL_KEY", KEY_PH, KEY, ["x-api-key: {value}"], model=True),
+            ]
+        )
         self.log = f"{folder}/log.jsonl"
-        self.proxy = EgressProxy(policy, self.log, tcp_port=0, model_tcp=True, swaps=swaps, authority=authority,
-                                 upstream_ca=self.upstream_ca).start()
+        self.proxy = EgressProxy(
+            policy, self.log, tcp_port=0, model_tcp=True, swaps=swaps, authority=authority, upstream_ca=self.upstream_ca
+        ).start()
         # without a run CA a tunnel to a bound host is not ended here: plaintext HTTP in it is swapped in place
         self.untrusted = EgressProxy(policy, self.log, tcp_port=0, swaps=swaps).start()
 
@@ -68,8 +76,10 @@ class Setup:
 
     def forward(self, path: str, *headers: str) -> bytes:
         authority = f"reflect.test:{self.plain.port}"
-        return _send(socket.create_connection(self.proxy.tcp_address, timeout=10),
-                     _request(f"http://{authority}{path}", authority, f"Authorization: token {TOKEN_PH}", *headers))
+        return _send(
+            socket.create_connection(self.proxy.tcp_address, timeout=10),
+            _request(f"http://{authority}{path}", authority, f"Authorization: token {TOKEN_PH}", *headers),
+        )
 
     def tunnel(self, path: str, *headers: str) -> bytes:
         authority = f"reflect.test:{self.plain.port}"
@@ -85,20 +95,24 @@ class Setup:
         return _send(tls, _request(path, authority, *(headers or (f"Authorization: token {TOKEN_PH}",))))
 
     def model(self, path: str, *headers: str) -> bytes:
-        return _send(socket.create_connection(self.proxy.model_address, timeout=10),
-                     _request(path, "127.0.0.1", f"x-api-key: {KEY_PH}", *headers))
+        return _send(
+            socket.create_connection(self.proxy.model_address, timeout=10),
+            _request(path, "127.0.0.1", f"x-api-key: {KEY_PH}", *headers),
+        )
 
     # -- the control: the same reflecting host asked directly, with the real value --
 
     def direct(self, route: str, path: str) -> bytes:
         if route == "terminated":
             context = ssl.create_default_context(cafile=self.upstream_ca)
-            sock = context.wrap_socket(socket.create_connection(("127.0.0.1", self.tls.port), timeout=10),
-                                       server_hostname="tls.test")
+            sock = context.wrap_socket(
+                socket.create_connection(("127.0.0.1", self.tls.port), timeout=10), server_hostname="tls.test"
+            )
             return _send(sock, _request(path, "tls.test", f"Authorization: token {TOKEN}"))
         header = f"x-api-key: {KEY}" if route == "model" else f"Authorization: token {TOKEN}"
-        return _send(socket.create_connection(("127.0.0.1", self.plain.port), timeout=10),
-                     _request(path, "reflect.test", header))
+        return _send(
+            socket.create_connection(("127.0.0.1", self.plain.port), timeout=10), _request(path, "reflect.test", header)
+        )
 
     def lines(self) -> list[dict]:
         deadline = time.monotonic() + 5
@@ -139,7 +153,7 @@ def decoded(reply: bytes) -> bytes:
     out = b""
     while body:
         size, _, body = body.partition(b"\r\n")
-        out, body = out + body[:int(size, 16)], body[int(size, 16) + 2:]
+        out, body = out + body[: int(size, 16)], body[int(size, 16) + 2 :]
     return head + b"\r\n\r\n" + out
 
 
@@ -184,12 +198,15 @@ def test_a_reflecting_bound_host_never_hands_the_real_value_back(setup, route, p
     refusal(setup, variable_of(route))
 
 
-@pytest.mark.parametrize("path, form", [
-    ("/base64", lambda v: base64.b64encode(f"user:{v}".encode())),
-    ("/percent", lambda v: urllib.parse.quote(v, safe="").encode()),
-    ("/json", lambda v: v.replace("/", "\\/").encode()),
-    ("/upper", lambda v: v.upper().encode()),
-])
+@pytest.mark.parametrize(
+    "path, form",
+    [
+        ("/base64", lambda v: base64.b64encode(f"user:{v}".encode())),
+        ("/percent", lambda v: urllib.parse.quote(v, safe="").encode()),
+        ("/json", lambda v: v.replace("/", "\\/").encode()),
+        ("/upper", lambda v: v.upper().encode()),
+    ],
+)
 def test_a_reflected_value_is_caught_in_its_cheap_encodings(setup, path, form):
     direct = setup.direct("tunnel", path)
     assert form(TOKEN) in direct and TOKEN.encode() not in direct, "control: only the encoded form comes back"
@@ -222,8 +239,9 @@ def test_a_response_ending_in_a_few_characters_of_the_value_is_let_go_after_a_pa
     sock, _ = connect_tunnel(setup.untrusted.tcp_address, f"reflect.test:{setup.plain.port}")
     started = time.monotonic()
     with sock:
-        sock.sendall(_request("/prefix-then-wait", f"reflect.test:{setup.plain.port}",
-                              f"Authorization: token {TOKEN_PH}"))
+        sock.sendall(
+            _request("/prefix-then-wait", f"reflect.test:{setup.plain.port}", f"Authorization: token {TOKEN_PH}")
+        )
         reply = b""
         while not reply.endswith(f"ok {TOKEN[:3]}".encode()):
             reply += sock.recv(65536)
@@ -263,17 +281,21 @@ def test_a_value_split_at_any_byte_between_two_reads_is_seen():
         first = scrubber.feed(body[:cut])
         with pytest.raises(Seen):
             scrubber.feed(body[cut:])
-        assert TOKEN[:SHORT_HOLD + 1].encode() not in first
+        assert TOKEN[: SHORT_HOLD + 1].encode() not in first
 
 
 def test_a_value_split_across_two_chunks_at_any_byte_is_seen():
     body = b"say " + TOKEN.encode() + b" again"
     for cut in range(1, len(body)):
         framed = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (
-            cut, body[:cut], len(body) - cut, body[cut:])
+            cut,
+            body[:cut],
+            len(body) - cut,
+            body[cut:],
+        )
         for read in (len(framed), 7, 1):  # one read, and reads cut anywhere in the framing
             with pytest.raises(Seen, match="GITHUB_TOKEN"):
-                scrub([framed[i:i + read] for i in range(0, len(framed), read)], "GET")
+                scrub([framed[i : i + read] for i in range(0, len(framed), read)], "GET")
 
 
 @pytest.mark.parametrize("user", ["", "u", "us", "x-access-token"])
@@ -295,7 +317,7 @@ def test_a_value_that_is_a_basic_credential_is_seen_decoded_too():
 def test_a_response_ending_in_the_start_of_a_value_gives_those_bytes_only_when_short():
     assert scrub([b"fine: " + TOKEN[:SHORT_HOLD].encode()]) == b"fine: " + TOKEN[:SHORT_HOLD].encode()
     with pytest.raises(Seen, match="cut short"):
-        scrub([b"fine: " + TOKEN[:SHORT_HOLD + 1].encode()])
+        scrub([b"fine: " + TOKEN[: SHORT_HOLD + 1].encode()])
 
 
 def test_a_coded_body_is_refused_only_from_where_a_secret_is_bound():
@@ -320,9 +342,12 @@ def _clean(data: bytes) -> bool:
 
 
 # text around a value: random bytes, and bits of chunked framing (hex digits on lines of their own)
-_CLEAN = st.one_of(st.binary(max_size=3000),
-                   st.lists(st.sampled_from([b"\r\n", b"\n", b"\r", b"0", b"5", b"1e", b"a", b";", b" ", b"x", b"ok"]),
-                            max_size=40).map(b"".join)).filter(_clean)
+_CLEAN = st.one_of(
+    st.binary(max_size=3000),
+    st.lists(
+        st.sampled_from([b"\r\n", b"\n", b"\r", b"0", b"5", b"1e", b"a", b";", b" ", b"x", b"ok"]), max_size=40
+    ).map(b"".join),
+).filter(_clean)
 
 
 def pieces(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -337,8 +362,11 @@ def chunked(data: bytes, cuts: list[int]) -> bytes:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=_CLEAN, cuts=st.lists(st.integers(0, 3000), max_size=8),
-       chunks=st.none() | st.lists(st.integers(0, 3000), max_size=4))
+@given(
+    data=_CLEAN,
+    cuts=st.lists(st.integers(0, 3000), max_size=8),
+    chunks=st.none() | st.lists(st.integers(0, 3000), max_size=4),
+)
 def test_a_stream_without_the_values_comes_through_byte_for_byte(data, cuts, chunks):
     if chunks is None:
         assert scrub(pieces(data, cuts)) == data
@@ -347,8 +375,13 @@ def test_a_stream_without_the_values_comes_through_byte_for_byte(data, cuts, chu
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(before=_CLEAN, after=_CLEAN, form=st.sampled_from([t for t, _, _ in FORMS.items]),
-       reads=st.lists(st.integers(0, 7000), max_size=8), chunks=st.none() | st.lists(st.integers(0, 7000), max_size=4))
+@given(
+    before=_CLEAN,
+    after=_CLEAN,
+    form=st.sampled_from([t for t, _, _ in FORMS.items]),
+    reads=st.lists(st.integers(0, 7000), max_size=8),
+    chunks=st.none() | st.lists(st.integers(0, 7000), max_size=4),
+)
 def test_a_stream_holding_a_value_never_hands_it_over(before, after, form, reads, chunks):
     data = before + form + after
     if chunks is not None:
@@ -360,16 +393,17 @@ def test_a_stream_holding_a_value_never_hands_it_over(before, after, form, reads
             if scrubber.short():
                 out += scrubber.release()  # the timer's worst case: every short tail let go
         out += scrubber.end()
-    assert form[:SHORT_HOLD + 1] not in out.lower()
+    assert form[: SHORT_HOLD + 1] not in out.lower()
 
 
 # -- following the framing of responses --
+
 
 def text_of(stream: bytes, *methods: str, read: int = 0) -> bytes:
     """The text the scrub searches in `stream` (responses to requests of `methods`), fed `read` bytes at a time."""
     responses, text = Responses(deque(methods)), b""
     for at in range(0, len(stream), read or len(stream)):
-        data = stream[at:at + (read or len(stream))]
+        data = stream[at : at + (read or len(stream))]
         text += b"".join(data[a:b] for a, b, is_text in responses.split(data) if is_text)
     return text
 
@@ -387,11 +421,12 @@ def test_what_only_looks_like_framing_in_a_body_is_text():
 
 
 def test_interim_head_and_bodiless_responses_keep_the_framing_in_step():
-    stream = (b"HTTP/1.1 100 Continue\r\n\r\n"
-              b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
-              b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n"  # to a HEAD: no body follows
-              b"HTTP/1.1 304 Not Modified\r\n\r\n"
-              + chunked(b"xyz", [1]))
+    stream = (
+        b"HTTP/1.1 100 Continue\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
+        b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n"  # to a HEAD: no body follows
+        b"HTTP/1.1 304 Not Modified\r\n\r\n" + chunked(b"xyz", [1])
+    )
     assert text_of(stream, "POST", "HEAD", "GET", "GET").endswith(b"\r\n\r\nxyz\r\n")
 
 

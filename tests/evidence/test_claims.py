@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from agentbox.claims import KEY, UNTESTED, ClaimsTable, key_entries, reconcile
+from agentbox.prove.claims import KEY, UNTESTED, ClaimsTable, key_entries, reconcile
 
 from synthetic import declarations
 
@@ -20,9 +20,13 @@ def only_claim(table, harness="toy"):
 
 def as_declared(record):
     """Every layer of every vector observed as the default declarations predict."""
-    return [record("ro-shell", "sandbox", "blocked"), record("ro-shell", "harness", "escaped"),
-            record("ro-shell", "composed", "blocked"), record("ro-file-tool", "harness", "blocked"),
-            record("ro-file-tool", "composed", "blocked")]
+    return [
+        record("ro-shell", "sandbox", "blocked"),
+        record("ro-shell", "harness", "escaped"),
+        record("ro-shell", "composed", "blocked"),
+        record("ro-file-tool", "harness", "blocked"),
+        record("ro-file-tool", "composed", "blocked"),
+    ]
 
 
 def test_every_composed_vector_blocked_with_a_passing_control_makes_an_exact_claim(catalogue, record):
@@ -42,8 +46,11 @@ def test_an_unpredicted_composed_escape_refutes_the_claim_and_names_the_vector(c
 
 
 def test_a_refuted_claim_shows_drift_in_other_layers_too(catalogue, record):
-    records = [*as_declared(record), record("ro-file-tool", "composed", "escaped"),
-               record("ro-shell", "harness", "blocked")]
+    records = [
+        *as_declared(record),
+        record("ro-file-tool", "composed", "escaped"),
+        record("ro-shell", "harness", "blocked"),
+    ]
     claim = only_claim(reconcile(records, catalogue, declarations()))
     assert claim.label == "refuted+drift"
     assert claim.note_text() == "escaped: ro-file-tool; drift: ro-shell[harness] expected escaped saw blocked"
@@ -51,9 +58,13 @@ def test_a_refuted_claim_shows_drift_in_other_layers_too(catalogue, record):
 
 def test_a_predicted_escape_under_a_partial_closure_makes_a_partial_claim(catalogue, record):
     decl = declarations(sandbox_support="unsupported")
-    records = [record("ro-shell", "sandbox", "escaped"), record("ro-shell", "harness", "escaped"),
-               record("ro-shell", "composed", "escaped"), record("ro-file-tool", "harness", "blocked"),
-               record("ro-file-tool", "composed", "blocked")]
+    records = [
+        record("ro-shell", "sandbox", "escaped"),
+        record("ro-shell", "harness", "escaped"),
+        record("ro-shell", "composed", "escaped"),
+        record("ro-file-tool", "harness", "blocked"),
+        record("ro-file-tool", "composed", "blocked"),
+    ]
     claim = only_claim(reconcile(records, catalogue, decl))
     assert (claim.declared, claim.claim, claim.label) == ("partial", "partial", "partial")
     assert (claim.blocked, claim.total) == (1, 2)
@@ -65,7 +76,10 @@ def test_a_missing_an_errored_or_an_uncontrolled_vector_leaves_the_claim_unverif
     assert claim.claim == "unverified"
     assert claim.unverified == {"ro-shell": "error", "ro-file-tool": "missing"}
 
-    records = [record("ro-shell", "composed", "skipped"), record("ro-file-tool", "composed", "blocked", control="failed")]
+    records = [
+        record("ro-shell", "composed", "skipped"),
+        record("ro-file-tool", "composed", "blocked", control="failed"),
+    ]
     claim = only_claim(reconcile(records, catalogue, declarations()))
     assert claim.unverified == {"ro-shell": "skipped", "ro-file-tool": "control failed"}
     assert "control failed: ro-file-tool" in claim.note_text()
@@ -82,7 +96,8 @@ def test_a_layer_observed_otherwise_than_declared_is_drift_even_when_the_claim_h
     claim = only_claim(reconcile(records, catalogue, declarations()))
     assert claim.claim == "exact" and claim.label == "exact+drift"
     assert [(d.vector_id, d.layer, d.expected, d.observed) for d in claim.drift] == [
-        ("ro-shell", "harness", "escaped", "blocked")]
+        ("ro-shell", "harness", "escaped", "blocked")
+    ]
 
 
 def test_sandbox_alone_records_make_a_backend_row_and_feed_harness_drift(catalogue, record):
@@ -115,8 +130,9 @@ def test_each_harness_version_gets_its_own_row(catalogue, record):
 
 
 def test_a_harness_without_declarations_is_judged_by_the_sandbox_alone(catalogue, record):
-    records = [record(r.vector_id, r.layer, r.outcome, harness="stranger") for r in as_declared(record)
-               if r.layer != "sandbox"]
+    records = [
+        record(r.vector_id, r.layer, r.outcome, harness="stranger") for r in as_declared(record) if r.layer != "sandbox"
+    ]
     claim = only_claim(reconcile(records, catalogue, declarations()), harness="stranger")
     # Undeclared, the harness layer is predicted to let everything through: its blocks are drift.
     assert claim.declared == "exact" and claim.label == "exact+drift"
@@ -145,24 +161,45 @@ def test_records_of_vectors_outside_the_catalogue_are_ignored_and_counted(catalo
 def test_the_table_has_one_aligned_line_per_claim_under_a_header(catalogue, record):
     records = [*as_declared(record), record("ro-shell", "harness", "blocked")]
     lines = reconcile(records, catalogue, declarations()).lines()
-    assert re.split(r"\s{2,}", lines[0]) == ["tested", "sandbox", "ran as", "mode", "capability", "declared", "claim", "run",
-                                    "as declared", "notes"]
-    assert lines[2].split()[:12] == ["toy", "1.0", "box", "root", "headless", "workspace.read_only", "exact",
-                                     "exact+drift", "2", "of", "2", "2/2"]
+    assert re.split(r"\s{2,}", lines[0]) == [
+        "tested",
+        "sandbox",
+        "ran as",
+        "mode",
+        "capability",
+        "declared",
+        "claim",
+        "run",
+        "as declared",
+        "notes",
+    ]
+    assert lines[2].split()[:12] == [
+        "toy",
+        "1.0",
+        "box",
+        "root",
+        "headless",
+        "workspace.read_only",
+        "exact",
+        "exact+drift",
+        "2",
+        "of",
+        "2",
+        "2/2",
+    ]
     assert "drift: ro-shell[harness] expected escaped saw blocked" in lines[2]
     rows = lines[:3]
     assert len({line.index("capability") if i == 0 else line.index("workspace") for i, line in enumerate(rows)}) == 1
 
 
 def test_the_sandbox_alone_row_is_named_by_its_backend_and_version(catalogue, record):
-    [line] = [line for line in reconcile(as_declared(record), catalogue, declarations()).lines()[1:]
-              if "alone" in line]
+    [line] = [line for line in reconcile(as_declared(record), catalogue, declarations()).lines()[1:] if "alone" in line]
     assert line.split()[:6] == ["box", "0.8.0", "alone", "root", "-", "workspace.read_only"]
 
 
 def test_the_table_ends_with_a_key_to_its_counts_and_claims(catalogue, record):
     lines = reconcile(as_declared(record), catalogue, declarations()).lines()
-    assert lines[-len(KEY):] == list(KEY)
+    assert lines[-len(KEY) :] == list(KEY)
     assert any(line.startswith("run n of m:") for line in KEY)
     assert any(line.startswith("as declared n/m:") for line in KEY)
     assert all(state in " ".join(KEY) for state in ("exact", "partial", "unverified", "refuted", "+drift"))
@@ -175,12 +212,16 @@ def test_the_markdown_table_names_the_backend_row_alone_escapes_pipes_and_lists_
     rows = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))] for line in lines[2:4]]
     assert [r[:3] for r in rows] == [["-", "0.8.0", "box (alone)"], ["toy", "1.0", "box"]]
     assert rows[1][6:9] == ["exact", "exact", "2 / 2 of 2"]
-    below = lines[lines.index("") + 1:]
+    below = lines[lines.index("") + 1 :]
     assert below[:2] == ["- note: 1 record(s) name vectors that are not in this catalogue; ignored", "- note: a \\| b"]
     assert below[2:] == [f"- {entry}" for entry in key_entries()]
     # the key's continuation lines joined to their entry: run, as declared, claim, inapplicable
-    assert [entry.split(":")[0] for entry in key_entries()] == ["run n of m", "as declared n/m", "claim",
-                                                                "inapplicable"]
+    assert [entry.split(":")[0] for entry in key_entries()] == [
+        "run n of m",
+        "as declared n/m",
+        "claim",
+        "inapplicable",
+    ]
 
 
 def test_as_declared_counts_a_declared_bypass_that_escaped_where_blocked_does_not(catalogue, record):
@@ -215,12 +256,14 @@ def test_a_run_sees_only_the_rows_of_the_versions_it_recorded(catalogue, record)
 
 
 def test_a_vector_the_catalogue_cannot_run_on_a_harness_leaves_the_claim_unverified_not_smaller(tmp_path, record):
-    from agentbox.vectors import Catalogue
+    from agentbox.prove.vectors import Catalogue
 
     from synthetic import VECTORS, write_catalogue
 
-    skipping = [{**VECTORS[0], "id": "ro-skipped", "skip_harnesses": {"toy": "no control can succeed on toy"}},
-                *VECTORS]
+    skipping = [
+        {**VECTORS[0], "id": "ro-skipped", "skip_harnesses": {"toy": "no control can succeed on toy"}},
+        *VECTORS,
+    ]
     catalogue = write_catalogue(tmp_path / "vectors")
     catalogue = Catalogue([*load(skipping[:1]), *catalogue.vectors], catalogue.digest)
     claim = only_claim(reconcile(as_declared(record), catalogue, declarations()))
@@ -229,36 +272,42 @@ def test_a_vector_the_catalogue_cannot_run_on_a_harness_leaves_the_claim_unverif
 
 
 def test_a_capability_whose_every_vector_is_skipped_still_has_a_row(tmp_path, record):
-    from agentbox.vectors import Catalogue
+    from agentbox.prove.vectors import Catalogue
 
     from synthetic import VECTORS, write_catalogue
 
     catalogue = write_catalogue(tmp_path / "vectors")
-    only_skipped = {**VECTORS[0], "id": "rw-skipped", "capability": "workspace.read_write",
-                    "skip_harnesses": {"toy": "no control can succeed on toy"}}
+    only_skipped = {
+        **VECTORS[0],
+        "id": "rw-skipped",
+        "capability": "workspace.read_write",
+        "skip_harnesses": {"toy": "no control can succeed on toy"},
+    }
     catalogue = Catalogue([*catalogue.vectors, *load([only_skipped])], catalogue.digest)
-    rows = {c.capability: c for c in reconcile(as_declared(record), catalogue, declarations()).claims
-            if c.harness == "toy"}
+    rows = {
+        c.capability: c for c in reconcile(as_declared(record), catalogue, declarations()).claims if c.harness == "toy"
+    }
     assert rows["workspace.read_write"].claim == "unverified"
     assert (rows["workspace.read_write"].run, rows["workspace.read_write"].total) == (0, 1)
 
 
 def load(entries):
-    from agentbox.vectors import Vector
+    from agentbox.prove.vectors import Vector
 
     return [Vector.model_validate(e) for e in entries]
 
 
 def test_a_harness_driven_in_its_tui_gets_rows_of_its_own_beside_its_headless_ones(catalogue, record):
     records = [*as_declared(record), record("ro-shell", "composed", "escaped", mode="tui")]
-    rows = {(c.mode, c.capability): c for c in reconcile(records, catalogue, declarations()).claims
-            if c.harness == "toy"}
+    rows = {
+        (c.mode, c.capability): c for c in reconcile(records, catalogue, declarations()).claims if c.harness == "toy"
+    }
     assert rows[("headless", "workspace.read_only")].claim == "exact"
     assert rows[("tui", "workspace.read_only")].claim != "exact"  # its escape never touches the headless row
 
 
 def test_a_capability_no_vector_tests_in_a_layer_is_shown_unverified_never_left_out(tmp_path, record):
-    from agentbox.vectors import Catalogue
+    from agentbox.prove.vectors import Catalogue
 
     from synthetic import VECTORS, write_catalogue
 
@@ -268,18 +317,20 @@ def test_a_capability_no_vector_tests_in_a_layer_is_shown_unverified_never_left_
     table = reconcile(as_declared(record), catalogue, declarations())
     [alone] = [c for c in table.claims if c.harness == "-" and c.capability == "workspace.read_write"]
     assert (alone.claim, alone.run, alone.total, alone.notes) == ("unverified", 0, 0, (UNTESTED,))
-    assert any(line.startswith("box 0.8.0") and "workspace.read_write" in line and "0 of 0" in line
-               for line in table.lines())
+    assert any(
+        line.startswith("box 0.8.0") and "workspace.read_write" in line and "0 of 0" in line for line in table.lines()
+    )
 
 
 # -- a vector the recording kernel cannot be attacked by (`inapplicable`) -----------------------------------------
+
 
 @pytest.fixture
 def kernel_catalogue(tmp_path):
     """The synthetic catalogue, each vector needing a module loader (as priv-load-module does)."""
     import yaml
 
-    from agentbox.vectors import load_catalogue
+    from agentbox.prove.vectors import load_catalogue
     from synthetic import VECTORS
 
     (tmp_path / "kernel").mkdir()
@@ -302,7 +353,8 @@ def inapplicable(record, vector, layer):
 
 
 def test_a_vector_inapplicable_on_the_recording_kernel_neither_counts_as_blocked_nor_leaves_the_claim_unverified(
-        kernel_catalogue, kernel_record):
+    kernel_catalogue, kernel_record
+):
     records = [*as_declared(kernel_record)[:-1], inapplicable(kernel_record, "ro-file-tool", "composed")]
     claim = only_claim(reconcile(records, kernel_catalogue, declarations()))
     assert claim.claim == "exact" and claim.unverified == {}
@@ -311,7 +363,8 @@ def test_a_vector_inapplicable_on_the_recording_kernel_neither_counts_as_blocked
 
 
 def test_a_claim_resting_on_an_inapplicable_vector_says_it_is_exact_only_where_the_kernel_lacks_the_feature(
-        kernel_catalogue, kernel_record):
+    kernel_catalogue, kernel_record
+):
     records = [*as_declared(kernel_record)[:-1], inapplicable(kernel_record, "ro-file-tool", "composed")]
     table = reconcile(records, kernel_catalogue, declarations())
     claim = only_claim(table)
@@ -328,25 +381,33 @@ def test_the_condition_travels_in_the_claims_json(kernel_catalogue, kernel_recor
     assert row["inapplicable"] == {"ro-file-tool": ["modules"]}
 
 
-def test_a_claim_whose_every_vector_was_inapplicable_observed_nothing_and_stays_unverified(kernel_catalogue,
-                                                                                          kernel_record):
-    records = [inapplicable(kernel_record, "ro-shell", "composed"),
-               inapplicable(kernel_record, "ro-file-tool", "composed")]
+def test_a_claim_whose_every_vector_was_inapplicable_observed_nothing_and_stays_unverified(
+    kernel_catalogue, kernel_record
+):
+    records = [
+        inapplicable(kernel_record, "ro-shell", "composed"),
+        inapplicable(kernel_record, "ro-file-tool", "composed"),
+    ]
     claim = only_claim(reconcile(records, kernel_catalogue, declarations()))
     assert claim.claim == "unverified" and claim.blocked == 0
     assert claim.note_text() == "inapplicable where the kernel has no module loader: ro-file-tool, ro-shell"
 
 
 def test_an_escape_still_refutes_a_claim_with_an_inapplicable_vector(kernel_catalogue, kernel_record):
-    records = [inapplicable(kernel_record, "ro-file-tool", "composed"),
-               kernel_record("ro-shell", "composed", "escaped")]
+    records = [
+        inapplicable(kernel_record, "ro-file-tool", "composed"),
+        kernel_record("ro-shell", "composed", "escaped"),
+    ]
     claim = only_claim(reconcile(records, kernel_catalogue, declarations()))
     assert claim.claim == "refuted" and claim.escaped == ("ro-shell",)
 
 
 def test_an_inapplicable_vector_is_no_drift(kernel_catalogue, kernel_record):
-    records = [*as_declared(kernel_record)[:-1], inapplicable(kernel_record, "ro-file-tool", "composed"),
-               inapplicable(kernel_record, "ro-file-tool", "harness")]
+    records = [
+        *as_declared(kernel_record)[:-1],
+        inapplicable(kernel_record, "ro-file-tool", "composed"),
+        inapplicable(kernel_record, "ro-file-tool", "harness"),
+    ]
     claim = only_claim(reconcile(records, kernel_catalogue, declarations()))
     assert claim.drift == () and claim.layers["composed"]["ro-file-tool"] == "inapplicable"
 
@@ -358,9 +419,10 @@ def test_an_inapplicable_record_of_a_vector_that_needs_no_kernel_feature_proves_
 
     plain = write_catalogue(tmp_path / "plain")
     record = functools.partial(make_record, plain)
-    records = [record("ro-shell", "composed", "blocked"),
-               record("ro-file-tool", "composed", "inapplicable", control="failed", kernel_lacks=("modules",))]
+    records = [
+        record("ro-shell", "composed", "blocked"),
+        record("ro-file-tool", "composed", "inapplicable", control="failed", kernel_lacks=("modules",)),
+    ]
     claim = only_claim(reconcile(records, plain, declarations()))
     assert claim.claim == "unverified" and claim.inapplicable == {}
-    assert claim.unverified == {
-        "ro-file-tool": "inapplicable, but the vector needs no kernel feature the record names"}
+    assert claim.unverified == {"ro-file-tool": "inapplicable, but the vector needs no kernel feature the record names"}

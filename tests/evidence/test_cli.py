@@ -7,13 +7,16 @@ import json
 import pytest
 
 from agentbox.cli import main
-from agentbox.evidence import append
+from agentbox.prove.evidence import append
 
 
 def test_claims_print_one_row_per_harness_version_backend_and_capability(tmp_path, catalogue, record, capsys):
-    append(tmp_path / "ev", [record("ro-shell", "composed", "blocked", harness="codex", version="0.1.0",
-                                    backend="bwrap")])
-    assert main(["evidence", "claims", "--evidence", str(tmp_path / "ev"), "--catalogue", str(tmp_path / "vectors")]) == 0
+    append(
+        tmp_path / "ev", [record("ro-shell", "composed", "blocked", harness="codex", version="0.1.0", backend="bwrap")]
+    )
+    assert (
+        main(["evidence", "claims", "--evidence", str(tmp_path / "ev"), "--catalogue", str(tmp_path / "vectors")]) == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:3] == ["tested", "sandbox", "ran"]
     row = lines[1].split()
@@ -23,24 +26,53 @@ def test_claims_print_one_row_per_harness_version_backend_and_capability(tmp_pat
 
 
 def test_claims_as_json_carry_the_catalogue_digest_and_every_claim(tmp_path, catalogue, record, capsys):
-    append(tmp_path / "ev", [record("ro-shell", "composed", "blocked", harness="codex", version="0.1.0",
-                                    backend="bwrap")])
-    assert main(["evidence", "claims", "--json", "--evidence", str(tmp_path / "ev"),
-                 "--catalogue", str(tmp_path / "vectors")]) == 0
+    append(
+        tmp_path / "ev", [record("ro-shell", "composed", "blocked", harness="codex", version="0.1.0", backend="bwrap")]
+    )
+    assert (
+        main(
+            [
+                "evidence",
+                "claims",
+                "--json",
+                "--evidence",
+                str(tmp_path / "ev"),
+                "--catalogue",
+                str(tmp_path / "vectors"),
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["catalogue_digest"] == catalogue.digest
     assert [(c["harness"], c["claim"], c["unverified"]) for c in data["claims"]] == [
-        ("codex", "unverified", {"ro-file-tool": "missing"})]
+        ("codex", "unverified", {"ro-file-tool": "missing"})
+    ]
 
 
 def test_claims_as_markdown_are_a_table_of_the_same_rows_with_the_key_below(tmp_path, catalogue, record, capsys):
-    append(tmp_path / "ev", [record("ro-shell", "composed", "blocked", harness="codex", version="0.1.0",
-                                    backend="bwrap")])
-    assert main(["evidence", "claims", "--markdown", "--evidence", str(tmp_path / "ev"),
-                 "--catalogue", str(tmp_path / "vectors")]) == 0
+    append(
+        tmp_path / "ev", [record("ro-shell", "composed", "blocked", harness="codex", version="0.1.0", backend="bwrap")]
+    )
+    assert (
+        main(
+            [
+                "evidence",
+                "claims",
+                "--markdown",
+                "--evidence",
+                str(tmp_path / "ev"),
+                "--catalogue",
+                str(tmp_path / "vectors"),
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == ("| harness | version | backend | ran as | mode | capability | declared | claim | "
-                        "vectors blocked / run | as declared | notes |")
+    assert lines[0] == (
+        "| harness | version | backend | ran as | mode | capability | declared | claim | "
+        "vectors blocked / run | as declared | notes |"
+    )
     assert lines[1] == "|" + "---|" * 11
     cells = [cell.strip() for cell in lines[2].strip("|").split("|")]
     assert cells[:8] == ["codex", "0.1.0", "bwrap", "root", "headless", "workspace.read_only", "exact", "unverified"]
@@ -59,7 +91,9 @@ def test_claims_refuse_a_store_of_an_unknown_schema_version_with_exit_2(tmp_path
     line = json.loads(record("ro-shell", "composed", "blocked").model_dump_json())
     (tmp_path / "ev").mkdir()
     (tmp_path / "ev" / "evidence.jsonl").write_text(json.dumps({**line, "schema_version": 2}) + "\n")
-    assert main(["evidence", "claims", "--evidence", str(tmp_path / "ev"), "--catalogue", str(tmp_path / "vectors")]) == 2
+    assert (
+        main(["evidence", "claims", "--evidence", str(tmp_path / "ev"), "--catalogue", str(tmp_path / "vectors")]) == 2
+    )
     assert f"{tmp_path / 'ev' / 'evidence.jsonl'}:1: schema_version 2" in capsys.readouterr().err
 
 
@@ -70,7 +104,9 @@ def test_claims_without_a_catalogue_are_an_input_error(tmp_path, capsys):
 
 def test_an_empty_store_says_so_and_succeeds(tmp_path, catalogue, capsys):
     (tmp_path / "ev").mkdir()
-    assert main(["evidence", "claims", "--evidence", str(tmp_path / "ev"), "--catalogue", str(tmp_path / "vectors")]) == 0
+    assert (
+        main(["evidence", "claims", "--evidence", str(tmp_path / "ev"), "--catalogue", str(tmp_path / "vectors")]) == 0
+    )
     assert "no evidence" in capsys.readouterr().out
 
 
@@ -97,8 +133,11 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path, record):
     import sys
 
     append(tmp_path / "ev", [record("ro-shell", "composed", "blocked") for _ in range(3000)])
-    proc = subprocess.Popen([sys.executable, "-m", "agentbox.cli", "evidence", "list", "--evidence",
-                             str(tmp_path / "ev")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentbox.cli", "evidence", "list", "--evidence", str(tmp_path / "ev")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc.stdout.readline()
     proc.stdout.close()  # as `| head -1` does
     err = proc.stderr.read().decode()
@@ -106,13 +145,15 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path, record):
 
 
 def test_claims_never_count_records_made_up_for_tests(abhome, tmp_path, capsys):
-    from agentbox.claims import default_catalogue_dir
-    from agentbox.evidence import append
-    from agentbox.vectors import load_catalogue
+    from agentbox.prove.claims import default_catalogue_dir
+    from agentbox.prove.evidence import append
+    from agentbox.prove.vectors import load_catalogue
     from synthetic_evidence import proving_records
 
     store = tmp_path / "ev"
-    append(store, proving_records(load_catalogue(default_catalogue_dir()), "codex", "0.171.0", "0" * 64,
-                                  ["workspace.read_only"]))
+    append(
+        store,
+        proving_records(load_catalogue(default_catalogue_dir()), "codex", "0.171.0", "0" * 64, ["workspace.read_only"]),
+    )
     assert main(["evidence", "claims", "--evidence", str(store)]) == 0
     assert "exact" not in capsys.readouterr().out

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 
 from agentbox.cli import main
-from agentbox.evidence import append
-from agentbox.evidence_index import index_path, lookup, sync, unproven
+from agentbox.prove.evidence import append
+from agentbox.prove.evidence_index import index_path, lookup, sync, unproven
 from synthetic import observed
 
-BUILD = dict(harness="toy", version="1.0", sha="sha-a", backend="box", kernel="6.1", privilege="root",
-             backend_version="0.8.0")
+BUILD = dict(
+    harness="toy", version="1.0", sha="sha-a", backend="box", kernel="6.1", privilege="root", backend_version="0.8.0"
+)
 
 
 def listing(root):

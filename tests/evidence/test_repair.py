@@ -7,13 +7,14 @@ import json
 import pytest
 
 from agentbox.cli import main
-from agentbox.evidence import append, read_records
-from agentbox.evidence_index import lookup
+from agentbox.prove.evidence import append, read_records
+from agentbox.prove.evidence_index import lookup
 from synthetic import observed
 
 TORN = '{"schema_version": 1, "run_in'
-BUILD = dict(harness="toy", version="1.0", sha="sha-a", backend="box", kernel="6.1", privilege="root",
-             backend_version="0.8.0")
+BUILD = dict(
+    harness="toy", version="1.0", sha="sha-a", backend="box", kernel="6.1", privilege="root", backend_version="0.8.0"
+)
 
 
 @pytest.fixture
@@ -64,8 +65,11 @@ def test_repair_moves_bad_lines_to_the_quarantine_and_keeps_every_good_record_in
     assert out[0] == f"moved {path}:2 (not JSON (a write cut short?)) to {quarantine}"
     assert out[-1] == "3 bad line(s) moved aside; 3 record(s) kept in order"
     assert list(read_records(store)) == good
-    assert quarantine.read_text().splitlines() == [TORN, json.dumps({**json.loads(good[0].model_dump_json()),
-                                                                     "schema_version": 2}), TORN]
+    assert quarantine.read_text().splitlines() == [
+        TORN,
+        json.dumps({**json.loads(good[0].model_dump_json()), "schema_version": 2}),
+        TORN,
+    ]
     assert main(["evidence", "verify", "--evidence", str(store)]) == 0
 
 
@@ -75,7 +79,8 @@ def test_repair_as_json_names_each_moved_line_and_its_quarantine(damaged, capsys
     data = json.loads(capsys.readouterr().out)
     assert data["kept"] == 3
     assert [(m["line"], m["quarantine"]) for m in data["moved"]] == [
-        (n, str(store / "evidence.jsonl.quarantine")) for n in (2, 4, 6)]
+        (n, str(store / "evidence.jsonl.quarantine")) for n in (2, 4, 6)
+    ]
 
 
 def test_a_launch_lookup_reads_the_repaired_store_afresh(damaged):

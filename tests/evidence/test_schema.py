@@ -8,20 +8,30 @@ from pathlib import Path
 import pytest
 
 import agentbox
-from agentbox.evidence import EvidenceError, append, json_schema, read_records
+from agentbox.prove.evidence import EvidenceError, append, json_schema, read_records
 
 SCHEMA_FILE = Path(agentbox.__file__).parent / "schemas" / "evidence.schema.json"
 
 
 def test_the_schema_file_is_exported_from_the_record_model():
-    # Regenerate with: python -m agentbox.evidence --schema > agentbox/schemas/evidence.schema.json
+    # Regenerate with: python -m agentbox.prove.evidence --schema > agentbox/schemas/evidence.schema.json
     assert json.loads(SCHEMA_FILE.read_text()) == json_schema()
 
 
 def test_the_schema_names_every_run_info_field_the_issue_asks_for():
     run_info = json_schema()["$defs"]["RunInfo"]["properties"]
-    assert {"harness", "version", "binary_sha256", "dialect", "sandbox_backend", "sandbox_version", "kernel",
-            "agentbox_version", "suite_revision", "catalogue_digest"} <= set(run_info)
+    assert {
+        "harness",
+        "version",
+        "binary_sha256",
+        "dialect",
+        "sandbox_backend",
+        "sandbox_version",
+        "kernel",
+        "agentbox_version",
+        "suite_revision",
+        "catalogue_digest",
+    } <= set(run_info)
 
 
 def test_records_read_back_as_they_were_appended(tmp_path, record):

@@ -9,13 +9,14 @@ import threading
 import pytest
 
 from agentbox.cli import main
-from agentbox.evidence import EvidenceError, append, read_records
-from agentbox.evidence_index import lookup
+from agentbox.prove.evidence import EvidenceError, append, read_records
+from agentbox.prove.evidence_index import lookup
 from synthetic import observed
 
 TORN = '{"schema_version": 1, "run_in'
-BUILD = dict(harness="toy", version="1.0", sha="sha-a", backend="box", kernel="6.1", privilege="root",
-             backend_version="0.8.0")
+BUILD = dict(
+    harness="toy", version="1.0", sha="sha-a", backend="box", kernel="6.1", privilege="root", backend_version="0.8.0"
+)
 
 
 def cut_short(store, text=TORN):
@@ -77,8 +78,10 @@ def test_append_moves_a_torn_last_line_to_the_quarantine_before_appending(tmp_pa
     assert list(read_records(tmp_path / "ev")) == [first, second]
     quarantine = tmp_path / "ev" / "evidence.jsonl.quarantine"
     assert quarantine.read_text() == TORN + "\n"
-    assert f"{tmp_path / 'ev' / 'evidence.jsonl'}:2: an incomplete last line (a write cut short) was moved to " \
-           f"{quarantine}" in capsys.readouterr().err
+    assert (
+        f"{tmp_path / 'ev' / 'evidence.jsonl'}:2: an incomplete last line (a write cut short) was moved to "
+        f"{quarantine}" in capsys.readouterr().err
+    )
 
 
 def test_append_ends_a_whole_last_record_that_lacks_its_newline_instead_of_gluing_onto_it(tmp_path, record):
@@ -91,8 +94,10 @@ def test_append_ends_a_whole_last_record_that_lacks_its_newline_instead_of_gluin
 
 
 def test_the_index_skips_a_torn_last_line_as_a_full_scan_does_and_reads_on_once_it_is_moved(tmp_path, record, capsys):
-    first, second = observed(record("ro-shell", "composed", "blocked")), observed(record("ro-file-tool", "composed",
-                                                                                          "blocked"))
+    first, second = (
+        observed(record("ro-shell", "composed", "blocked")),
+        observed(record("ro-file-tool", "composed", "blocked")),
+    )
     append(tmp_path / "ev", [first])
     cut_short(tmp_path / "ev")
     assert [r["id"] for r in lookup(tmp_path / "ev", **BUILD)] == [first.id]
@@ -103,8 +108,10 @@ def test_the_index_skips_a_torn_last_line_as_a_full_scan_does_and_reads_on_once_
 
 def test_the_index_reads_a_whole_last_record_that_lacks_its_newline_and_what_is_appended_after(tmp_path, record):
     (tmp_path / "ev").mkdir()
-    first, second = observed(record("ro-shell", "composed", "blocked")), observed(record("ro-file-tool", "composed",
-                                                                                          "blocked"))
+    first, second = (
+        observed(record("ro-shell", "composed", "blocked")),
+        observed(record("ro-file-tool", "composed", "blocked")),
+    )
     (tmp_path / "ev" / "evidence.jsonl").write_text(first.model_dump_json())
     assert [r["id"] for r in lookup(tmp_path / "ev", **BUILD)] == [first.id]
     append(tmp_path / "ev", [second])
@@ -115,8 +122,11 @@ def test_the_index_refuses_a_bad_line_in_the_middle_naming_file_line_and_the_rep
     append(tmp_path / "ev", [record("ro-shell", "composed", "blocked")])
     cut_short(tmp_path / "ev", TORN + "\n")
     append(tmp_path / "ev", [record("ro-shell", "composed", "blocked")])
-    with pytest.raises(EvidenceError, match=r"evidence\.jsonl:2: not a readable evidence record .*"
-                                            r"agent-box evidence repair --evidence"):
+    with pytest.raises(
+        EvidenceError,
+        match=r"evidence\.jsonl:2: not a readable evidence record .*"
+        r"agent-box evidence repair --evidence",
+    ):
         lookup(tmp_path / "ev", **BUILD)
 
 

@@ -12,9 +12,9 @@ pytest_plugins = ["pytester"]
 
 # A suite whose tests hand over records the way the negative tests do (`hand_over`): in setup, call and
 # teardown, from tests that pass, fail and skip, next to a property that is not evidence.
-SUITE = '''
+SUITE = """
 import pytest
-from agentbox.evidence import EvidenceRecord, RunInfo
+from agentbox.prove.evidence import EvidenceRecord, RunInfo
 from agentbox.testing.evidence_writer import hand_over as give
 
 INFO = RunInfo(harness="toy", version="1.0", binary_sha256="sha", dialect=None, sandbox_backend="bwrap",
@@ -57,9 +57,18 @@ def test_uses_every_phase(around, request):
 
 def test_records_an_unrelated_property(record_property):
     record_property("unrelated", "x")
-'''
-EXPECTED = sorted([*(f"pass-{n}" for n in range(6)), *(f"pass-{n}-b" for n in range(6)), "fails", "skips",
-                   "from-setup", "from-call", "from-teardown"])
+"""
+EXPECTED = sorted(
+    [
+        *(f"pass-{n}" for n in range(6)),
+        *(f"pass-{n}-b" for n in range(6)),
+        "fails",
+        "skips",
+        "from-setup",
+        "from-call",
+        "from-teardown",
+    ]
+)
 
 
 def stored(directory):
@@ -101,26 +110,32 @@ def test_a_run_that_records_nothing_prints_no_evidence_section(pytester):
 
 
 def test_a_crashed_worker_is_reported_and_what_it_handed_over_is_kept(pytester):
-    pytester.makepyfile(test_crash=SUITE + '''
+    pytester.makepyfile(
+        test_crash=SUITE
+        + """
 
 def test_dies(around):
     import os
     os._exit(3)
-''')
-    result = pytester.runpytest_subprocess("-p", "xdist", "-n", "2", "--agentbox-evidence-dir", "ev",
-                                           "-k", "dies or passes")
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "xdist", "-n", "2", "--agentbox-evidence-dir", "ev", "-k", "dies or passes"
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["CRASHED worker gw*", "CRASHED while running test_crash.py::test_dies: *"])
     assert "from-setup" in stored(pytester.path / "ev")
 
 
 def test_a_malformed_record_is_reported_and_fails_the_run(pytester):
-    pytester.makepyfile(test_bad='''
+    pytester.makepyfile(
+        test_bad="""
 from agentbox.testing.evidence_writer import hand_over
 
 def test_hands_over_garbage(request):
     hand_over(request.node, '{"schema_version": 1, "vector_id": "x"}')
-''')
+"""
+    )
     result = pytester.runpytest("--agentbox-evidence-dir", "ev")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -130,19 +145,30 @@ def test_hands_over_garbage(request):
 def test_a_record_handed_over_as_a_user_property_is_refused_naming_hand_over(pytester):
     # The old transport put the whole record into JUnit XML; a test still using it must not lose
     # its evidence silently.
-    pytester.makepyfile(test_old='''
+    pytester.makepyfile(
+        test_old="""
 def test_uses_the_old_property(request):
     request.node.user_properties.append(("agentbox_evidence", "{}"))
-''')
+"""
+    )
     result = pytester.runpytest("--agentbox-evidence-dir", "ev")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["ERROR test_old.py::test_uses_the_old_property: evidence handed over as a user "
-                                 "property; use agentbox.testing.evidence_writer.hand_over(request.node, record)"])
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR test_old.py::test_uses_the_old_property: evidence handed over as a user "
+            "property; use agentbox.testing.evidence_writer.hand_over(request.node, record)"
+        ]
+    )
 
 
 def test_the_summary_ends_with_the_claims_of_the_versions_this_run_recorded(pytester):
     write_catalogue(pytester.path / "vectors")
     pytester.makepyfile(test_suite=SUITE.replace('"pass-{n}"', '"ro-shell"'))
     result = pytester.runpytest("--agentbox-evidence-dir", "ev", "--agentbox-catalogue", "vectors", "-k", "passes")
-    result.stdout.fnmatch_lines(["claims:", "tested*sandbox*ran as*capability*declared*claim*run*as declared*notes",
-                                 "toy*1.0*bwrap*workspace.read_only*unverified*missing: ro-file-tool*"])
+    result.stdout.fnmatch_lines(
+        [
+            "claims:",
+            "tested*sandbox*ran as*capability*declared*claim*run*as declared*notes",
+            "toy*1.0*bwrap*workspace.read_only*unverified*missing: ro-file-tool*",
+        ]
+    )

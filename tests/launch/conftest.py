@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentbox.installs import find_binary
+from agentbox.harnesses.installs import find_binary
 
 REAL = find_binary("codex")  # resolved at import, before the tests move AGENTBOX_HOME
 

@@ -10,15 +10,16 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from agentbox.adapters import get_adapter
-from agentbox.build_identity import identify
-from agentbox.claims import default_catalogue_dir
-from agentbox.evidence import append
+from agentbox.compile.adapters import get_adapter
+from agentbox.harnesses.build_identity import identify
+from agentbox.prove.claims import default_catalogue_dir
+from agentbox.prove.evidence import append
 from synthetic_evidence import posing_as_observed, proving_records
-from agentbox.vectors import load_catalogue
+from agentbox.prove.vectors import load_catalogue
 
 CATALOGUE = load_catalogue(default_catalogue_dir())
 
@@ -52,10 +53,18 @@ RO = "  workspace: {access: read_only, requirement: required}\n"
 def prove(store, binary, capabilities, version="0.171.0", **kw) -> int:
     """Evidence that makes `capabilities` exact (or, with outcome=..., anything else) for this exact build,
     posing as observed."""
-    return append(store, posing_as_observed(proving_records(CATALOGUE, "codex", version, build_digest(binary),
-                                                            capabilities, **kw)))
+    return append(
+        store,
+        posing_as_observed(proving_records(CATALOGUE, "codex", version, build_digest(binary), capabilities, **kw)),
+    )
 
 
 def cli(*args, env=None, timeout=120, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentbox.cli", *map(str, args)], env=env or os.environ.copy(),
-                          capture_output=True, text=True, timeout=timeout, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "agentbox.cli", *map(str, args)],
+        env=env or os.environ.copy(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kw,
+    )

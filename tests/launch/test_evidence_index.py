@@ -7,34 +7,52 @@ import random
 
 import pytest
 
-from agentbox.claims import default_catalogue_dir, reconcile
-from agentbox.evidence import EvidenceError, EvidenceRecord, Privilege, RunInfo, append, read_records
-from agentbox.evidence_index import index_path, lookup, sync, unproven
-from agentbox.vectors import load_catalogue
+from agentbox.prove.claims import default_catalogue_dir, reconcile
+from agentbox.prove.evidence import EvidenceError, EvidenceRecord, Privilege, RunInfo, append, read_records
+from agentbox.prove.evidence_index import index_path, lookup, sync, unproven
+from agentbox.prove.vectors import load_catalogue
 
 CATALOGUE = load_catalogue(default_catalogue_dir())
 AS_ROOT = {"privilege": "root", "backend_version": "0.8.0"}
 KERNEL = "6.1"  # the host the lookups ask for; records of "5.10" were recorded elsewhere
-BUILDS = [("codex", "0.171.0", "a" * 64), ("codex", "0.171.0", "b" * 64), ("codex", "0.170.0", "c" * 64),
-          ("claude-code", "2.1.332", "d" * 64)]
+BUILDS = [
+    ("codex", "0.171.0", "a" * 64),
+    ("codex", "0.171.0", "b" * 64),
+    ("codex", "0.170.0", "c" * 64),
+    ("claude-code", "2.1.332", "d" * 64),
+]
 
 
 def record(rng: random.Random, stamp: str) -> EvidenceRecord:
     harness, version, sha = rng.choice(BUILDS)
     layer = rng.choice(["composed", "composed", "harness", "sandbox"])
     sandbox_alone = layer == "sandbox"
-    info = RunInfo(harness=None if sandbox_alone else harness, version=None if sandbox_alone else version,
-                   binary_sha256=None if sandbox_alone else sha, dialect=None,
-                   sandbox_backend=None if layer == "harness" else rng.choice(["bwrap", "bwrap", None, "other"]),
-                   sandbox_version=rng.choice(["0.8.0", "0.8.0", "0.9.0"]), kernel=rng.choice(["6.1", "6.1", "5.10"]),
-                   agentbox_version="0.1.0", suite_revision="t", catalogue_digest=CATALOGUE.digest,
-                   privilege=rng.choice([Privilege(uid=0), Privilege(uid=0), Privilege(uid=1000), None]),
-                   provenance=rng.choice(["observed", "observed", "synthetic", None]),
-                   mode=rng.choice(["headless", "headless", "tui"]))
+    info = RunInfo(
+        harness=None if sandbox_alone else harness,
+        version=None if sandbox_alone else version,
+        binary_sha256=None if sandbox_alone else sha,
+        dialect=None,
+        sandbox_backend=None if layer == "harness" else rng.choice(["bwrap", "bwrap", None, "other"]),
+        sandbox_version=rng.choice(["0.8.0", "0.8.0", "0.9.0"]),
+        kernel=rng.choice(["6.1", "6.1", "5.10"]),
+        agentbox_version="0.1.0",
+        suite_revision="t",
+        catalogue_digest=CATALOGUE.digest,
+        privilege=rng.choice([Privilege(uid=0), Privilege(uid=0), Privilege(uid=1000), None]),
+        provenance=rng.choice(["observed", "observed", "synthetic", None]),
+        mode=rng.choice(["headless", "headless", "tui"]),
+    )
     vector = rng.choice(CATALOGUE.vectors[:12])
-    return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer=layer,
-                          outcome=rng.choice(["blocked", "blocked", "escaped", "error"]), observation="t",
-                          control_outcome=rng.choice(["passed", "passed", "failed"]), timestamp=stamp)
+    return EvidenceRecord(
+        run_info=info,
+        vector_id=vector.id,
+        capability=vector.capability,
+        layer=layer,
+        outcome=rng.choice(["blocked", "blocked", "escaped", "error"]),
+        observation="t",
+        control_outcome=rng.choice(["passed", "passed", "failed"]),
+        timestamp=stamp,
+    )
 
 
 def mixed_store(tmp_path, seed: int, n: int = 400):
@@ -43,7 +61,7 @@ def mixed_store(tmp_path, seed: int, n: int = 400):
     store = tmp_path / "ev"
     records = [record(rng, f"2025-01-01T00:00:{rng.randrange(20):02d}.000+00:00") for _ in range(n)]
     append(store, records[: n // 2])
-    append(store / "ci", records[n // 2:])  # a second file, as a copied CI store would add
+    append(store / "ci", records[n // 2 :])  # a second file, as a copied CI store would add
     return store
 
 
@@ -57,7 +75,8 @@ def claims_by_full_scan(store, harness, version, sha, backend="bwrap"):
         if ri.harness is None:
             return (ri.sandbox_backend or "bwrap") == backend
         return (ri.harness, ri.version, ri.binary_sha256) == (harness, version, sha) and (
-            r.layer == "harness" or (ri.sandbox_backend or "bwrap") == backend)
+            r.layer == "harness" or (ri.sandbox_backend or "bwrap") == backend
+        )
 
     table = reconcile([r for r in read_records(store) if feeds(r)], CATALOGUE)
     return [c.model_dump() for c in table.claims if c.harness == harness and c.backend == backend]
@@ -152,17 +171,37 @@ def test_records_taken_as_another_user_or_on_another_bubblewrap_never_decide_a_l
     newer = lookup(store, "codex", "0.171.0", "a" * 64, kernel=KERNEL, privilege="root", backend_version="0.9.0")
     assert all(r["run_info"]["sandbox_version"] == "0.9.0" for r in newer if r["layer"] != "harness")
     assert lookup(store, "codex", "0.171.0", "a" * 64, kernel=KERNEL, privilege="root", backend_version="9") == [
-        r for r in newer if r["layer"] == "harness"]
+        r for r in newer if r["layer"] == "harness"
+    ]
 
 
 def one_run(provenance, outcome: str, stamp: str, harness="codex", version="0.171.0", sha="a" * 64) -> EvidenceRecord:
     """One composed record of the first vector on this host's terms (root, kernel 6.1, bubblewrap 0.8.0)."""
     vector = CATALOGUE.vectors[0]
-    info = RunInfo(harness=harness, version=version, binary_sha256=sha, dialect=None, sandbox_backend="bwrap",
-                   sandbox_version="0.8.0", kernel=KERNEL, agentbox_version="0.1.0", suite_revision="t",
-                   catalogue_digest=CATALOGUE.digest, privilege=Privilege(uid=0), provenance=provenance)
-    return EvidenceRecord(run_info=info, vector_id=vector.id, capability=vector.capability, layer="composed",
-                          outcome=outcome, observation="t", control_outcome="passed", timestamp=stamp)
+    info = RunInfo(
+        harness=harness,
+        version=version,
+        binary_sha256=sha,
+        dialect=None,
+        sandbox_backend="bwrap",
+        sandbox_version="0.8.0",
+        kernel=KERNEL,
+        agentbox_version="0.1.0",
+        suite_revision="t",
+        catalogue_digest=CATALOGUE.digest,
+        privilege=Privilege(uid=0),
+        provenance=provenance,
+    )
+    return EvidenceRecord(
+        run_info=info,
+        vector_id=vector.id,
+        capability=vector.capability,
+        layer="composed",
+        outcome=outcome,
+        observation="t",
+        control_outcome="passed",
+        timestamp=stamp,
+    )
 
 
 def test_a_synthetic_record_never_reaches_a_lookup(tmp_path):
@@ -188,9 +227,13 @@ def test_a_newer_synthetic_record_never_shadows_the_observed_one_of_its_run(tmp_
 
 
 def test_the_runs_left_out_of_a_build_are_counted_per_provenance(tmp_path):
-    append(tmp_path / "ev", [one_run("synthetic", "blocked", "2025-01-01T00:00:00.000+00:00"),
-                             one_run(None, "blocked", "2025-01-01T00:00:01.000+00:00"),
-                             one_run("observed", "blocked", "2025-01-01T00:00:02.000+00:00"),
-                             one_run("synthetic", "blocked", "2025-01-01T00:00:03.000+00:00", sha="b" * 64)])
-    assert unproven(tmp_path / "ev", "codex", "0.171.0", "a" * 64, kernel=KERNEL, **AS_ROOT) == {
-        "synthetic": 1, "": 1}
+    append(
+        tmp_path / "ev",
+        [
+            one_run("synthetic", "blocked", "2025-01-01T00:00:00.000+00:00"),
+            one_run(None, "blocked", "2025-01-01T00:00:01.000+00:00"),
+            one_run("observed", "blocked", "2025-01-01T00:00:02.000+00:00"),
+            one_run("synthetic", "blocked", "2025-01-01T00:00:03.000+00:00", sha="b" * 64),
+        ],
+    )
+    assert unproven(tmp_path / "ev", "codex", "0.171.0", "a" * 64, kernel=KERNEL, **AS_ROOT) == {"synthetic": 1, "": 1}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentbox.installs import find_binary
+from agentbox.harnesses.installs import find_binary
 from launch_helpers import cli, needs_bwrap
 
 pytestmark = needs_bwrap
@@ -27,8 +27,9 @@ def example(tmp_path, file: str) -> tuple[Path, dict]:
     if "github" in data.get("mcp_servers", {}):
         log = tmp_path / "mcp" / "canary.log"
         log.parent.mkdir()
-        data["mcp_servers"] = {"github": {"command": sys.executable,
-                                          "args": ["-m", "agentbox.canary_mcp", "--log", str(log)]}}
+        data["mcp_servers"] = {
+            "github": {"command": sys.executable, "args": ["-m", "agentbox.canary_mcp", "--log", str(log)]}
+        }
         data["permission_intent"]["mcp"]["tools"] = {"github": ["allowed_echo"]}
     path = tmp_path / file
     path.write_text(yaml.safe_dump(data))
@@ -67,8 +68,21 @@ def test_prove_of_each_example_profile_makes_its_launch_pass_the_gate_with_no_ot
     project.mkdir()
     store = tmp_path / "ev"
     # one harness run at a time, each with room to spare: this test shares the machine with the rest of the suite
-    proved = cli("prove", path, "--cwd", project, "--evidence", store, "--json", "--workers", "1", "--timeout", "300",
-                 env=env, timeout=3600)
+    proved = cli(
+        "prove",
+        path,
+        "--cwd",
+        project,
+        "--evidence",
+        store,
+        "--json",
+        "--workers",
+        "1",
+        "--timeout",
+        "300",
+        env=env,
+        timeout=3600,
+    )
     assert proved.returncode == 0, proved.stdout[-3000:] + proved.stderr[-6000:]
     assert json.loads(proved.stdout)["launch"] == {"allowed": True, "refusal": None}
     done = cli("launch", path, "--cwd", project, "--evidence", store, "--", "--version", env=env)
@@ -78,8 +92,11 @@ def test_prove_of_each_example_profile_makes_its_launch_pass_the_gate_with_no_ot
     assert run["status"] == "finished"
     assert list(short.iterdir()) == []  # the run folder is gone
     short.rmdir()
-    unproven = {item: c for item, c in run["claims"].items() if c.get("requirement") == "required"
-                and c["verdict"] not in ("proven", "trivial")}
+    unproven = {
+        item: c
+        for item, c in run["claims"].items()
+        if c.get("requirement") == "required" and c["verdict"] not in ("proven", "trivial")
+    }
     assert unproven == {}
 
 
@@ -87,7 +104,15 @@ def test_a_server_that_cannot_be_asked_for_its_tools_is_named_with_the_reason(tm
     if INSTALLED["claude-code"] is None:
         pytest.skip("claude-code is not installed (agent-box harness install claude-code@VERSION)")
     env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}  # no github-mcp-server
-    done = cli("permission", "compile", EXAMPLES / "claude-code-reviewer.yaml", "--cwd", tmp_path,
-               "--binary", INSTALLED["claude-code"].binary, env=env)
+    done = cli(
+        "permission",
+        "compile",
+        EXAMPLES / "claude-code-reviewer.yaml",
+        "--cwd",
+        tmp_path,
+        "--binary",
+        INSTALLED["claude-code"].binary,
+        env=env,
+    )
     assert done.returncode == 3
     assert "asking server 'github' for its tools failed: github-mcp-server is not on PATH" in done.stderr

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agentbox.claims import Claim
+from agentbox.prove.claims import Claim
 from agentbox.gate import Target, decide, evidence_command, proven_elsewhere, unknown_accepted
 from launch_helpers import one_line
 
@@ -20,8 +20,14 @@ VECTORS = {CAP: ("ws-ro-tee", "ws-ro-cp")}
 
 def item(requirement="required", coverage="exact", capability=CAP, name="workspace", layers=("harness", "sandbox")):
     gap = None if coverage == "exact" else f"harness layer {coverage}; sandbox layer {coverage}"
-    return SimpleNamespace(item=name, capability=capability, requirement=requirement, effective=coverage, gap=gap,
-                           layers=tuple(SimpleNamespace(layer=layer) for layer in layers))
+    return SimpleNamespace(
+        item=name,
+        capability=capability,
+        requirement=requirement,
+        effective=coverage,
+        gap=gap,
+        layers=tuple(SimpleNamespace(layer=layer) for layer in layers),
+    )
 
 
 def said(decision) -> str:
@@ -35,9 +41,19 @@ def claim(state, capability=CAP):
     escaped = ("ws-ro-tee",) if state == "refuted" else ()
     unverified = {"ws-ro-cp": "missing"} if state == "unverified" else {}
     blocked = {"exact": 2, "partial": 2, "refuted": 1, "unverified": 1}[state]
-    return Claim(harness="codex", version="0.171.0", binary_sha256="ab" * 32, backend="bwrap", capability=capability,
-                 declared="partial" if state == "partial" else "exact", claim=state, blocked=blocked, total=2,
-                 escaped=escaped, unverified=unverified)
+    return Claim(
+        harness="codex",
+        version="0.171.0",
+        binary_sha256="ab" * 32,
+        backend="bwrap",
+        capability=capability,
+        declared="partial" if state == "partial" else "exact",
+        claim=state,
+        blocked=blocked,
+        total=2,
+        escaped=escaped,
+        unverified=unverified,
+    )
 
 
 # (requirement, plan coverage, evidence, accept_unverified) -> (item verdict, launch allowed)
@@ -54,13 +70,19 @@ TABLE = [
     ("required", "exact", "partial", False, "refused", False),
     ("required", "exact", "partial", True, "refused", False),
     # required, not covered exactly: refused whatever the evidence or the flag
-    *[("required", cov, ev, acc, "refused", False)
-      for cov in ("partial", "unsupported") for ev in ("exact", "unverified", "refuted", "missing")
-      for acc in (False, True)],
+    *[
+        ("required", cov, ev, acc, "refused", False)
+        for cov in ("partial", "unsupported")
+        for ev in ("exact", "unverified", "refuted", "missing")
+        for acc in (False, True)
+    ],
     # advisory: never refuses, whatever it is
-    *[("advisory", cov, ev, acc, "advisory", True)
-      for cov in ("exact", "partial", "unsupported") for ev in ("exact", "unverified", "refuted", "partial", "missing")
-      for acc in (False, True)],
+    *[
+        ("advisory", cov, ev, acc, "advisory", True)
+        for cov in ("exact", "partial", "unsupported")
+        for ev in ("exact", "unverified", "refuted", "partial", "missing")
+        for acc in (False, True)
+    ],
 ]
 
 
@@ -68,16 +90,25 @@ def sentence(row) -> str:
     requirement, coverage, evidence, accept, verdict, allowed = row
     ev = "no evidence" if evidence == "missing" else f"{evidence} evidence"
     flag = " with --accept-unverified naming it" if accept else ""
-    outcome = {"proven": "launches", "accepted": "launches loudly", "refused": "is refused",
-               "advisory": "never refuses"}[verdict]
+    outcome = {
+        "proven": "launches",
+        "accepted": "launches loudly",
+        "refused": "is refused",
+        "advisory": "never refuses",
+    }[verdict]
     return f"a {requirement} item covered {coverage} with {ev}{flag} {outcome}"
 
 
 @pytest.mark.parametrize("row", TABLE, ids=[sentence(r) for r in TABLE])
 def test_decision_table(row):
     requirement, coverage, evidence, accept, verdict, allowed = row
-    got = decide([item(requirement, coverage)], {CAP: claim(evidence)} if claim(evidence) else {}, TARGET,
-                 accept_unverified=("workspace",) if accept else (), vectors=VECTORS)
+    got = decide(
+        [item(requirement, coverage)],
+        {CAP: claim(evidence)} if claim(evidence) else {},
+        TARGET,
+        accept_unverified=("workspace",) if accept else (),
+        vectors=VECTORS,
+    )
     assert got.items[0].verdict == verdict
     assert got.allowed is allowed
     assert bool(got.accepted) is (verdict == "accepted")
@@ -90,15 +121,20 @@ def test_a_required_item_that_asks_for_no_restriction_needs_no_evidence(capabili
 
 
 def test_the_refusal_names_the_item_its_claim_the_layer_the_vectors_and_the_command():
-    got = decide([item(), item(name="host_home", capability="host_home.hidden", coverage="partial")],
-                 {CAP: claim("refuted")}, TARGET, vectors=VECTORS)
+    got = decide(
+        [item(), item(name="host_home", capability="host_home.hidden", coverage="partial")],
+        {CAP: claim("refuted")},
+        TARGET,
+        vectors=VECTORS,
+    )
     message = said(got)
     assert "workspace (workspace.read_only): claim refuted, composed layer" in message
     assert "ws-ro-tee" in message
     assert "host_home (host_home.hidden)" in message and "plan layer" in message
     assert evidence_command(TARGET) in message
-    assert evidence_command(TARGET) == ("pytest --agentbox-suite -m negative --agentbox-harness codex@0.171.0 "
-                                        "--agentbox-evidence-dir /store")
+    assert evidence_command(TARGET) == (
+        "pytest --agentbox-suite -m negative --agentbox-harness codex@0.171.0 --agentbox-evidence-dir /store"
+    )
     assert "--accept-unverified" not in message  # nothing here is merely unverified
 
 
@@ -143,21 +179,37 @@ def test_accepting_unverified_items_produces_a_loud_notice_naming_them():
 
 def sandbox_row(state):
     escaped = ("ws-ro-tee",) if state == "refuted" else ()
-    return Claim(harness="-", version="0.8.0", backend="bwrap", capability=CAP, declared="exact", claim=state,
-                 blocked=1, total=2, escaped=escaped)
+    return Claim(
+        harness="-",
+        version="0.8.0",
+        backend="bwrap",
+        capability=CAP,
+        declared="exact",
+        claim=state,
+        blocked=1,
+        total=2,
+        escaped=escaped,
+    )
 
 
 def test_an_exact_composed_claim_does_not_carry_an_item_whose_sandbox_row_is_refuted():
-    decision = decide([item()], {CAP: claim("exact")}, TARGET, accept_unverified=("workspace",), vectors=VECTORS,
-                      sandbox_claims={CAP: sandbox_row("refuted")})
+    decision = decide(
+        [item()],
+        {CAP: claim("exact")},
+        TARGET,
+        accept_unverified=("workspace",),
+        vectors=VECTORS,
+        sandbox_claims={CAP: sandbox_row("refuted")},
+    )
     [verdict] = decision.items
     assert not decision.allowed and verdict.layer == "sandbox" and verdict.vectors == ("ws-ro-tee",)
     assert "the sandbox alone escaped" in said(decision)
 
 
 def test_a_holding_sandbox_row_leaves_an_exact_composed_claim_proven():
-    decision = decide([item()], {CAP: claim("exact")}, TARGET, vectors=VECTORS,
-                      sandbox_claims={CAP: sandbox_row("exact")})
+    decision = decide(
+        [item()], {CAP: claim("exact")}, TARGET, vectors=VECTORS, sandbox_claims={CAP: sandbox_row("exact")}
+    )
     assert decision.allowed and decision.items[0].verdict == "proven"
 
 
@@ -176,9 +228,17 @@ def test_a_refusal_asks_to_rerun_the_suite_for_records_that_do_not_say_where_the
 
 
 def sandbox_exact(vectors=VECTORS[CAP]):
-    return Claim(harness="-", version="0.8.0", backend="bwrap", capability=CAP, declared="exact", claim="exact",
-                 blocked=len(vectors), total=len(vectors),
-                 layers={"sandbox": {v: "blocked" for v in vectors}})
+    return Claim(
+        harness="-",
+        version="0.8.0",
+        backend="bwrap",
+        capability=CAP,
+        declared="exact",
+        claim="exact",
+        blocked=len(vectors),
+        total=len(vectors),
+        layers={"sandbox": {v: "blocked" for v in vectors}},
+    )
 
 
 def headless(state):
@@ -194,33 +254,62 @@ def test_headless_evidence_does_not_prove_an_item_the_harness_layer_carries_for_
 
 
 def test_headless_evidence_proves_an_item_the_sandbox_alone_blocks_in_every_vector():
-    got = decide([item()], {}, TARGET, vectors=VECTORS, other_modes={CAP: headless("exact")},
-                 sandbox_claims={CAP: sandbox_exact()})
+    got = decide(
+        [item()],
+        {},
+        TARGET,
+        vectors=VECTORS,
+        other_modes={CAP: headless("exact")},
+        sandbox_claims={CAP: sandbox_exact()},
+    )
     assert got.allowed and got.items[0].verdict == "proven"
 
 
 def test_a_sandbox_that_never_ran_one_of_the_vectors_does_not_carry_the_item():
-    got = decide([item()], {}, TARGET, vectors=VECTORS, other_modes={CAP: headless("exact")},
-                 sandbox_claims={CAP: sandbox_exact(("ws-ro-tee",))})
+    got = decide(
+        [item()],
+        {},
+        TARGET,
+        vectors=VECTORS,
+        other_modes={CAP: headless("exact")},
+        sandbox_claims={CAP: sandbox_exact(("ws-ro-tee",))},
+    )
     assert not got.allowed
 
 
 def test_a_refuted_tui_claim_is_never_outweighed_by_headless_evidence():
-    got = decide([item()], {CAP: claim("refuted")}, TARGET, vectors=VECTORS, other_modes={CAP: headless("exact")},
-                 sandbox_claims={CAP: sandbox_exact()})
+    got = decide(
+        [item()],
+        {CAP: claim("refuted")},
+        TARGET,
+        vectors=VECTORS,
+        other_modes={CAP: headless("exact")},
+        sandbox_claims={CAP: sandbox_exact()},
+    )
     assert not got.allowed and got.items[0].claim == "refuted"
 
 
 def built(harness, version, state, mode="tui", backend="bwrap", vectors=VECTORS[CAP]):
     """Another build's claim on CAP, as a reconciled table of the whole store holds it."""
-    return claim(state).model_copy(update={"harness": harness, "version": version, "mode": mode, "backend": backend,
-                                           "layers": {"composed": {v: "blocked" for v in vectors}}})
+    return claim(state).model_copy(
+        update={
+            "harness": harness,
+            "version": version,
+            "mode": mode,
+            "backend": backend,
+            "layers": {"composed": {v: "blocked" for v in vectors}},
+        }
+    )
 
 
 def test_a_refusal_finds_the_other_harness_versions_whose_launch_mode_evidence_proves_an_item():
-    table = [built("claude-code", "2.1.332", "exact"), built("codex", "0.170.0", "exact"),
-             built("codex", "0.169.0", "unverified"), built("codex", TARGET.version, "exact"),
-             built("opencode", "1.18.33", "exact", backend="sandbox-runtime")]
+    table = [
+        built("claude-code", "2.1.332", "exact"),
+        built("codex", "0.170.0", "exact"),
+        built("codex", "0.169.0", "unverified"),
+        built("codex", TARGET.version, "exact"),
+        built("opencode", "1.18.33", "exact", backend="sandbox-runtime"),
+    ]
     assert proven_elsewhere(table, TARGET) == {CAP: ("claude-code@2.1.332", "codex@0.170.0")}
 
 
@@ -247,14 +336,30 @@ ISOLATION = "process.isolation"
 
 def conditional(state="exact"):
     """process.isolation exact on a kernel with no module loader: priv-load-module was inapplicable there."""
-    return Claim(harness="codex", version="0.171.0", binary_sha256="ab" * 32, backend="bwrap", capability=ISOLATION,
-                 declared="exact", claim=state, blocked=1, total=2, run=2,
-                 inapplicable={"priv-load-module": ("modules",)})
+    return Claim(
+        harness="codex",
+        version="0.171.0",
+        binary_sha256="ab" * 32,
+        backend="bwrap",
+        capability=ISOLATION,
+        declared="exact",
+        claim=state,
+        blocked=1,
+        total=2,
+        run=2,
+        inapplicable={"priv-load-module": ("modules",)},
+    )
 
 
 def isolation(claims, kernel_lacks, accept=()):
-    return decide([item(capability=ISOLATION, name="process")], claims, TARGET, kernel_lacks=kernel_lacks,
-                  vectors={ISOLATION: ("priv-chroot", "priv-load-module")}, accept_unverified=accept)
+    return decide(
+        [item(capability=ISOLATION, name="process")],
+        claims,
+        TARGET,
+        kernel_lacks=kernel_lacks,
+        vectors={ISOLATION: ("priv-chroot", "priv-load-module")},
+        accept_unverified=accept,
+    )
 
 
 def test_a_claim_exact_where_the_kernel_has_no_module_loader_is_proven_on_a_machine_whose_kernel_has_none_either():

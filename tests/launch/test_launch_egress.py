@@ -21,8 +21,11 @@ NONE_WITH_MODEL = RW + "  command_network: {access: none, requirement: advisory}
 
 def with_model(tmp_path, intent: str):
     path = write_profile(tmp_path, intent)
-    path.write_text(path.read_text().replace("permission_intent:", "model: {base_url: 'http://127.0.0.1:47999/v1'}\n"
-                                                                   "permission_intent:"))
+    path.write_text(
+        path.read_text().replace(
+            "permission_intent:", "model: {base_url: 'http://127.0.0.1:47999/v1'}\npermission_intent:"
+        )
+    )
     return path
 
 
@@ -47,8 +50,9 @@ def test_a_launch_keeps_its_egress_log_and_runs_show_names_it(tmp_path, abhome, 
     assert json.loads(cli("runs", "show", run["id"], "--json").stdout)["egress_log"] == str(log)
 
 
-def test_a_launch_whose_proxy_cannot_start_is_refused_before_the_harness(tmp_path, abhome, ws, real_codex, long_tmp,
-                                                                       monkeypatch, capsys):
+def test_a_launch_whose_proxy_cannot_start_is_refused_before_the_harness(
+    tmp_path, abhome, ws, real_codex, long_tmp, monkeypatch, capsys
+):
     store = tmp_path / "ev"
     prove(store, real_codex, ["workspace.read_write"])
 
@@ -57,8 +61,20 @@ def test_a_launch_whose_proxy_cannot_start_is_refused_before_the_harness(tmp_pat
 
     monkeypatch.setattr(os, "posix_spawn", forbidden)
     monkeypatch.setenv("AGENTBOX_RUN_ROOT", str(long_tmp))
-    rc = agentbox_cli.main(["launch", str(with_model(tmp_path, NONE_WITH_MODEL)), "--cwd", str(ws), "--evidence",
-                            str(store), "--binary", str(real_codex), "--", "--version"])
+    rc = agentbox_cli.main(
+        [
+            "launch",
+            str(with_model(tmp_path, NONE_WITH_MODEL)),
+            "--cwd",
+            str(ws),
+            "--evidence",
+            str(store),
+            "--binary",
+            str(real_codex),
+            "--",
+            "--version",
+        ]
+    )
     assert rc == 4
     err = capsys.readouterr().err
     assert "egress proxy cannot listen" in err and "point AGENTBOX_RUN_ROOT at a shorter folder" in err
@@ -67,20 +83,25 @@ def test_a_launch_whose_proxy_cannot_start_is_refused_before_the_harness(tmp_pat
     assert list(long_tmp.iterdir()) == []  # the run folder is gone too
 
 
-def test_a_harness_run_whose_proxy_cannot_start_raises_before_the_harness(tmp_path, ws, real_codex, long_tmp,
-                                                                         monkeypatch):
-    from agentbox import harness_run
-    from agentbox.adapters import get_adapter
-    from agentbox.profile import load_profile
+def test_a_harness_run_whose_proxy_cannot_start_raises_before_the_harness(
+    tmp_path, ws, real_codex, long_tmp, monkeypatch
+):
+    from agentbox.run import harness_run
+    from agentbox.compile.adapters import get_adapter
+    from agentbox.core.profile import load_profile
 
     def forbidden(*args, **kwargs):
         raise AssertionError("the harness must not start without its egress proxy")
 
     home = tmp_path / "home"
     home.mkdir()
-    request = harness_run.RunRequest(loaded=load_profile(str(with_model(tmp_path, NONE_WITH_MODEL))),
-                                     probe=get_adapter("codex").probe(str(real_codex)), workspace=str(ws),
-                                     home=str(home), prompt="hi")
+    request = harness_run.RunRequest(
+        loaded=load_profile(str(with_model(tmp_path, NONE_WITH_MODEL))),
+        probe=get_adapter("codex").probe(str(real_codex)),
+        workspace=str(ws),
+        home=str(home),
+        prompt="hi",
+    )
     from agentbox.sandbox.bwrap import backend_version
 
     backend_version()  # asked once per process (`bwrap --version`): before Popen is forbidden, whatever ran before

@@ -7,28 +7,38 @@ from __future__ import annotations
 
 import json
 
-from agentbox.compiler import compile_plan
-from agentbox.launch import execute
-from agentbox.profile import LoadedProfile, Profile
+from agentbox.compile.compiler import compile_plan
+from agentbox.run.launch import execute
+from agentbox.core.profile import LoadedProfile, Profile
 from agentbox.sandbox.session import entry_from_plan
 from launch_helpers import needs_bwrap
 
 pytestmark = needs_bwrap
 
 # inside the run: show the file as the run began, then write a start counter and a grant into it
-RUN = ("cat $CLAUDE_CONFIG_DIR/.claude.json > {seen}; python3 -c \"import json,os; "
-       "p=os.environ['CLAUDE_CONFIG_DIR']+'/.claude.json'; d=json.load(open(p)); "
-       "d['numStartups']=d.get('numStartups',0)+1; d['projects'][os.getcwd()]['allowedTools']=['Bash']; "
-       "json.dump(d,open(p,'w'))\"")
+RUN = (
+    'cat $CLAUDE_CONFIG_DIR/.claude.json > {seen}; python3 -c "import json,os; '
+    "p=os.environ['CLAUDE_CONFIG_DIR']+'/.claude.json'; d=json.load(open(p)); "
+    "d['numStartups']=d.get('numStartups',0)+1; d['projects'][os.getcwd()]['allowedTools']=['Bash']; "
+    "json.dump(d,open(p,'w'))\""
+)
 
 
 def claude_entry(ws, seen) -> dict:
-    profile = Profile.model_validate({"name": "reviewer", "harness": "claude-code",
-                                      "permission_intent": {"command_network": {"access": "none"}}})
-    plan = compile_plan(LoadedProfile(profile=profile, source="<t>", digest="d"), str(ws), harness_version="2.1.332",
-                        rw_binds=(str(seen.parent),))
-    return {"sandbox": entry_from_plan(plan, ()), "harness": ["/bin/sh", "-c", RUN.format(seen=seen)],
-            "run": {"profile": "reviewer", "profile_digest": "d", "harness": "claude-code", "project_root": str(ws)}}
+    profile = Profile.model_validate(
+        {"name": "reviewer", "harness": "claude-code", "permission_intent": {"command_network": {"access": "none"}}}
+    )
+    plan = compile_plan(
+        LoadedProfile(profile=profile, source="<t>", digest="d"),
+        str(ws),
+        harness_version="2.1.332",
+        rw_binds=(str(seen.parent),),
+    )
+    return {
+        "sandbox": entry_from_plan(plan, ()),
+        "harness": ["/bin/sh", "-c", RUN.format(seen=seen)],
+        "run": {"profile": "reviewer", "profile_digest": "d", "harness": "claude-code", "project_root": str(ws)},
+    }
 
 
 def test_a_launch_keeps_the_start_counter_drops_the_grant_and_says_so(abhome, ws, tmp_path, capfd):

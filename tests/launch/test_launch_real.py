@@ -57,8 +57,13 @@ def test_a_second_launch_runs_from_the_cache_without_pydantic_or_yaml(setup):
     assert cli(*argv, "--", "--version", env=env).returncode == 0
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     # -S: no site-packages, so neither pydantic nor YAML can be imported; only the cached path can work
-    done = subprocess.run([sys.executable, "-S", "-m", "agentbox.cli", *map(str, argv), "--", "--version"],
-                          env={**env, "PYTHONPATH": repo}, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-S", "-m", "agentbox.cli", *map(str, argv), "--", "--version"],
+        env={**env, "PYTHONPATH": repo},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert [r["exit_status"] for r in runs(env)] == [0, 0]
 
@@ -73,8 +78,18 @@ def test_new_evidence_is_seen_at_once_even_after_a_cached_launch(setup, real_cod
 
 def test_accept_unverified_launches_loudly_and_is_recorded(tmp_path, abhome, ws, real_codex):
     (tmp_path / "none").mkdir()  # an empty store
-    done = cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", tmp_path / "none",
-               "--accept-unverified", "workspace", "--", "--version")
+    done = cli(
+        "launch",
+        write_profile(tmp_path, RW),
+        "--cwd",
+        ws,
+        "--evidence",
+        tmp_path / "none",
+        "--accept-unverified",
+        "workspace",
+        "--",
+        "--version",
+    )
     assert done.returncode == 0
     assert "WARNING: --accept-unverified workspace: 1 required item(s) are NOT proven" in done.stderr
     [run] = runs(os.environ)
@@ -83,15 +98,24 @@ def test_accept_unverified_launches_loudly_and_is_recorded(tmp_path, abhome, ws,
 
 
 def test_accept_unverified_naming_no_item_of_the_profile_is_an_input_error(tmp_path, abhome, ws, real_codex):
-    done = cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", tmp_path / "none",
-               "--accept-unverified", "workspce", "--", "--version")
+    done = cli(
+        "launch",
+        write_profile(tmp_path, RW),
+        "--cwd",
+        ws,
+        "--evidence",
+        tmp_path / "none",
+        "--accept-unverified",
+        "workspce",
+        "--",
+        "--version",
+    )
     assert done.returncode == 2
     assert "--accept-unverified workspce: no item of this profile is called that" in done.stderr
     assert "workspace (workspace.read_write)" in done.stderr and runs(os.environ) == []
 
 
-def test_project_config_gets_a_blank_private_backing_and_the_host_file_is_untouched(tmp_path, abhome, ws,
-                                                                                     real_codex):
+def test_project_config_gets_a_blank_private_backing_and_the_host_file_is_untouched(tmp_path, abhome, ws, real_codex):
     (ws / ".codex").mkdir()
     (ws / ".codex" / "config.toml").write_text("host config\n")
     store = tmp_path / "ev"
@@ -120,8 +144,14 @@ def test_a_symlinked_private_backing_is_refused_before_the_harness_starts(tmp_pa
 def test_the_codex_tui_gets_the_terminal_and_a_sigkilled_launcher_leaves_an_interrupted_run(setup, tmp_path):
     pexpect = pytest.importorskip("pexpect")
     argv, env = setup
-    child = pexpect.spawn(sys.executable, ["-m", "agentbox.cli", *map(str, argv)], env=env, encoding="utf-8",
-                          timeout=60, dimensions=(40, 120))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agentbox.cli", *map(str, argv)],
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 120),
+    )
     child.expect("(?i)codex")  # the TUI drew its screen on the terminal it was given
     [run] = runs(env)
     assert run["status"] == "running"
@@ -149,17 +179,29 @@ def test_runs_show_finds_a_run_by_a_prefix_and_refuses_an_unknown_id(setup):
 def test_a_launch_whose_model_key_variable_is_unset_warns_and_names_it(tmp_path, abhome, ws, real_codex):
     (tmp_path / "none").mkdir()
     profile = tmp_path / "k.yaml"
-    profile.write_text("name: k\nharness: codex\nmodel: {api_key_env: AGENTBOX_TEST_UNSET_KEY}\n"
-                       "permission_intent:\n" + RW)
+    profile.write_text(
+        "name: k\nharness: codex\nmodel: {api_key_env: AGENTBOX_TEST_UNSET_KEY}\npermission_intent:\n" + RW
+    )
     env = {k: v for k, v in os.environ.items() if k != "AGENTBOX_TEST_UNSET_KEY"}
-    done = cli("launch", profile, "--cwd", ws, "--evidence", tmp_path / "none", "--accept-unverified", "workspace",
-               "--", "--version", env=env)
+    done = cli(
+        "launch",
+        profile,
+        "--cwd",
+        ws,
+        "--evidence",
+        tmp_path / "none",
+        "--accept-unverified",
+        "workspace",
+        "--",
+        "--version",
+        env=env,
+    )
     assert done.returncode == 0
     assert "model.api_key_env names AGENTBOX_TEST_UNSET_KEY, which is not set here" in done.stderr
 
 
 def test_a_cached_launch_holds_on_the_kernel_its_gate_read_evidence_of_only(setup, abhome):
-    from agentbox.launch import plan_current
+    from agentbox.run.launch import plan_current
 
     argv, env = setup
     assert cli(*argv, "--", "--version", env=env).returncode == 0

@@ -15,8 +15,9 @@ pytestmark = needs_bwrap
 
 
 def snapshot(root):
-    return sorted((str(p.relative_to(root)), p.is_dir(), p.read_bytes() if p.is_file() else b"")
-                  for p in root.rglob("*"))
+    return sorted(
+        (str(p.relative_to(root)), p.is_dir(), p.read_bytes() if p.is_file() else b"") for p in root.rglob("*")
+    )
 
 
 @pytest.fixture
@@ -35,8 +36,19 @@ def test_a_launch_without_evidence_exits_3_and_leaves_everything_as_it_was(tmp_p
     (tmp_path / "empty").mkdir()  # a store with no records yet
     before = snapshot(project)
     profile = write_profile(tmp_path, RW)
-    done = run_cli("launch", profile, "--cwd", project, "--evidence", tmp_path / "empty",
-                   "--binary", real_codex, "--", "touch", env=env)
+    done = run_cli(
+        "launch",
+        profile,
+        "--cwd",
+        project,
+        "--evidence",
+        tmp_path / "empty",
+        "--binary",
+        real_codex,
+        "--",
+        "touch",
+        env=env,
+    )
     assert done.returncode == 3, done.stderr
     assert "workspace (workspace.read_write): claim unverified" in one_line(done.stderr)
     command = f"agent-box prove {profile} --cwd {project} --evidence {tmp_path / 'empty'}"
@@ -50,8 +62,9 @@ def test_a_launch_without_evidence_exits_3_and_leaves_everything_as_it_was(tmp_p
     assert "workspace" in runs[0]["refusal"] and runs[0]["claims"]["workspace"]["verdict"] == "refused"
 
 
-def test_a_refusal_reaches_neither_materialization_nor_any_process_start(tmp_path, abhome, project, real_codex,
-                                                                       monkeypatch, capsys):
+def test_a_refusal_reaches_neither_materialization_nor_any_process_start(
+    tmp_path, abhome, project, real_codex, monkeypatch, capsys
+):
     def forbidden(*args, **kwargs):
         raise AssertionError("a refused launch must not get this far")
 
@@ -60,8 +73,20 @@ def test_a_refusal_reaches_neither_materialization_nor_any_process_start(tmp_pat
     monkeypatch.setattr(startup, "start_egress", forbidden)
     monkeypatch.setattr(os, "posix_spawn", forbidden)
     (tmp_path / "empty").mkdir()
-    rc = cli.main(["launch", str(write_profile(tmp_path, RW)), "--cwd", str(project), "--evidence",
-                   str(tmp_path / "empty"), "--binary", str(real_codex), "--", "touch"])
+    rc = cli.main(
+        [
+            "launch",
+            str(write_profile(tmp_path, RW)),
+            "--cwd",
+            str(project),
+            "--evidence",
+            str(tmp_path / "empty"),
+            "--binary",
+            str(real_codex),
+            "--",
+            "touch",
+        ]
+    )
     assert rc == 3
     assert "refusing to launch" in capsys.readouterr().err
 
@@ -71,22 +96,36 @@ def test_refuted_evidence_refuses_even_with_accept_unverified(tmp_path, abhome, 
 
     store = tmp_path / "ev"
     prove(store, real_codex, ["workspace.read_write"], outcome="escaped")
-    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
-                   "--accept-unverified", "workspace", "--", "touch")
+    done = run_cli(
+        "launch",
+        write_profile(tmp_path, RW),
+        "--cwd",
+        ws,
+        "--evidence",
+        store,
+        "--binary",
+        real_codex,
+        "--accept-unverified",
+        "workspace",
+        "--",
+        "touch",
+    )
     assert done.returncode == 3 and "claim refuted" in one_line(done.stderr)
     assert list(ws.iterdir()) == []
 
 
 def test_evidence_for_another_build_of_the_same_version_does_not_count(tmp_path, abhome, ws, real_codex):
     from launch_helpers import CATALOGUE, posing_as_observed
-    from agentbox.evidence import append
+    from agentbox.prove.evidence import append
     from synthetic_evidence import proving_records
 
     store = tmp_path / "ev"
-    append(store, posing_as_observed(proving_records(CATALOGUE, "codex", "0.171.0", "f" * 64,
-                                                     ["workspace.read_write"])))
-    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
-                   "--", "touch")
+    append(
+        store, posing_as_observed(proving_records(CATALOGUE, "codex", "0.171.0", "f" * 64, ["workspace.read_write"]))
+    )
+    done = run_cli(
+        "launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex, "--", "touch"
+    )
     assert done.returncode == 3 and "no evidence recorded for this build" in one_line(done.stderr)
 
 
@@ -95,46 +134,53 @@ def test_evidence_keyed_by_the_launchers_hash_alone_does_not_count(tmp_path, abh
     import hashlib
 
     from launch_helpers import CATALOGUE, posing_as_observed
-    from agentbox.evidence import append
+    from agentbox.prove.evidence import append
     from synthetic_evidence import proving_records
 
     launcher = hashlib.sha256(open(os.path.realpath(real_codex), "rb").read()).hexdigest()
     store = tmp_path / "ev"
-    append(store, posing_as_observed(proving_records(CATALOGUE, "codex", "0.171.0", launcher,
-                                                     ["workspace.read_write"])))
-    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
-                   "--", "touch")
+    append(
+        store, posing_as_observed(proving_records(CATALOGUE, "codex", "0.171.0", launcher, ["workspace.read_write"]))
+    )
+    done = run_cli(
+        "launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex, "--", "touch"
+    )
     assert done.returncode == 3 and "no evidence recorded for this build" in one_line(done.stderr)
 
 
 def test_synthetic_evidence_for_this_exact_build_never_reaches_the_gate(tmp_path, abhome, ws, real_codex):
     from launch_helpers import CATALOGUE, build_digest
-    from agentbox.evidence import append
+    from agentbox.prove.evidence import append
     from synthetic_evidence import proving_records
 
     store = tmp_path / "ev"
-    written = append(store, proving_records(CATALOGUE, "codex", "0.171.0", build_digest(real_codex),
-                                            ["workspace.read_write"]))
-    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
-                   "--", "touch")
+    written = append(
+        store, proving_records(CATALOGUE, "codex", "0.171.0", build_digest(real_codex), ["workspace.read_write"])
+    )
+    done = run_cli(
+        "launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex, "--", "touch"
+    )
     assert done.returncode == 3, done.stderr
     assert "workspace (workspace.read_write): claim unverified" in one_line(done.stderr)
-    assert (f"not counted: {written} synthetic vector run(s) of this build" in one_line(done.stderr)
-            and "synthetic evidence never proves a build" in one_line(done.stderr))
+    assert f"not counted: {written} synthetic vector run(s) of this build" in one_line(
+        done.stderr
+    ) and "synthetic evidence never proves a build" in one_line(done.stderr)
     assert list(ws.iterdir()) == []
 
 
-def test_records_that_do_not_say_where_they_came_from_are_refused_with_the_command_to_rerun(tmp_path, abhome, ws,
-                                                                                         real_codex):
+def test_records_that_do_not_say_where_they_came_from_are_refused_with_the_command_to_rerun(
+    tmp_path, abhome, ws, real_codex
+):
     # a store written before evidence recorded its provenance: not proof of a real run of this build
     from launch_helpers import CATALOGUE, build_digest
-    from agentbox.evidence import append
+    from agentbox.prove.evidence import append
     from synthetic_evidence import proving_records
 
     records = proving_records(CATALOGUE, "codex", "0.171.0", build_digest(real_codex), ["workspace.read_write"])
     store = tmp_path / "ev"
-    append(store, [r.model_copy(update={"run_info": r.run_info.model_copy(update={"provenance": None})})
-                   for r in records])
+    append(
+        store, [r.model_copy(update={"run_info": r.run_info.model_copy(update={"provenance": None})}) for r in records]
+    )
     profile = write_profile(tmp_path, RW)
     done = run_cli("launch", profile, "--cwd", ws, "--evidence", store, "--binary", real_codex, "--", "touch")
     assert done.returncode == 3, done.stderr
@@ -146,25 +192,58 @@ def test_records_that_do_not_say_where_they_came_from_are_refused_with_the_comma
 def test_a_required_item_the_plan_cannot_cover_exactly_is_refused_with_its_layers(tmp_path, abhome, ws, real_codex):
     # shell ask: codex asks only in its TUI (partial), and the OS sandbox cannot tell its shell tool apart
     (tmp_path / "ask.yaml").write_text(
-        "name: t\nharness: codex\npermission_intent:\n" + RW + "  shell: {access: ask, requirement: required}\n")
+        "name: t\nharness: codex\npermission_intent:\n" + RW + "  shell: {access: ask, requirement: required}\n"
+    )
     (tmp_path / "ev").mkdir()
-    done = run_cli("launch", tmp_path / "ask.yaml", "--cwd", ws, "--evidence", tmp_path / "ev", "--binary",
-                   real_codex, "--accept-unverified", "shell", "--", "touch")
+    done = run_cli(
+        "launch",
+        tmp_path / "ask.yaml",
+        "--cwd",
+        ws,
+        "--evidence",
+        tmp_path / "ev",
+        "--binary",
+        real_codex,
+        "--accept-unverified",
+        "shell",
+        "--",
+        "touch",
+    )
     assert done.returncode == 3
     assert "shell (shell.ask)" in one_line(done.stderr) and "plan layer" in one_line(done.stderr)
 
 
 def test_an_evidence_store_that_does_not_exist_is_a_typo_exit_2_naming_it(tmp_path, abhome, ws, real_codex):
-    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", tmp_path / "evidnce",
-                   "--binary", real_codex, "--", "touch")
+    done = run_cli(
+        "launch",
+        write_profile(tmp_path, RW),
+        "--cwd",
+        ws,
+        "--evidence",
+        tmp_path / "evidnce",
+        "--binary",
+        real_codex,
+        "--",
+        "touch",
+    )
     assert done.returncode == 2 and f"{tmp_path / 'evidnce'}: no such evidence store (a typo?)" in one_line(done.stderr)
     assert list(ws.iterdir()) == []
 
 
 def test_a_refusal_says_what_to_do_in_lines_a_terminal_shows_whole(tmp_path, abhome, ws, real_codex):
     (tmp_path / "ev").mkdir()
-    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", tmp_path / "ev", "--binary",
-                   real_codex, "--", "touch")
+    done = run_cli(
+        "launch",
+        write_profile(tmp_path, RW),
+        "--cwd",
+        ws,
+        "--evidence",
+        tmp_path / "ev",
+        "--binary",
+        real_codex,
+        "--",
+        "touch",
+    )
     assert done.returncode == 3
     lines = done.stderr.splitlines()
     assert [line for line in lines if len(line) > 100 and len(line.split()) > 1] == []
@@ -179,19 +258,23 @@ def test_a_refusal_offers_the_other_versions_on_which_the_store_proves_the_item(
 
     store = tmp_path / "ev"
     prove(store, real_codex, ["workspace.read_write"], version="0.170.0")  # another version, its own build
-    done = run_cli("launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex,
-                   "--", "touch")
+    done = run_cli(
+        "launch", write_profile(tmp_path, RW), "--cwd", ws, "--evidence", store, "--binary", real_codex, "--", "touch"
+    )
     assert done.returncode == 3
     assert "pick a harness or version on which the evidence proves it" in one_line(done.stderr)
     assert "workspace: codex@0.170.0" in one_line(done.stderr)
 
 
 @pytest.mark.parametrize("lacks", [("modules",), ()])
-def test_the_launch_gate_is_told_which_kernel_features_this_machine_lacks(tmp_path, abhome, ws, real_codex,
-                                                                          monkeypatch, lacks):
+def test_the_launch_gate_is_told_which_kernel_features_this_machine_lacks(
+    tmp_path, abhome, ws, real_codex, monkeypatch, lacks
+):
     """Claims resting on vectors inapplicable where recorded are held to this machine's kernel, checked as the
     suite checks it (`kernel_lacks_here`), in `launch` and `agent-box acp` alike (both decide in `launch_plan`)."""
-    from agentbox import gate, launch_plan, vectors
+    from agentbox import gate
+    from agentbox.run import launch_plan
+    from agentbox.prove import vectors
 
     told = []
 
@@ -202,6 +285,18 @@ def test_the_launch_gate_is_told_which_kernel_features_this_machine_lacks(tmp_pa
     monkeypatch.setattr(vectors, "kernel_lacks_here", lambda *features: lacks)
     monkeypatch.setattr(launch_plan, "decide", spy)
     (tmp_path / "empty").mkdir()
-    rc = cli.main(["launch", str(write_profile(tmp_path, RW)), "--cwd", str(ws), "--evidence", str(tmp_path / "empty"),
-                   "--binary", str(real_codex), "--", "touch"])
+    rc = cli.main(
+        [
+            "launch",
+            str(write_profile(tmp_path, RW)),
+            "--cwd",
+            str(ws),
+            "--evidence",
+            str(tmp_path / "empty"),
+            "--binary",
+            str(real_codex),
+            "--",
+            "touch",
+        ]
+    )
     assert rc == 3 and told == [lacks]

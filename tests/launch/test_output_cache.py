@@ -17,8 +17,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def hot(*args) -> subprocess.CompletedProcess:
     """The command with no site-packages: only a cached answer can work (pydantic and YAML cannot load)."""
-    return subprocess.run([sys.executable, "-S", "-m", "agentbox.cli", *map(str, args)],
-                          env={**os.environ, "PYTHONPATH": REPO}, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-S", "-m", "agentbox.cli", *map(str, args)],
+        env={**os.environ, "PYTHONPATH": REPO},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.fixture

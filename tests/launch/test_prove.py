@@ -12,14 +12,17 @@ SHELL_DENY = "  shell: {access: deny, requirement: required}\n"
 
 
 def test_prove_runs_the_refused_items_vectors_headless_then_in_the_tui_and_the_launch_then_passes(
-        tmp_path, ws, real_codex):
+    tmp_path, ws, real_codex
+):
     profile = write_profile(tmp_path, SHELL_DENY)
     store = tmp_path / "ev"  # prove makes the store it is the first to write
     done = cli("prove", profile, "--cwd", ws, "--evidence", store, "--json", "--timeout", "300", timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     answer = json.loads(done.stdout)  # pytest's progress went to stderr
     assert [(p["mode"], p["capabilities"], p["exit_status"]) for p in answer["passes"]] == [
-        ("headless", ["shell.deny"], 0), ("tui", ["shell.deny"], 0)]
+        ("headless", ["shell.deny"], 0),
+        ("tui", ["shell.deny"], 0),
+    ]
     assert answer["items"]["shell"]["claim"] == "exact" and answer["launch"] == {"allowed": True, "refusal": None}
     records = [json.loads(line) for line in (store / "evidence.jsonl").read_text().splitlines()]
     # only the refused item's vectors ran: every record is of its capability
@@ -45,7 +48,8 @@ def test_prove_of_a_profile_whose_items_are_proven_runs_nothing_and_says_launch_
 
 
 def test_an_item_the_plan_cannot_enforce_is_no_question_of_evidence_and_prove_runs_nothing_for_it(
-        tmp_path, ws, real_codex):
+    tmp_path, ws, real_codex
+):
     # shell ask: codex asks only in its TUI (partial), and the OS sandbox cannot tell its shell tool apart
     profile = write_profile(tmp_path, "  shell: {access: ask, requirement: required}\n")
     done = cli("prove", profile, "--cwd", ws, "--evidence", tmp_path / "ev", "--json")
@@ -56,7 +60,8 @@ def test_an_item_the_plan_cannot_enforce_is_no_question_of_evidence_and_prove_ru
 
 
 def test_prove_says_when_the_gate_would_pass_and_the_start_refuse_a_profile_the_run_could_rewrite(
-        abhome, ws, real_codex):
+    abhome, ws, real_codex
+):
     profile = write_profile(ws, RW)  # inside the read_write workspace: a run could rewrite what launch reads back
     store = abhome / "evidence"  # the default store, made by prove had it not been there
     store.mkdir()

@@ -9,12 +9,20 @@ import sys
 
 import pytest
 
-from agentbox import runs
+from agentbox.run import runs
 from agentbox.errors import InputError
-from agentbox.runs import MIGRATIONS, RunStore, process_identity
+from agentbox.run.runs import MIGRATIONS, RunStore, process_identity
 
-FIELDS = {"profile": "p", "profile_digest": "d" * 64, "project_root": "/w", "harness": "codex", "version": "0.171.0",
-          "claims": {"workspace": {"claim": "exact"}}, "evidence_ids": ["e1"], "accept_unverified": True}
+FIELDS = {
+    "profile": "p",
+    "profile_digest": "d" * 64,
+    "project_root": "/w",
+    "harness": "codex",
+    "version": "0.171.0",
+    "claims": {"workspace": {"claim": "exact"}},
+    "evidence_ids": ["e1"],
+    "accept_unverified": True,
+}
 
 
 @pytest.fixture
@@ -69,7 +77,7 @@ def test_a_refused_launch_is_recorded_with_its_message(db):
 
 WRITER = """
 import sys
-from agentbox.runs import RunStore
+from agentbox.run.runs import RunStore
 store = RunStore(sys.argv[1])
 for n in range(int(sys.argv[2])):
     run_id = store.start({"profile": "p", "profile_digest": "d", "project_root": "/w", "harness": "codex",

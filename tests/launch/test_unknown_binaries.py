@@ -42,7 +42,15 @@ def test_compile_without_any_installed_harness_exits_5_and_says_how_to_install(t
 
 
 def test_compile_for_a_named_version_needs_no_binary(tmp_path, ws):
-    done = cli("permission", "compile", write_profile(tmp_path, RW), "--cwd", ws, "--harness-version", "0.171.0",
-               env=no_harness_env(tmp_path))
+    done = cli(
+        "permission",
+        "compile",
+        write_profile(tmp_path, RW),
+        "--cwd",
+        ws,
+        "--harness-version",
+        "0.171.0",
+        env=no_harness_env(tmp_path),
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("plan ")

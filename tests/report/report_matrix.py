@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from agentbox.capability import Declarations
-from agentbox.evidence import EvidenceRecord
+from agentbox.core.capability import Declarations
+from agentbox.prove.evidence import EvidenceRecord
 import synthetic_matrix
-from agentbox.vectors import Catalogue
+from agentbox.prove.vectors import Catalogue
 
 HARNESSES = ("alpha", "bravo")
 VERSIONS = ("1.0.0", "1.1.0", "1.2.0")

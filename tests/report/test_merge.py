@@ -7,8 +7,8 @@ import json
 import pytest
 
 from agentbox.cli import main
-from agentbox.evidence import EvidenceError, append, read_records
-from agentbox.evidence_merge import merge
+from agentbox.prove.evidence import EvidenceError, append, read_records
+from agentbox.prove.evidence_merge import merge
 
 
 @pytest.fixture
@@ -43,8 +43,11 @@ def test_a_record_seen_in_two_stores_is_kept_once_and_counted(tmp_path, stores):
 def test_one_id_with_two_contents_is_refused_naming_both_files_and_nothing_is_written(tmp_path, stores):
     a, b, records = stores
     append(tmp_path / "c", [records[0].model_copy(update={"outcome": "escaped"})])
-    with pytest.raises(EvidenceError, match=rf"{tmp_path / 'c' / 'evidence.jsonl'}: record {records[0].id} differs "
-                                            rf"from the record with the same id in {a / 'evidence.jsonl'}"):
+    with pytest.raises(
+        EvidenceError,
+        match=rf"{tmp_path / 'c' / 'evidence.jsonl'}: record {records[0].id} differs "
+        rf"from the record with the same id in {a / 'evidence.jsonl'}",
+    ):
         merge([a, b, tmp_path / "c"], tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -89,8 +92,14 @@ def test_the_command_prints_its_summary_as_json(tmp_path, stores, capsys):
     a, b, records = stores
     assert main(["evidence", "merge", str(a), str(b), "-o", str(tmp_path / "out"), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary == {"inputs": [str(a), str(b)], "files": 3, "read": len(records), "written": len(records),
-                       "duplicates": 0, "output": str(tmp_path / "out" / "evidence.jsonl")}
+    assert summary == {
+        "inputs": [str(a), str(b)],
+        "files": 3,
+        "read": len(records),
+        "written": len(records),
+        "duplicates": 0,
+        "output": str(tmp_path / "out" / "evidence.jsonl"),
+    }
 
 
 def test_the_command_exits_2_on_a_conflict_naming_both_files(tmp_path, stores, capsys):

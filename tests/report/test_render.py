@@ -42,8 +42,11 @@ def test_an_observation_cannot_break_out_of_the_page(matrix):
 def test_every_cell_shows_its_state_by_class_symbol_and_enforcing_layer(matrix):
     report = build_report(matrix.records(twisted), matrix.catalogue, matrix.declarations)
     html = render_html(report)
-    tds = re.findall(r'<td class="c s-(\w+)( drift)?" data-i="(\d+)"[^>]*><span class="sym">([^<]*)</span>'
-                     r'<small>([^<]*)</small>', html)
+    tds = re.findall(
+        r'<td class="c s-(\w+)( drift)?" data-i="(\d+)"[^>]*><span class="sym">([^<]*)</span>'
+        r"<small>([^<]*)</small>",
+        html,
+    )
     assert len(tds) == len(report.cells)
     symbols = {s.state: s.symbol for s in report.states}
     for state, drift, i, symbol, layer in tds:
@@ -78,7 +81,9 @@ def test_a_markdown_cell_shows_what_the_page_shows_in_words(matrix):
     lines = render_markdown(report).splitlines()
     rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines if line.startswith("| cap0")}
     columns = [c.key for c in report.columns]
-    cell = next(c for c in report.cells if c.column == "alpha 1.1.0 box root headless" and c.capability == "cap01.synthetic")
+    cell = next(
+        c for c in report.cells if c.column == "alpha 1.1.0 box root headless" and c.capability == "cap01.synthetic"
+    )
     shown = rows["cap01.synthetic"][columns.index("alpha 1.1.0 box root headless")].removesuffix(" |")
     assert shown == f"! refuted {cell.as_declared}/{cell.total} · {layer_word(cell.enforced_by)}"
     assert cell.as_declared == cell.total - 1  # the refuting escape is the one vector not as declared
@@ -103,9 +108,15 @@ def test_the_markdown_legend_explains_every_mark_the_page_legend_does(matrix):
 
 
 def test_markdown_cells_cannot_break_the_table(matrix):
-    report = build_report(matrix.records(harnesses=("alpha",), versions=("1.0.0",)), matrix.catalogue,
-                          matrix.declarations)
-    odd = report.model_copy(update={"columns": tuple(c.model_copy(update={"version": "1|2\n3"}) if c.harness == "alpha"
-                                                     else c for c in report.columns)})
+    report = build_report(
+        matrix.records(harnesses=("alpha",), versions=("1.0.0",)), matrix.catalogue, matrix.declarations
+    )
+    odd = report.model_copy(
+        update={
+            "columns": tuple(
+                c.model_copy(update={"version": "1|2\n3"}) if c.harness == "alpha" else c for c in report.columns
+            )
+        }
+    )
     header = next(line for line in render_markdown(odd).splitlines() if line.startswith("| capability"))
     assert "alpha 1\\|2 3 (box, root, headless)" in header and header.count(" | ") == len(report.columns)

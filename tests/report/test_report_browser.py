@@ -11,14 +11,21 @@ import os
 
 import pytest
 
-from agentbox.claims import reconcile
-from agentbox.claims_diff import diff_claims
-from agentbox.evidence import append
+from agentbox.prove.claims import reconcile
+from agentbox.prove.claims_diff import diff_claims
+from agentbox.prove.evidence import append
 from agentbox.report import generate
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 EXCERPT = "proxy log:\nCONNECT evil.example:443 denied <b>not bold</b>"
 
 
@@ -50,8 +57,9 @@ def twist(harness, version, vector, layer, predicted):
 
 @pytest.fixture
 def records(matrix):
-    return [r.model_copy(update={"observation": EXCERPT}) if r.vector_id == "vec-005" else r
-            for r in matrix.records(twist)]
+    return [
+        r.model_copy(update={"observation": EXCERPT}) if r.vector_id == "vec-005" else r for r in matrix.records(twist)
+    ]
 
 
 @pytest.fixture
@@ -60,8 +68,12 @@ def page(tmp_path, matrix, records):
     from playwright.sync_api import sync_playwright
 
     append(tmp_path / "ev", records)
-    generate([tmp_path / "ev"], tmp_path / "report.html", catalogue_dir=matrix.catalogue_dir,
-             declarations=matrix.declarations)
+    generate(
+        [tmp_path / "ev"],
+        tmp_path / "report.html",
+        catalogue_dir=matrix.catalogue_dir,
+        declarations=matrix.declarations,
+    )
     errors: list[str] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -70,8 +82,14 @@ def page(tmp_path, matrix, records):
             pg.on("pageerror", lambda exc: errors.append(str(exc)))
             pg.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
             # Anything but the file itself would be a remote asset: fail loudly rather than fetch it.
-            pg.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
-                     else (errors.append(f"fetched {route.request.url}"), route.abort()))
+            pg.route(
+                "**/*",
+                lambda route: (
+                    route.continue_()
+                    if route.request.url.startswith("file://")
+                    else (errors.append(f"fetched {route.request.url}"), route.abort())
+                ),
+            )
             pg.goto((tmp_path / "report.html").as_uri())
             yield pg
         finally:
@@ -88,8 +106,9 @@ def column_index(page, key):
     return keys.index(key)
 
 
-def test_a_user_reads_the_matrix_opens_a_cell_filters_and_diffs_two_versions(page, records, matrix, tmp_path,
-                                                                             record_property):
+def test_a_user_reads_the_matrix_opens_a_cell_filters_and_diffs_two_versions(
+    page, records, matrix, tmp_path, record_property
+):
     # The matrix: the expected state in each interesting cell, in words (data-state) and symbols.
     refuted = cell(page, "cap01.synthetic", column_index(page, "alpha 1.1.0 box root headless"))
     assert refuted.get_attribute("data-state") == "refuted" and refuted.locator(".sym").inner_text() == "!"
@@ -131,18 +150,21 @@ def test_a_user_reads_the_matrix_opens_a_cell_filters_and_diffs_two_versions(pag
     assert page.locator("#matrix tbody tr:visible").count() == 4
 
     # Version diff: an adjacent pair (precomputed) and a distant one (computed in the page), both
-    # as agentbox.claims_diff.diff_claims says.
+    # as agentbox.prove.claims_diff.diff_claims says.
     claims = reconcile(records, matrix.catalogue, matrix.declarations).claims
 
     def expected(old, new):
         def of(version):
             return [c for c in claims if (c.harness, c.version) == ("alpha", version)]
+
         return [(c.capability, c.change) for c in diff_claims(of(old), of(new))]
 
     def shown():
         rows = page.locator("#diff-table tbody tr")
-        return [(rows.nth(i).get_attribute("data-capability"), rows.nth(i).get_attribute("data-change"))
-                for i in range(rows.count())]
+        return [
+            (rows.nth(i).get_attribute("data-capability"), rows.nth(i).get_attribute("data-change"))
+            for i in range(rows.count())
+        ]
 
     page.select_option("#d-harness", "alpha")
     page.select_option("#d-old", "1.0.0")

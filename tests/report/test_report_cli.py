@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from agentbox.cli import main
-from agentbox.evidence import append, read_records
+from agentbox.prove.evidence import append, read_records
 from agentbox.report.model import Report
 
 
@@ -26,8 +26,20 @@ def run(matrix, *args):
 def test_the_report_writes_html_json_and_markdown(tmp_path, matrix, store, capsys):
     out = tmp_path / "out"
     out.mkdir()
-    assert run(matrix, "--evidence", store, "-o", out / "r.html", "--json-out", out / "r.json",
-               "--markdown-out", out / "r.md") == 0
+    assert (
+        run(
+            matrix,
+            "--evidence",
+            store,
+            "-o",
+            out / "r.html",
+            "--json-out",
+            out / "r.json",
+            "--markdown-out",
+            out / "r.md",
+        )
+        == 0
+    )
     assert "report of 144 record(s), 7 column(s)" in capsys.readouterr().out
     report = Report.model_validate_json((out / "r.json").read_text())
     assert report.recorded.records == 144 and len(report.columns) == 7
@@ -41,11 +53,25 @@ def test_the_report_writes_html_json_and_markdown(tmp_path, matrix, store, capsy
 
 
 def test_several_stores_make_one_report_and_shared_records_count_once(tmp_path, matrix, store):
-    append(tmp_path / "ev2", matrix.records(versions=("2.0.0",), harnesses=("alpha",),
-                                            start=datetime(2026, 1, 1, tzinfo=timezone.utc)))
+    append(
+        tmp_path / "ev2",
+        matrix.records(versions=("2.0.0",), harnesses=("alpha",), start=datetime(2026, 1, 1, tzinfo=timezone.utc)),
+    )
     append(tmp_path / "copy", list(read_records(store))[:3])
-    assert run(matrix, "--evidence", store, tmp_path / "ev2", tmp_path / "copy", "-o", tmp_path / "r.html",
-               "--json-out", tmp_path / "r.json") == 0
+    assert (
+        run(
+            matrix,
+            "--evidence",
+            store,
+            tmp_path / "ev2",
+            tmp_path / "copy",
+            "-o",
+            tmp_path / "r.html",
+            "--json-out",
+            tmp_path / "r.json",
+        )
+        == 0
+    )
     report = Report.model_validate_json((tmp_path / "r.json").read_text())
     assert "alpha 2.0.0 box root headless" in {c.key for c in report.columns}
     assert "3 duplicate record(s) across the stores counted once" in report.notes
@@ -59,7 +85,9 @@ def test_the_html_loads_nothing_from_the_network(tmp_path, matrix, store):
 
 
 def test_a_missing_store_exits_2_naming_it_and_writes_nothing(tmp_path, matrix, capsys):
-    assert run(matrix, "--evidence", tmp_path / "nope", "-o", tmp_path / "r.html", "--json-out", tmp_path / "r.json") == 2
+    assert (
+        run(matrix, "--evidence", tmp_path / "nope", "-o", tmp_path / "r.html", "--json-out", tmp_path / "r.json") == 2
+    )
     assert f"{tmp_path / 'nope'}: no such evidence store" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists() and not (tmp_path / "r.json").exists()
 
@@ -71,8 +99,9 @@ def test_an_unreadable_evidence_file_exits_2_naming_it(tmp_path, matrix, store, 
     assert not (tmp_path / "r.html").exists()
 
 
-def test_an_unknown_schema_version_exits_2_naming_file_and_line_and_keeps_the_old_report(tmp_path, matrix, store,
-                                                                                          capsys):
+def test_an_unknown_schema_version_exits_2_naming_file_and_line_and_keeps_the_old_report(
+    tmp_path, matrix, store, capsys
+):
     (tmp_path / "r.html").write_text("previous report")
     line = json.loads((store / "evidence.jsonl").read_text().splitlines()[0])
     with open(store / "evidence.jsonl", "a") as f:
@@ -115,7 +144,19 @@ def test_a_report_with_nothing_to_write_is_an_input_error(tmp_path, matrix, stor
 
 
 def test_the_old_json_and_markdown_file_spellings_still_write_their_files(tmp_path, matrix, store):
-    assert run(matrix, "--evidence", store, "-o", tmp_path / "r.html", "--json", tmp_path / "r.json",
-               "--markdown", tmp_path / "r.md") == 0
+    assert (
+        run(
+            matrix,
+            "--evidence",
+            store,
+            "-o",
+            tmp_path / "r.html",
+            "--json",
+            tmp_path / "r.json",
+            "--markdown",
+            tmp_path / "r.md",
+        )
+        == 0
+    )
     assert Report.model_validate_json((tmp_path / "r.json").read_text()).recorded.records == 144
     assert (tmp_path / "r.md").read_text().startswith("## Agent-Box compatibility report")

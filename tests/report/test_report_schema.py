@@ -23,8 +23,13 @@ def test_the_schema_file_is_exported_from_the_report_model():
 
 def test_the_module_prints_the_pinned_file_byte_for_byte():
     # The command the docstring gives for regenerating the file, as it is run.
-    out = subprocess.run([sys.executable, "-m", "agentbox.report.model", "--schema"], capture_output=True, text=True,
-                         check=True, cwd=Path(agentbox.__file__).parent.parent).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "agentbox.report.model", "--schema"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(agentbox.__file__).parent.parent,
+    ).stdout
     assert out == SCHEMA_FILE.read_text()
 
 

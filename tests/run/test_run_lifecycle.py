@@ -9,16 +9,24 @@ from pathlib import Path
 
 import pytest
 
-from agentbox.compiler import compile_plan
+from agentbox.compile.compiler import compile_plan
 from agentbox.errors import SandboxError
-from agentbox.profile import LoadedProfile, Profile
+from agentbox.core.profile import LoadedProfile, Profile
 from agentbox.run.lifecycle import ProxyDied, Record, sandboxed
-from agentbox.runs import RunStore
+from agentbox.run.runs import RunStore
 from agentbox.sandbox.session import entry_from_plan
 
 PACKAGE = Path(__file__).resolve().parents[2] / "agentbox"
-FIELDS = {"profile": "p", "profile_digest": "d" * 64, "project_root": "/w", "harness": "claude-code",
-          "version": "2.1.332", "claims": {}, "evidence_ids": [], "accept_unverified": False}
+FIELDS = {
+    "profile": "p",
+    "profile_digest": "d" * 64,
+    "project_root": "/w",
+    "harness": "claude-code",
+    "version": "2.1.332",
+    "claims": {},
+    "evidence_ids": [],
+    "accept_unverified": False,
+}
 
 
 @pytest.fixture
@@ -27,8 +35,12 @@ def entry(tmp_path, monkeypatch):
     project = tmp_path / "project"
     project.mkdir()
     profile = Profile.model_validate({"name": "p", "harness": "claude-code"})
-    plan = compile_plan(LoadedProfile(profile=profile, source="<t>", digest="d"), str(project),
-                        harness_version="2.1.332", home="/home/u")
+    plan = compile_plan(
+        LoadedProfile(profile=profile, source="<t>", digest="d"),
+        str(project),
+        harness_version="2.1.332",
+        home="/home/u",
+    )
     return entry_from_plan(plan, ())
 
 
@@ -45,8 +57,10 @@ def _calls(path: Path, name: str, methods: bool = True) -> list[str]:
     for fn in ast.walk(ast.parse(path.read_text())):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for node in ast.walk(fn):
-                if isinstance(node, ast.Call) and name in (getattr(node.func, "id", None),
-                                                           getattr(node.func, "attr", None) if methods else None):
+                if isinstance(node, ast.Call) and name in (
+                    getattr(node.func, "id", None),
+                    getattr(node.func, "attr", None) if methods else None,
+                ):
                     found.append(fn.name)
                     break
     return found
@@ -55,8 +69,12 @@ def _calls(path: Path, name: str, methods: bool = True) -> list[str]:
 def test_only_the_lifecycle_starts_a_sandbox_and_launch_acp_sandbox_run_and_the_suite_all_enter_it():
     starts = {str(p.relative_to(PACKAGE)): _calls(p, "Started") for p in PACKAGE.rglob("*.py")}
     assert {path: fns for path, fns in starts.items() if fns} == {"run/lifecycle.py": ["sandboxed"]}
-    for path, caller in (("launch.py", "execute"), ("sandbox/runner.py", "execute"),
-                         ("acp_endpoint/endpoint.py", "serve"), ("harness_run.py", "prepared")):
+    for path, caller in (
+        ("launch.py", "execute"),
+        ("sandbox/runner.py", "execute"),
+        ("acp_endpoint/endpoint.py", "serve"),
+        ("harness_run.py", "prepared"),
+    ):
         assert caller in _calls(PACKAGE / path, "sandboxed"), f"{path}'s {caller} does not run in the lifecycle"
     # what the lifecycle owns is done nowhere else but in the harness layer's bare run (no sandbox, no proxy)
     for step in ("materialize", "restore", "keep"):
@@ -88,8 +106,11 @@ def test_a_run_that_ended_records_its_status_and_what_cleanup_did(tmp_path, entr
     with sandboxed(entry, str(tmp_path / "run"), record=Record(store, FIELDS)) as run:
         run.ended(3, "interrupted")
     row = store.get(run.run_id)
-    assert (row["status"], row["exit_status"], row["cleanup"]) == ("interrupted", 3, "clean") == (
-        run.state, run.status, run.note)
+    assert (
+        (row["status"], row["exit_status"], row["cleanup"])
+        == ("interrupted", 3, "clean")
+        == (run.state, run.status, run.note)
+    )
 
 
 def test_a_driver_that_failed_leaves_the_run_failed_without_a_status_and_nothing_behind(tmp_path, entry, store):

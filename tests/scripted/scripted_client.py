@@ -10,16 +10,22 @@ from typing import Any
 from agentbox.scripted import ScriptedModel
 
 VOCABULARIES = {
-    "anthropic-messages": {"wire_api": "anthropic-messages",
-                           "shell": {"tool": "Bash", "arguments": {"command": "{command}"}},
-                           "write_file": {"tool": "Write", "arguments": {"file_path": "{path}", "content": "{content}"}},
-                           "mcp_call": {"tool": "mcp__{server}__{tool}", "arguments": "{arguments}"}},
-    "openai-responses": {"wire_api": "openai-responses",
-                         "shell": {"tool": "exec_command", "arguments": {"cmd": "{command}"}},
-                         "mcp_call": {"tool": "mcp__{server}__{tool}", "arguments": "{arguments}"}},
-    "openai-chat": {"wire_api": "openai-chat",
-                    "shell": {"tool": "bash", "arguments": {"command": "{command}"}},
-                    "read_file": {"tool": "read", "arguments": {"filePath": "{path}"}}},
+    "anthropic-messages": {
+        "wire_api": "anthropic-messages",
+        "shell": {"tool": "Bash", "arguments": {"command": "{command}"}},
+        "write_file": {"tool": "Write", "arguments": {"file_path": "{path}", "content": "{content}"}},
+        "mcp_call": {"tool": "mcp__{server}__{tool}", "arguments": "{arguments}"},
+    },
+    "openai-responses": {
+        "wire_api": "openai-responses",
+        "shell": {"tool": "exec_command", "arguments": {"cmd": "{command}"}},
+        "mcp_call": {"tool": "mcp__{server}__{tool}", "arguments": "{arguments}"},
+    },
+    "openai-chat": {
+        "wire_api": "openai-chat",
+        "shell": {"tool": "bash", "arguments": {"command": "{command}"}},
+        "read_file": {"tool": "read", "arguments": {"filePath": "{path}"}},
+    },
 }
 
 
@@ -40,8 +46,9 @@ def read_sse(response: Any) -> list[tuple[str | None, Any]]:
 
 
 def post(model: ScriptedModel, path: str, body: dict[str, Any]) -> Any:
-    request = urllib.request.Request(model.base_url + path, json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        model.base_url + path, json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         if response.headers.get_content_type() == "text/event-stream":
             return read_sse(response)

@@ -6,8 +6,10 @@ import json
 
 from scripted_client import VOCABULARIES, post
 
-SCENARIO = {"steps": [{"shell": {"command": "echo hi > out.txt"}},
-                      {"write_file": {"path": "/w/a.txt", "content": "x"}}], "final_text": "finished"}
+SCENARIO = {
+    "steps": [{"shell": {"command": "echo hi > out.txt"}}, {"write_file": {"path": "/w/a.txt", "content": "x"}}],
+    "final_text": "finished",
+}
 TOOLS = [{"name": "Bash", "input_schema": {"type": "object"}}, {"name": "Write", "input_schema": {"type": "object"}}]
 
 
@@ -38,8 +40,15 @@ def test_a_shell_step_streams_as_one_tool_use_block_with_partial_json(model):
     model.load(SCENARIO, VOCABULARIES["anthropic-messages"])
     events = post(model, "/v1/messages", request([{"role": "user", "content": "go"}]))
     assert [name for name, _ in events] == [
-        "message_start", "ping", "content_block_start", "content_block_delta", "content_block_delta",
-        "content_block_stop", "message_delta", "message_stop"]
+        "message_start",
+        "ping",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
     start = events[0][1]["message"]
     assert start["model"] == "claude-test" and start["role"] == "assistant"
     assert {"cache_read_input_tokens", "cache_creation_input_tokens", "input_tokens"} <= set(start["usage"])
@@ -58,9 +67,10 @@ def test_each_tool_result_sent_back_advances_the_script_until_the_final_text(mod
     for _ in range(2):
         content = assistant_content(post(model, "/messages", request(messages)))
         names.append(content[0]["name"])
-        messages += [{"role": "assistant", "content": content},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": content[0]["id"],
-                                                   "content": "ok"}]}]
+        messages += [
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": content[0]["id"], "content": "ok"}]},
+        ]
     events = post(model, "/v1/messages", request(messages))
     assert names == ["Bash", "Write"]
     assert assistant_content(events) == [{"type": "text", "text": "finished"}]

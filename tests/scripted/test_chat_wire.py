@@ -25,7 +25,9 @@ def test_a_shell_step_streams_as_tool_call_deltas_then_done(model):
     choices = deltas(events)
     first = choices[0]["delta"]["tool_calls"][0]
     assert first["id"].startswith("call_") and first["function"]["name"] == "bash"
-    arguments = "".join(c["delta"]["tool_calls"][0]["function"]["arguments"] for c in choices if "tool_calls" in c["delta"])
+    arguments = "".join(
+        c["delta"]["tool_calls"][0]["function"]["arguments"] for c in choices if "tool_calls" in c["delta"]
+    )
     assert json.loads(arguments) == {"command": "touch proof"}
     assert choices[-1]["finish_reason"] == "tool_calls"
     assert all(data == "[DONE]" or data["choices"] for _, data in events), "no usage chunk unless asked"
@@ -33,8 +35,11 @@ def test_a_shell_step_streams_as_tool_call_deltas_then_done(model):
 
 def test_a_usage_chunk_comes_only_when_stream_options_ask_for_it(model):
     model.load(SCENARIO, VOCABULARIES["openai-chat"])
-    events = post(model, "/v1/chat/completions", request([{"role": "user", "content": "go"}],
-                                                         stream_options={"include_usage": True}))
+    events = post(
+        model,
+        "/v1/chat/completions",
+        request([{"role": "user", "content": "go"}], stream_options={"include_usage": True}),
+    )
     usage = events[-2][1]
     assert usage["choices"] == [] and usage["usage"]["prompt_tokens"] > 0
 
@@ -43,9 +48,14 @@ def test_the_tool_message_sent_back_leads_to_the_final_text_and_stop(model):
     model.load(SCENARIO, VOCABULARIES["openai-chat"])
     messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}]
     first = deltas(post(model, "/chat/completions", request(messages)))[0]["delta"]["tool_calls"][0]
-    messages += [{"role": "assistant", "content": None, "tool_calls": [
-                     {"id": first["id"], "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
-                 {"role": "tool", "tool_call_id": first["id"], "content": "done"}]
+    messages += [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": first["id"], "type": "function", "function": {"name": "bash", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": first["id"], "content": "done"},
+    ]
     choices = deltas(post(model, "/v1/chat/completions", request(messages)))
     assert "".join(c["delta"].get("content") or "" for c in choices) == "finished"
     assert choices[-1]["finish_reason"] == "stop"

@@ -13,8 +13,12 @@ from agentbox.scripted import ScriptedModel
 
 
 def ask(model: ScriptedModel, **headers: str) -> int:
-    request = urllib.request.Request(model.base_url + "/v1/chat/completions", method="POST", headers=headers,
-                                     data=json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode())
+    request = urllib.request.Request(
+        model.base_url + "/v1/chat/completions",
+        method="POST",
+        headers=headers,
+        data=json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status

@@ -30,7 +30,9 @@ def test_a_shell_step_streams_as_a_function_call_item_and_a_completed_response(m
     assert json.loads(item["arguments"]) == {"cmd": "touch proof"}
     completed = events[-1][1]["response"]
     assert completed["status"] == "completed" and completed["output"] == [item]
-    assert completed["usage"]["total_tokens"] == completed["usage"]["input_tokens"] + completed["usage"]["output_tokens"]
+    assert (
+        completed["usage"]["total_tokens"] == completed["usage"]["input_tokens"] + completed["usage"]["output_tokens"]
+    )
 
 
 def test_the_function_call_output_sent_back_leads_to_the_final_message(model):
@@ -43,19 +45,31 @@ def test_the_function_call_output_sent_back_leads_to_the_final_message(model):
 
 
 def test_a_tool_offered_inside_a_namespace_is_called_by_its_inner_name_and_namespace(model):
-    model.load({"steps": [{"mcp_call": {"server": "canary", "tool": "allowed_echo", "arguments": {"text": "hi"}}}]},
-               VOCABULARIES["openai-responses"])
-    tools = TOOLS + [{"type": "namespace", "name": "mcp__canary",
-                      "tools": [{"type": "function", "name": "allowed_echo", "parameters": {}}]}]
+    model.load(
+        {"steps": [{"mcp_call": {"server": "canary", "tool": "allowed_echo", "arguments": {"text": "hi"}}}]},
+        VOCABULARIES["openai-responses"],
+    )
+    tools = TOOLS + [
+        {
+            "type": "namespace",
+            "name": "mcp__canary",
+            "tools": [{"type": "function", "name": "allowed_echo", "parameters": {}}],
+        }
+    ]
     (item,) = done_items(post(model, "/v1/responses", request("go", tools)))
-    assert (item["name"], item["namespace"], json.loads(item["arguments"])) == ("allowed_echo", "mcp__canary",
-                                                                                 {"text": "hi"})
+    assert (item["name"], item["namespace"], json.loads(item["arguments"])) == (
+        "allowed_echo",
+        "mcp__canary",
+        {"text": "hi"},
+    )
     assert "mcp__canary__allowed_echo" in model.offered_tools()
 
 
 def test_a_freeform_custom_tool_gets_its_input_as_raw_text(model):
-    vocabulary = {"wire_api": "openai-responses",
-                  "write_file": {"tool": "apply_patch", "arguments": {"input": "*** Add File: {path}\n+{content}"}}}
+    vocabulary = {
+        "wire_api": "openai-responses",
+        "write_file": {"tool": "apply_patch", "arguments": {"input": "*** Add File: {path}\n+{content}"}},
+    }
     model.load({"steps": [{"write_file": {"path": "a.txt", "content": "x"}}]}, vocabulary)
     (item,) = done_items(post(model, "/v1/responses", request("go", [{"type": "custom", "name": "apply_patch"}])))
     assert item["type"] == "custom_tool_call" and item["input"] == "*** Add File: a.txt\n+x"

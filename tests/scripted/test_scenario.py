@@ -7,17 +7,22 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentbox.adapters.base import ToolVocabulary
+from agentbox.compile.adapters.base import ToolVocabulary
 from agentbox.scripted import ScenarioError, ScriptedModel, load_scenario, load_vocabulary, translate
 from agentbox.scripted.scenario import McpCallStep, ShellStep, WriteFileStep
 
 VOCABULARY_DIR = Path(__file__).parents[2] / "agentbox" / "data" / "vocabulary"
-EVERY_STEP = {"steps": [
-    {"shell": {"command": "ls"}}, {"write_file": {"path": "/w/a", "content": "x"}},
-    {"edit_file": {"path": "/w/a", "old": "x", "new": "y"}}, {"read_file": {"path": "/w/a"}},
-    {"fetch_url": {"url": "http://example.test/"}},
-    {"mcp_call": {"server": "canary", "tool": "allowed_echo", "arguments": {"text": "hi"}}},
-    {"final_text": {"text": "bye"}}]}
+EVERY_STEP = {
+    "steps": [
+        {"shell": {"command": "ls"}},
+        {"write_file": {"path": "/w/a", "content": "x"}},
+        {"edit_file": {"path": "/w/a", "old": "x", "new": "y"}},
+        {"read_file": {"path": "/w/a"}},
+        {"fetch_url": {"url": "http://example.test/"}},
+        {"mcp_call": {"server": "canary", "tool": "allowed_echo", "arguments": {"text": "hi"}}},
+        {"final_text": {"text": "bye"}},
+    ]
+}
 
 
 def test_a_scenario_loads_from_yaml_text_a_file_and_a_dict_in_short_or_long_step_form(tmp_path):
@@ -29,13 +34,16 @@ def test_a_scenario_loads_from_yaml_text_a_file_and_a_dict_in_short_or_long_step
     assert load_scenario(EVERY_STEP).steps[-1].text == "bye"
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"steps": [{"shel": {"command": "ls"}}]}, "steps.0: unknown step .shel."),
-    ({"steps": [{"shell": {"command": "ls", "cwd": "/"}}]}, "unknown field"),
-    ({"steps": [{"write_file": {"path": "a"}}]}, "content"),
-    ({"steps": [], "surprise": 1}, "surprise: unknown field"),
-    (["not", "a", "mapping"], "a scenario is a mapping"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"steps": [{"shel": {"command": "ls"}}]}, "steps.0: unknown step .shel."),
+        ({"steps": [{"shell": {"command": "ls", "cwd": "/"}}]}, "unknown field"),
+        ({"steps": [{"write_file": {"path": "a"}}]}, "content"),
+        ({"steps": [], "surprise": 1}, "surprise: unknown field"),
+        (["not", "a", "mapping"], "a scenario is a mapping"),
+    ],
+)
 def test_a_bad_scenario_is_a_clear_error_naming_the_field(data, message):
     with pytest.raises(ScenarioError, match=message):
         load_scenario(data)
@@ -47,10 +55,12 @@ def test_a_missing_scenario_file_is_a_clear_error(tmp_path):
 
 
 def test_translate_fills_placeholders_in_names_strings_and_lists():
-    vocabulary = ToolVocabulary(wire_api="openai-chat",
-                                shell={"tool": "run", "arguments": {"argv": ["bash", "-c", "{command}"], "n": 1}},
-                                write_file={"tool": "w", "arguments": {"note": "write {path}: {content}"}},
-                                mcp_call={"tool": "mcp_{server}_{tool}", "arguments": {"payload": "{arguments}"}})
+    vocabulary = ToolVocabulary(
+        wire_api="openai-chat",
+        shell={"tool": "run", "arguments": {"argv": ["bash", "-c", "{command}"], "n": 1}},
+        write_file={"tool": "w", "arguments": {"note": "write {path}: {content}"}},
+        mcp_call={"tool": "mcp_{server}_{tool}", "arguments": {"payload": "{arguments}"}},
+    )
     assert translate(ShellStep(command="ls {x}"), vocabulary) == ("run", {"argv": ["bash", "-c", "ls {x}"], "n": 1})
     assert translate(WriteFileStep(path="a", content="b"), vocabulary) == ("w", {"note": "write a: b"})
     step = McpCallStep(server="s", tool="t", arguments={"k": [1]})
@@ -58,8 +68,9 @@ def test_translate_fills_placeholders_in_names_strings_and_lists():
 
 
 def test_the_whole_arguments_template_passes_the_mcp_arguments_through():
-    vocabulary = ToolVocabulary(wire_api="anthropic-messages",
-                                mcp_call={"tool": "mcp__{server}__{tool}", "arguments": "{arguments}"})
+    vocabulary = ToolVocabulary(
+        wire_api="anthropic-messages", mcp_call={"tool": "mcp__{server}__{tool}", "arguments": "{arguments}"}
+    )
     step = McpCallStep(server="canary", tool="allowed_echo", arguments={"text": "hi"})
     assert translate(step, vocabulary) == ("mcp__canary__allowed_echo", {"text": "hi"})
 

@@ -43,15 +43,20 @@ def test_two_interleaved_conversations_each_follow_their_own_history(model):
 
 def test_calls_the_script_did_not_issue_do_not_move_it(model):
     model.load(THREE, VOCABULARY)
-    foreign = {"role": "assistant", "content": None,
-               "tool_calls": [{"id": "call_xyz", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}
+    foreign = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_xyz", "type": "function", "function": {"name": "bash", "arguments": "{}"}}],
+    }
     history = answered([{"role": "user", "content": "go"}], foreign)
     assert command(ask(model, history)) == "one"
 
 
 def test_a_final_text_step_ends_the_turn_and_the_next_user_turn_takes_the_next_step(model):
-    model.load({"steps": [{"shell": {"command": "one"}}, {"final_text": {"text": "half way"}},
-                          {"shell": {"command": "two"}}]}, VOCABULARY)
+    model.load(
+        {"steps": [{"shell": {"command": "one"}}, {"final_text": {"text": "half way"}}, {"shell": {"command": "two"}}]},
+        VOCABULARY,
+    )
     history = [{"role": "user", "content": "go"}]
     history = answered(history, ask(model, history))
     halfway = ask(model, history)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from scripted_client import VOCABULARIES, post
 
-SCENARIO = {"steps": [{"shell": {"command": "echo hi > /etc/nope"}}, {"mcp_call": {"server": "canary",
-                      "tool": "denied_write", "arguments": {"path": "x", "content": "y"}}}]}
+SCENARIO = {
+    "steps": [
+        {"shell": {"command": "echo hi > /etc/nope"}},
+        {"mcp_call": {"server": "canary", "tool": "denied_write", "arguments": {"path": "x", "content": "y"}}},
+    ]
+}
 TOOLS = [{"name": "Bash", "input_schema": {}}, {"name": "Read", "input_schema": {}}]
 
 
@@ -14,9 +18,20 @@ def run_two_turns(model):
     history = [{"role": "user", "content": "go"}]
     first = post(model, "/v1/messages?beta=true", {"model": "claude-a", "tools": TOOLS, "messages": history})
     call = first["content"][0]
-    history += [{"role": "assistant", "content": [call]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"], "is_error": True,
-                                              "content": [{"type": "text", "text": "Permission denied"}]}]}]
+    history += [
+        {"role": "assistant", "content": [call]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": call["id"],
+                    "is_error": True,
+                    "content": [{"type": "text", "text": "Permission denied"}],
+                }
+            ],
+        },
+    ]
     return post(model, "/messages", {"model": "claude-b", "tools": TOOLS, "messages": history})
 
 
@@ -24,7 +39,11 @@ def test_each_record_holds_api_path_model_tools_results_step_and_raw_request(mod
     run_two_turns(model)
     first, second = model.transcript
     assert (first.wire_api, first.path, first.model, first.step_index) == (
-        "anthropic-messages", "/v1/messages?beta=true", "claude-a", 0)
+        "anthropic-messages",
+        "/v1/messages?beta=true",
+        "claude-a",
+        0,
+    )
     assert first.tools_offered == ("Bash", "Read") and first.tool_results == ()
     assert first.emitted.tool == "Bash" and first.emitted.arguments == {"command": "echo hi > /etc/nope"}
     (result,) = second.tool_results
@@ -53,9 +72,18 @@ def test_the_helpers_answer_the_common_questions(model):
 
 def test_tools_claude_code_defers_behind_tool_search_still_count_as_offered(model):
     model.load(SCENARIO, VOCABULARIES["anthropic-messages"])
-    system = ("Intro.\nThe following deferred tools are now available via ToolSearch. Use ToolSearch first:\n"
-              "WebFetch\nmcp__canary__allowed_echo\n\nMore text.")
-    post(model, "/v1/messages", {"model": "m", "system": [{"type": "text", "text": system}],
-                                 "tools": TOOLS + [{"name": "DeferredToolPlaceholder", "defer_loading": True}],
-                                 "messages": [{"role": "user", "content": "go"}]})
+    system = (
+        "Intro.\nThe following deferred tools are now available via ToolSearch. Use ToolSearch first:\n"
+        "WebFetch\nmcp__canary__allowed_echo\n\nMore text."
+    )
+    post(
+        model,
+        "/v1/messages",
+        {
+            "model": "m",
+            "system": [{"type": "text", "text": system}],
+            "tools": TOOLS + [{"name": "DeferredToolPlaceholder", "defer_loading": True}],
+            "messages": [{"role": "user", "content": "go"}],
+        },
+    )
     assert model.offered_tools() == {"Bash", "Read", "WebFetch", "mcp__canary__allowed_echo"}

@@ -22,9 +22,9 @@ from typing import Callable, Iterable
 
 import yaml
 
-from agentbox.capability import Declarations
-from agentbox.evidence import EvidenceRecord, Privilege, RunInfo
-from agentbox.vectors import Catalogue, Vector, expected_outcome, load_catalogue
+from agentbox.core.capability import Declarations
+from agentbox.prove.evidence import EvidenceRecord, Privilege, RunInfo
+from agentbox.prove.vectors import Catalogue, Vector, expected_outcome, load_catalogue
 
 __all__ = ["BACKEND", "SANDBOX_VERSION", "write_catalogue", "declarations", "records", "Twist"]
 
@@ -49,10 +49,19 @@ def write_catalogue(directory: str | os.PathLike, vectors: int = 40, capabilitie
     os.makedirs(directory, exist_ok=True)
     # Surfaces alternate within each capability, so a shell bypass splits its vectors.
     surface = ["shell" if n // capabilities % 2 == 0 else "file_tool" for n in range(vectors)]
-    entries = [{"id": f"vec-{n:03d}", "capability": capability_name(n % capabilities), "surface": surface[n],
-                "description": f"synthetic attempt {n} through the {surface[n]}",
-                "intent": {}, "control": {"intent": {}}, "steps": [{"shell": {"command": f"touch {{ws}}/v{n}"}}],
-                "oracle": {"kind": "file_absent", "path": f"{{ws}}/v{n}"}} for n in range(vectors)]
+    entries = [
+        {
+            "id": f"vec-{n:03d}",
+            "capability": capability_name(n % capabilities),
+            "surface": surface[n],
+            "description": f"synthetic attempt {n} through the {surface[n]}",
+            "intent": {},
+            "control": {"intent": {}},
+            "steps": [{"shell": {"command": f"touch {{ws}}/v{n}"}}],
+            "oracle": {"kind": "file_absent", "path": f"{{ws}}/v{n}"},
+        }
+        for n in range(vectors)
+    ]
     with open(os.path.join(directory, "synthetic.yaml"), "w", encoding="utf-8") as f:
         yaml.safe_dump(entries, f)
     return load_catalogue(directory)
@@ -78,16 +87,30 @@ def declarations(harnesses: Iterable[str], capabilities: int = 8) -> Callable[[s
 
 def _info(catalogue: Catalogue, harness: str | None, version: str | None, layer: str) -> RunInfo:
     sha = hashlib.sha256(f"{harness}@{version}".encode()).hexdigest() if harness else None
-    return RunInfo(harness=harness, version=version, binary_sha256=sha, dialect=None,
-                   sandbox_backend=None if layer == "harness" else BACKEND,
-                   sandbox_version=None if layer == "harness" else SANDBOX_VERSION, kernel="6.1.0-synthetic",
-                   agentbox_version="0.1.0", suite_revision="synthetic", catalogue_digest=catalogue.digest,
-                   provenance="synthetic", privilege=Privilege(uid=0))
+    return RunInfo(
+        harness=harness,
+        version=version,
+        binary_sha256=sha,
+        dialect=None,
+        sandbox_backend=None if layer == "harness" else BACKEND,
+        sandbox_version=None if layer == "harness" else SANDBOX_VERSION,
+        kernel="6.1.0-synthetic",
+        agentbox_version="0.1.0",
+        suite_revision="synthetic",
+        catalogue_digest=catalogue.digest,
+        provenance="synthetic",
+        privilege=Privilege(uid=0),
+    )
 
 
-def records(catalogue: Catalogue, source: Callable[[str], Declarations], harnesses: Iterable[str],
-            versions: Iterable[str], twist: Twist | None = None,
-            start: datetime = datetime(2025, 1, 1, tzinfo=timezone.utc)) -> list[EvidenceRecord]:
+def records(
+    catalogue: Catalogue,
+    source: Callable[[str], Declarations],
+    harnesses: Iterable[str],
+    versions: Iterable[str],
+    twist: Twist | None = None,
+    start: datetime = datetime(2025, 1, 1, tzinfo=timezone.utc),
+) -> list[EvidenceRecord]:
     """One run per harness version, each trying every vector in every layer, oldest first.
 
     As in a real run, the sandbox-alone records of each run name no harness.
@@ -97,9 +120,12 @@ def records(catalogue: Catalogue, source: Callable[[str], Declarations], harness
     sandbox = source(BACKEND)
     for harness in harnesses:
         for version in versions:
-            infos = {layer: _info(catalogue, None if layer == "sandbox" else harness,
-                                  None if layer == "sandbox" else version, layer)
-                     for layer in ("sandbox", "harness", "composed")}
+            infos = {
+                layer: _info(
+                    catalogue, None if layer == "sandbox" else harness, None if layer == "sandbox" else version, layer
+                )
+                for layer in ("sandbox", "harness", "composed")
+            }
             for v in catalogue.vectors:
                 hr, sr = source(harness).report(v.capability, None), sandbox.report(v.capability, None)
                 for layer in v.run_layers():
@@ -113,11 +139,22 @@ def records(catalogue: Catalogue, source: Callable[[str], Declarations], harness
                     stamp = (start + timedelta(seconds=len(out))).isoformat(timespec="milliseconds")
                     # Deterministic, and distinct across calls: stores made separately can be merged.
                     rid = hashlib.sha256(f"{harness}@{version}/{v.id}/{layer}/{stamp}".encode()).hexdigest()[:32]
-                    out.append(EvidenceRecord(
-                        id=rid, run_info=infos[layer], vector_id=v.id, capability=v.capability,
-                        layer=layer, outcome=outcome, observation=what, control_outcome=control,
-                        duration=0.5 + (len(out) % 7) / 10,
-                        nodeid=("negative/test_vectors.py::test_each_layer_of_each_harness_enforces_what_it_declares"
-                                f"[{harness}-{version}-{v.id}-{layer}]"),
-                        timestamp=stamp))
+                    out.append(
+                        EvidenceRecord(
+                            id=rid,
+                            run_info=infos[layer],
+                            vector_id=v.id,
+                            capability=v.capability,
+                            layer=layer,
+                            outcome=outcome,
+                            observation=what,
+                            control_outcome=control,
+                            duration=0.5 + (len(out) % 7) / 10,
+                            nodeid=(
+                                "negative/test_vectors.py::test_each_layer_of_each_harness_enforces_what_it_declares"
+                                f"[{harness}-{version}-{v.id}-{layer}]"
+                            ),
+                            timestamp=stamp,
+                        )
+                    )
     return out

@@ -6,7 +6,7 @@ A module has `API` (its WireApi name), `ID_PREFIX` (how that API's call ids look
 
 from __future__ import annotations
 
-from . import anthropic, chat, responses
+from agentbox.scripted.wire import anthropic, chat, responses
 
 __all__ = ["ROUTES", "anthropic", "chat", "responses"]
 

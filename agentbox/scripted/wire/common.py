@@ -8,8 +8,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..script import AssistantTurn
-from ..transcript import ToolResult
+from agentbox.scripted.script import AssistantTurn
+from agentbox.scripted.transcript import ToolResult
 
 __all__ = ["Conversation", "sse", "estimate_tokens", "text_of", "new_id", "now", "schema_answer"]
 
@@ -65,5 +65,9 @@ def now() -> int:
 def schema_answer(schema: dict[str, Any], text: str) -> str:
     """A side answer in the JSON schema asked for: each required property `text` (a string schema) or empty."""
     props = schema.get("properties") or {}
-    return json.dumps({name: text if (props.get(name) or {}).get("type") == "string" else None
-                       for name in schema.get("required") or ()})
+    return json.dumps(
+        {
+            name: text if (props.get(name) or {}).get("type") == "string" else None
+            for name in schema.get("required") or ()
+        }
+    )

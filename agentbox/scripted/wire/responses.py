@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-from ..script import AssistantTurn, Reply, step_of
-from ..transcript import ToolResult
-from .common import Conversation, estimate_tokens, new_id, now, sse, text_of
+from agentbox.scripted.script import AssistantTurn, Reply, step_of
+from agentbox.scripted.transcript import ToolResult
+from agentbox.scripted.wire.common import Conversation, estimate_tokens, new_id, now, sse, text_of
 
 API = "openai-responses"
 ID_PREFIX = "call_"
@@ -34,10 +34,17 @@ def _offer(conv: Conversation, tools: list[Any]) -> None:
 
 def parse(body: dict[str, Any]) -> Conversation:
     shape = ((body.get("text") or {}).get("format") or {}) if isinstance(body.get("text"), dict) else {}
-    schema = shape.get("schema") if shape.get("type") == "json_schema" and isinstance(shape.get("schema"), dict) else None
-    conv = Conversation(model=body.get("model"), stream=bool(body.get("stream")),
-                        side=not body.get("tools") or schema is not None, tools={}, answer_schema=schema,
-                        input_tokens=estimate_tokens([body.get("instructions"), body.get("input"), body.get("tools")]))
+    schema = (
+        shape.get("schema") if shape.get("type") == "json_schema" and isinstance(shape.get("schema"), dict) else None
+    )
+    conv = Conversation(
+        model=body.get("model"),
+        stream=bool(body.get("stream")),
+        side=not body.get("tools") or schema is not None,
+        tools={},
+        answer_schema=schema,
+        input_tokens=estimate_tokens([body.get("instructions"), body.get("input"), body.get("tools")]),
+    )
     _offer(conv, body.get("tools") or [])
     items = body.get("input")
     items = [{"type": "message", "role": "user", "content": items}] if isinstance(items, str) else items or []
@@ -58,8 +65,14 @@ def parse(body: dict[str, Any]) -> Conversation:
         kind = item.get("type", "message")
         if kind in _OUTPUTS:
             close()
-            conv.tool_results.append(ToolResult(call_id=item.get("call_id", ""), text=text_of(item.get("output")),
-                                                is_error=None, step_index=step_of(item.get("call_id"))))
+            conv.tool_results.append(
+                ToolResult(
+                    call_id=item.get("call_id", ""),
+                    text=text_of(item.get("output")),
+                    is_error=None,
+                    step_index=step_of(item.get("call_id")),
+                )
+            )
         elif kind == "message" and item.get("role") != "assistant":
             close()
         else:
@@ -70,8 +83,13 @@ def parse(body: dict[str, Any]) -> Conversation:
 
 def _item(reply: Reply, conv: Conversation) -> dict[str, Any]:
     if reply.tool is None:
-        return {"type": "message", "id": new_id("msg_"), "role": "assistant", "status": "completed",
-                "content": [{"type": "output_text", "text": reply.text or "", "annotations": []}]}
+        return {
+            "type": "message",
+            "id": new_id("msg_"),
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": reply.text or "", "annotations": []}],
+        }
     base = {"id": f"fc_{reply.call_id}", "call_id": reply.call_id, "name": reply.tool, "status": "completed"}
     arguments = reply.arguments or {}
     if conv.tools.get(reply.tool) == "custom":
@@ -89,14 +107,28 @@ def _item(reply: Reply, conv: Conversation) -> dict[str, Any]:
 
 
 def _response(conv: Conversation, rid: str, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
-    response = {"id": rid, "object": "response", "created_at": now(), "status": status,
-                "model": conv.model or "scripted", "output": output, "parallel_tool_calls": False,
-                "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None}
+    response = {
+        "id": rid,
+        "object": "response",
+        "created_at": now(),
+        "status": status,
+        "model": conv.model or "scripted",
+        "output": output,
+        "parallel_tool_calls": False,
+        "tool_choice": "auto",
+        "tools": [],
+        "error": None,
+        "incomplete_details": None,
+    }
     if status == "completed":
         out = estimate_tokens(output)
-        response["usage"] = {"input_tokens": conv.input_tokens, "input_tokens_details": {"cached_tokens": 0},
-                             "output_tokens": out, "output_tokens_details": {"reasoning_tokens": 0},
-                             "total_tokens": conv.input_tokens + out}
+        response["usage"] = {
+            "input_tokens": conv.input_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": out,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": conv.input_tokens + out,
+        }
     return response
 
 
@@ -123,10 +155,12 @@ def stream(reply: Reply, conv: Conversation) -> Iterator[bytes]:
         yield event("response.output_text.done", **common, text=text)
         yield event("response.content_part.done", **common, part={**part, "text": text})
     else:
-        field, delta_kind = (("input", "response.custom_tool_call_input") if item["type"] == "custom_tool_call"
-                             else ("arguments", "response.function_call_arguments"))
-        yield event("response.output_item.added", output_index=0,
-                    item={**item, field: "", "status": "in_progress"})
+        field, delta_kind = (
+            ("input", "response.custom_tool_call_input")
+            if item["type"] == "custom_tool_call"
+            else ("arguments", "response.function_call_arguments")
+        )
+        yield event("response.output_item.added", output_index=0, item={**item, field: "", "status": "in_progress"})
         yield event(f"{delta_kind}.delta", item_id=item["id"], output_index=0, delta=item[field])
         yield event(f"{delta_kind}.done", item_id=item["id"], output_index=0, **{field: item[field]})
     yield event("response.output_item.done", output_index=0, item=item)

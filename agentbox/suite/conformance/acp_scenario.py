@@ -17,11 +17,17 @@ COMMAND = f"echo approved > {PROOF} && chmod 666 {PROOF}"
 # compiles shell: ask to approval_policy on-request: a sandboxed command runs unasked, a request to run
 # outside Codex's own sandbox asks (older dialects compile "untrusted", which asks for any command and
 # rejects an escalation request outright).
-SHELL_ARGUMENTS = {("codex", "profiles_on_request"): {"sandbox_permissions": "require_escalated",
-                                                      "justification": "agentbox ACP smoke"}}
-SHELL_ASK = {"workspace": {"access": "read_write", "requirement": "required"},
-             "command_network": {"access": "none", "requirement": "required"},
-             "shell": {"access": "ask", "requirement": "advisory"}}
+SHELL_ARGUMENTS = {
+    ("codex", "profiles_on_request"): {
+        "sandbox_permissions": "require_escalated",
+        "justification": "agentbox ACP smoke",
+    }
+}
+SHELL_ASK = {
+    "workspace": {"access": "read_write", "requirement": "required"},
+    "command_network": {"access": "none", "requirement": "required"},
+    "shell": {"access": "ask", "requirement": "advisory"},
+}
 # where the package is imported from: bound read-only into sandboxes whose helpers import it
 REPO = Path(agentbox.__file__).resolve().parents[1]
 
@@ -31,14 +37,15 @@ def asking_vocabulary(harness, probe):
     vocab = harness.adapter().tool_vocabulary
     extra = SHELL_ARGUMENTS.get((harness.name, probe.dialect))
     if extra:
-        vocab = vocab.model_copy(update={"shell": vocab.shell.model_copy(
-            update={"arguments": {**vocab.shell.arguments, **extra}})})
+        vocab = vocab.model_copy(
+            update={"shell": vocab.shell.model_copy(update={"arguments": {**vocab.shell.arguments, **extra}})}
+        )
     return vocab
 
 
 def adapter_pin(adapter: str) -> str:
     try:
-        from agentbox.installs import load_matrix
+        from agentbox.harnesses.installs import load_matrix
 
         return load_matrix("default").acp_adapters.get(adapter, "VERSION")
     except Exception:

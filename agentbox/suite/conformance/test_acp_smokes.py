@@ -7,8 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from .acp_scenario import COMMAND, FINAL, PROOF, REPO, SHELL_ASK, adapter_pin, asking_vocabulary
-from agentbox.acp import acp_command, acp_entry, acp_harnesses
+from agentbox.suite.conformance.acp_scenario import (
+    COMMAND,
+    FINAL,
+    PROOF,
+    REPO,
+    SHELL_ASK,
+    adapter_pin,
+    asking_vocabulary,
+)
+from agentbox.harnesses.acp import acp_command, acp_entry, acp_harnesses
 from agentbox.testing.acp_client import AcpRun, run_acp
 from agentbox.testing.fixtures import scripted_key_env, scripted_profile
 from agentbox.testing.session import session_key
@@ -19,9 +27,9 @@ pytestmark = [pytest.mark.smoke, pytest.mark.harness(*acp_harnesses())]
 @pytest.fixture
 def acp_run(request: pytest.FixtureRequest, scripted_model, agentbox_workspace):
     """`acp_run(harness, policy)` -> AcpRun: one ACP exchange through the compiled plan in the sandbox."""
-    from agentbox.harness_run import HarnessCommand, RunRequest, kill_marked, prepared
-    from agentbox.installs import find_binary
-    from agentbox.profile import LoadedProfile, Profile
+    from agentbox.run.harness_run import HarnessCommand, RunRequest, kill_marked, prepared
+    from agentbox.harnesses.installs import find_binary
+    from agentbox.core.profile import LoadedProfile, Profile
 
     session = request.config.stash[session_key]
 
@@ -31,8 +39,10 @@ def acp_run(request: pytest.FixtureRequest, scripted_model, agentbox_workspace):
         if entry.adapter is not None:
             found = find_binary(entry.adapter)
             if found is None:
-                why = (f"{harness.name}'s ACP adapter {entry.adapter} is not installed "
-                       f"(agent-box harness install {entry.adapter}@{adapter_pin(entry.adapter)})")
+                why = (
+                    f"{harness.name}'s ACP adapter {entry.adapter} is not installed "
+                    f"(agent-box harness install {entry.adapter}@{adapter_pin(entry.adapter)})"
+                )
                 pytest.fail(why) if session.require_harnesses else pytest.skip(why)
             adapter_binary = found.binary
         probe = harness.adapter().probe(harness.binary)
@@ -41,17 +51,31 @@ def acp_run(request: pytest.FixtureRequest, scripted_model, agentbox_workspace):
         profile = scripted_profile(harness, scripted_model, SHELL_ASK, name="acp-smoke")
         loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<test>", digest="test")
         ws = agentbox_workspace
-        req = RunRequest(loaded=loaded, probe=probe,
-                         workspace=str(ws.project), home=str(ws.home), prompt="", timeout=session.timeout,
-                         extra_env=scripted_key_env(harness), ro_binds=(str(REPO),))
+        req = RunRequest(
+            loaded=loaded,
+            probe=probe,
+            workspace=str(ws.project),
+            home=str(ws.home),
+            prompt="",
+            timeout=session.timeout,
+            extra_env=scripted_key_env(harness),
+            ro_binds=(str(REPO),),
+        )
 
         def command(result):
             argv, env, binds = acp_command(harness.name, result, harness.binary, adapter_binary)
             return HarnessCommand(argv, env, binds)
 
         with prepared(req, command=command) as launch:
-            out = run_acp(launch.argv, launch.env, launch.cwd, "run the command, please", policy=policy,
-                          timeout=session.timeout, pass_fds=launch.pass_fds)
+            out = run_acp(
+                launch.argv,
+                launch.env,
+                launch.cwd,
+                "run the command, please",
+                policy=policy,
+                timeout=session.timeout,
+                pass_fds=launch.pass_fds,
+            )
             leftovers = kill_marked(launch.run_id)
         return out, leftovers
 

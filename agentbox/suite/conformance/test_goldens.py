@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentbox.adapters import ADAPTER_MODULES, get_adapter
-from agentbox.compiler import credentials_of, sandbox_facts
-from agentbox.plan import CompileContext
-from agentbox.profile import Profile
+from agentbox.compile.adapters import ADAPTER_MODULES, get_adapter
+from agentbox.compile.compiler import credentials_of, sandbox_facts
+from agentbox.core.plan import CompileContext
+from agentbox.core.profile import Profile
 from agentbox.sandbox import bwrap
-from agentbox.versions import Version, in_range
+from agentbox.core.versions import Version, in_range
 
 HERE = Path(__file__).parent
 CONTEXT = yaml.safe_load((HERE / "golden_context.yaml").read_text())
@@ -57,25 +57,40 @@ def render_case(harness: str, version: str, intent_name: str) -> dict[str, str]:
     adapter = get_adapter(harness)
     intent = yaml.safe_load((HERE / "intents" / f"{intent_name}.yaml").read_text())
     servers = {k: v for k, v in CONTEXT["mcp_servers"].items() if k in intent.get("mcp", {}).get("servers", [])}
-    profile = Profile.model_validate({
-        "name": CONTEXT["profile_name"], "harness": harness,
-        "model": CONTEXT["models"][adapter.tool_vocabulary.wire_api],
-        "permission_intent": intent, "mcp_servers": servers,
-    })
-    context = CompileContext(cwd=CONTEXT["cwd"], home=CONTEXT["home"], harness_version=version,
-                             **sandbox_facts(profile.permission_intent, profile.model.base_url,
-                                             any(b.hosts for b in profile.secrets.values())))
+    profile = Profile.model_validate(
+        {
+            "name": CONTEXT["profile_name"],
+            "harness": harness,
+            "model": CONTEXT["models"][adapter.tool_vocabulary.wire_api],
+            "permission_intent": intent,
+            "mcp_servers": servers,
+        }
+    )
+    context = CompileContext(
+        cwd=CONTEXT["cwd"],
+        home=CONTEXT["home"],
+        harness_version=version,
+        **sandbox_facts(
+            profile.permission_intent, profile.model.base_url, any(b.hosts for b in profile.secrets.values())
+        ),
+    )
     result, credentials = credentials_of(adapter.compile(profile, context), profile)
-    sandbox = bwrap.compile_bwrap(bwrap.SandboxRequest(requirements=result.requirements, workspace=context.cwd,
-                                                       home=context.home, credentials=credentials))
+    sandbox = bwrap.compile_bwrap(
+        bwrap.SandboxRequest(
+            requirements=result.requirements, workspace=context.cwd, home=context.home, credentials=credentials
+        )
+    )
     files = {f"config/{a.path}": a.content for a in result.artifacts}
     launch = {
-        "version": version, "dialect": result.dialect,
+        "version": version,
+        "dialect": result.dialect,
         "headless_argv": adapter.headless_argv(result, CONTEXT["prompt"]),
-        "env": result.env, "requirements": result.requirements.model_dump(mode="json"),
+        "env": result.env,
+        "requirements": result.requirements.model_dump(mode="json"),
         "harness_coverage": {k: v.support for k, v in sorted(result.coverage.items())},
         "owners": {a.path: a.owners for a in result.artifacts},
-        "warnings": list(result.warnings), "errors": list(result.errors),
+        "warnings": list(result.warnings),
+        "errors": list(result.errors),
         "sandbox_argv": list(sandbox.argv),
         "sandbox_relay": [list(m) for m in sandbox.relay],
         "egress_policy": sandbox.egress.model_dump(mode="json") if sandbox.egress is not None else None,
@@ -106,7 +121,9 @@ def test_compiled_artifacts_match_the_golden_byte_for_byte(request, harness_name
                 stale.unlink()
         return
     if not folder.exists():
-        pytest.fail(f"no golden for {harness}/{dialect}/{intent}: run pytest --agentbox-update-goldens and review the diff")
+        pytest.fail(
+            f"no golden for {harness}/{dialect}/{intent}: run pytest --agentbox-update-goldens and review the diff"
+        )
     on_disk = {str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()}
     assert sorted(on_disk) == sorted(files), "the set of compiled files changed"
     for rel, text in files.items():

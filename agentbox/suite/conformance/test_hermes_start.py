@@ -23,16 +23,23 @@ PROBE_OFF, PROBE_ON = "environment_probe: false", "environment_probe: true"
 
 
 @pytest.mark.parametrize("compiled", ["as compiled", "control: probe on"])
-def test_a_start_runs_no_python_toolchain_probe(compiled, harness, scripted_model, agentbox_workspace, run_harness,
-                                                tmp_path, monkeypatch):
+def test_a_start_runs_no_python_toolchain_probe(
+    compiled, harness, scripted_model, agentbox_workspace, run_harness, tmp_path, monkeypatch
+):
     if compiled != "as compiled":
         if not _has_the_probe(harness):
             pytest.skip(f"Hermes {harness.version} has no environment probe (tools/env_probe.py) to turn back on")
         _turn_the_probe_back_on(harness, monkeypatch)
     log = agentbox_workspace.project / "calls.log"
     shims = _logging_shims(tmp_path / "shims", log)
-    greeting_run(harness, scripted_model, agentbox_workspace, run_harness,
-                 extra_env={"PATH": f"{shims}:{os.environ['PATH']}"}, binds=(str(shims),))
+    greeting_run(
+        harness,
+        scripted_model,
+        agentbox_workspace,
+        run_harness,
+        extra_env={"PATH": f"{shims}:{os.environ['PATH']}"},
+        binds=(str(shims),),
+    )
     calls = log.read_text().splitlines() if log.exists() else []
     if compiled == "as compiled":
         assert calls == [], f"Hermes ran python or pip on its own at start-up: {calls}"
@@ -63,8 +70,9 @@ def _turn_the_probe_back_on(harness, monkeypatch):
     def compile_with_the_probe(self, profile, context):
         result = compile_as_shipped(self, profile, context)
         assert any(PROBE_OFF in a.content for a in result.artifacts), "the plan turns the probe off"
-        artifacts = tuple(a.model_copy(update={"content": a.content.replace(PROBE_OFF, PROBE_ON)})
-                          for a in result.artifacts)
+        artifacts = tuple(
+            a.model_copy(update={"content": a.content.replace(PROBE_OFF, PROBE_ON)}) for a in result.artifacts
+        )
         return result.model_copy(update={"artifacts": artifacts})
 
     monkeypatch.setattr(adapter_class, "compile", compile_with_the_probe)

@@ -23,10 +23,9 @@ _REPO = Path(agentbox.__file__).resolve().parents[1]  # the import root, bound r
 pytestmark = [pytest.mark.smoke, pytest.mark.harness("claude-code", "opencode", "hermes")]
 
 
-def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, request, scripted_model,
-                                                                 agentbox_workspace):
-    from agentbox.harness_run import RunRequest, kill_marked, prepared
-    from agentbox.profile import LoadedProfile, Profile
+def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, request, scripted_model, agentbox_workspace):
+    from agentbox.run.harness_run import RunRequest, kill_marked, prepared
+    from agentbox.core.profile import LoadedProfile, Profile
 
     timeout = request.config.stash[session_key].timeout
     adapter = harness.adapter()
@@ -34,9 +33,16 @@ def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, reques
     profile = scripted_profile(harness, scripted_model, READ_WRITE, name="tui-smoke")
     loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<test>", digest="test")
     ws = agentbox_workspace
-    req = RunRequest(loaded=loaded, probe=adapter.probe(harness.binary), workspace=str(ws.project),
-                     home=str(ws.home), prompt="", timeout=timeout, extra_env=scripted_key_env(harness),
-                     ro_binds=(str(_REPO),))
+    req = RunRequest(
+        loaded=loaded,
+        probe=adapter.probe(harness.binary),
+        workspace=str(ws.project),
+        home=str(ws.home),
+        prompt="",
+        timeout=timeout,
+        extra_env=scripted_key_env(harness),
+        ro_binds=(str(_REPO),),
+    )
     with prepared(req, command=lambda r: [harness.binary, *adapter.interactive_argv(r, [])]) as run:
         try:
             seen = exchange(run, harness.name, "say the magic words", ANSWER, timeout)

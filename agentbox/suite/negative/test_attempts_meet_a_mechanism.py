@@ -10,27 +10,40 @@ import pytest
 
 from agentbox.testing.negative import VectorRunner
 from agentbox.testing.session import session_key
-from agentbox.vectors import Vector
+from agentbox.prove.vectors import Vector
 
 pytestmark = pytest.mark.negative
 
 # a shell call with the argument name each tool does not take (claude-code, opencode, hermes take
 # `command`; codex's exec_command takes `cmd`)
-WRONG = {"claude-code": ("Bash", "cmd"), "codex": ("exec_command", "command"), "opencode": ("bash", "cmd"),
-         "hermes": ("terminal", "cmd")}
+WRONG = {
+    "claude-code": ("Bash", "cmd"),
+    "codex": ("exec_command", "command"),
+    "opencode": ("bash", "cmd"),
+    "hermes": ("terminal", "cmd"),
+}
 RW = {"workspace": {"access": "read_write"}, "shell": {"access": "allow"}}
 
 
 def test_a_call_whose_arguments_the_tool_rejects_is_an_error_never_blocked(request, harness, scripted_model):
     tool, argument = WRONG[harness.name]
-    vector = Vector.model_validate({
-        "id": "wrong-arguments", "capability": "workspace.read_write", "surface": "shell", "layers": ["harness"],
-        "description": "a shell call with a wrong argument name", "intent": RW, "control": {"intent": RW},
-        "steps": [{"native_call": {"tool": tool, "arguments": {argument: "echo pwned > {ws}/escape.txt"}}}],
-        "oracle": {"kind": "file_absent", "path": "{ws}/escape.txt"}})
+    vector = Vector.model_validate(
+        {
+            "id": "wrong-arguments",
+            "capability": "workspace.read_write",
+            "surface": "shell",
+            "layers": ["harness"],
+            "description": "a shell call with a wrong argument name",
+            "intent": RW,
+            "control": {"intent": RW},
+            "steps": [{"native_call": {"tool": tool, "arguments": {argument: "echo pwned > {ws}/escape.txt"}}}],
+            "oracle": {"kind": "file_absent", "path": "{ws}/escape.txt"},
+        }
+    )
     session = request.config.stash[session_key]
     runner = VectorRunner(session.catalogue(), session.timeout, request.node.nodeid)
-    attempt = runner.attempt(vector, "harness", False, harness, request.getfixturevalue("harness_probe"),
-                             scripted_model)
+    attempt = runner.attempt(
+        vector, "harness", False, harness, request.getfixturevalue("harness_probe"), scripted_model
+    )
     assert attempt.effect is None, attempt.observation
     assert "never ran scripted step 0's call" in attempt.observation

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentbox.evidence import privilege_level
+from agentbox.prove.evidence import privilege_level
 from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
 from agentbox.testing.weakened import NOT_APPLICABLE, mutation_names
@@ -33,8 +33,13 @@ def test_removing_one_protection_lets_some_vector_escape(request, mutation):
     runner = VectorRunner(catalogue, session.timeout, request.node.nodeid)
     aims = _DATA["aims"].get(mutation, [])
     # a vector that escapes the whole sandbox through a declared bypass proves nothing about one protection
-    vectors = [v for v in catalogue.vectors if "sandbox" in v.run_layers() and v.applies_to(None, privilege_level())
-               and expected_for(v, "sandbox", None, None) == "blocked"]
+    vectors = [
+        v
+        for v in catalogue.vectors
+        if "sandbox" in v.run_layers()
+        and v.applies_to(None, privilege_level())
+        and expected_for(v, "sandbox", None, None) == "blocked"
+    ]
     vectors.sort(key=lambda v: (aims.index(v.capability) if v.capability in aims else len(aims), v.id))
     tried, errors = 0, []
     for vector in vectors:
@@ -48,7 +53,8 @@ def test_removing_one_protection_lets_some_vector_escape(request, mutation):
             survivors = _DATA["survivors"] or {}
             assert mutation not in survivors, (
                 f"{mutation} is caught now ({vector.id} escapes: {attempt.observation}); "
-                "remove it from negative/mutations.yaml's survivors")
+                "remove it from negative/mutations.yaml's survivors"
+            )
             print(f"{mutation}: caught by {vector.id} after {tried} vector(s)")
             return
     if not tried:
@@ -56,5 +62,8 @@ def test_removing_one_protection_lets_some_vector_escape(request, mutation):
     reason = (_DATA["survivors"] or {}).get(mutation)
     if reason:
         pytest.xfail(f"{mutation} survives {tried} vector(s): {reason}")
-    pytest.fail(f"removing {mutation} lets no vector escape ({tried} tried, {len(errors)} errored"
-                + (f": {'; '.join(errors[:3])}" if errors else "") + "); add a vector that needs it")
+    pytest.fail(
+        f"removing {mutation} lets no vector escape ({tried} tried, {len(errors)} errored"
+        + (f": {'; '.join(errors[:3])}" if errors else "")
+        + "); add a vector that needs it"
+    )

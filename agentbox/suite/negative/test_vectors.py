@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentbox.evidence import privilege_level
+from agentbox.prove.evidence import privilege_level
 from agentbox.testing.evidence_writer import hand_over
 from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
@@ -27,8 +27,9 @@ def pytest_generate_tests(metafunc):
         return
     session = metafunc.config.stash[session_key]
     layers = set(marker.args)
-    metafunc.parametrize("vector", [pytest.param(v, id=v.id) for v in session.selected_vectors()
-                                    if layers & set(v.run_layers())])
+    metafunc.parametrize(
+        "vector", [pytest.param(v, id=v.id) for v in session.selected_vectors() if layers & set(v.run_layers())]
+    )
 
 
 @pytest.fixture
@@ -44,7 +45,8 @@ def _judge(request, record, expected):
         return  # the kernel lacks what the attack needs, shown by the attack's own call: on record, nothing to judge
     assert record.outcome == expected, (
         f"{record.vector_id} [{record.layer}] was {record.outcome} but the declarations predict {expected}: "
-        f"{record.observation}. Fix the declaration to the truth.")
+        f"{record.observation}. Fix the declaration to the truth."
+    )
 
 
 def _without_a_harness(request, runner, vector, layer: str, who: str) -> None:

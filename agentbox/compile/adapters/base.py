@@ -1,0 +1,278 @@
+"""The harness adapter contract. Core talks to harnesses only through this class.
+
+An adapter probes a binary, declares what it enforces (from its data file), compiles an intent into
+native artifacts purely, names its tool vocabulary for the scripted model, and explains itself.
+Harness quirks live in the subclass; nothing here names a harness.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from abc import ABC, abstractmethod
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agentbox.harnesses.build_identity import BuildFiles, Identity, identify, single_file
+from agentbox.core.capability import CapabilityReport, Declarations, capability_id, load_declarations
+from agentbox.errors import HarnessError
+from agentbox.hot import agentbox_home, package_fingerprint, sha256, stat_key, write_json_atomic
+from agentbox.core.intent import ITEMS, PermissionIntent
+from agentbox.core.plan import Artifact, CompileContext, CompileResult, Credential, LayerCoverage, Placeholder, Surface
+from agentbox.core.profile import Profile
+
+__all__ = ["HarnessAdapter", "Probe", "ToolCall", "ToolVocabulary", "WireApi"]
+
+WireApi = Literal["anthropic-messages", "openai-responses", "openai-chat"]
+
+
+class Probe(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    harness: str
+    binary: str
+    version: str | None
+    sha256: str  # the build digest: what actually runs, not the launcher (`build_identity`)
+    dialect: str
+    raw: str
+    in_tested_range: bool
+    problem: str | None = None
+
+
+class ToolCall(BaseModel):
+    """A native tool call template: string values may hold {placeholders} of the abstract step."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    tool: str
+    # The bare string "{arguments}" means: the native arguments are the step's own arguments object.
+    arguments: dict[str, Any] | Literal["{arguments}"]
+
+
+class ToolVocabulary(BaseModel):
+    """How the scripted model asks this harness to act: one template per abstract step."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    wire_api: WireApi
+    # a model name for which the harness offers every tool (some harnesses pick tools by model family)
+    scripted_model_name: str | None = None
+    shell: ToolCall | None = None
+    write_file: ToolCall | None = None
+    edit_file: ToolCall | None = None
+    read_file: ToolCall | None = None
+    fetch_url: ToolCall | None = None
+    mcp_call: ToolCall | None = None  # tool may use {server} and {tool}; arguments may be "{arguments}"
+    # How the harness's own output records a call it refused and never answered to the model (OpenCode ends
+    # a headless run at an `ask`): a match proves the attempt met its policy; regular expressions
+    refusals: tuple[str, ...] = ()
+    # How the harness answers a call it never ran: arguments its tool rejects (a wrong name, a missing field), a
+    # call it does not support in this mode. Such a call met no permission mechanism, so an attempt that got one
+    # proves nothing, and neither does its "blocked" (regular expressions; one with a `tool` group counts only
+    # when that tool was offered in the run)
+    never_ran: tuple[str, ...] = ()
+
+
+class HarnessAdapter(ABC):
+    name: ClassVar[str]
+    binary_name: ClassVar[str]
+    version_args: ClassVar[tuple[str, ...]] = ("--version",)
+    version_pattern: ClassVar[str]  # a regex with a `version` group, matched against the output
+    # How the harness sends its model key (the headers the model route swaps the real key into) and what a key
+    # looks like to it (the placeholder it gets inside the sandbox). Most speak OpenAI's wire: a bearer token.
+    key_headers: ClassVar[tuple[str, ...]] = ("Authorization: Bearer {value}",)
+    key_placeholder: ClassVar[Placeholder] = Placeholder(prefix="sk-agentbox-", length=48)
+
+    @cached_property
+    def declarations(self) -> Declarations:
+        return load_declarations(self.name)
+
+    @cached_property
+    def tool_vocabulary(self) -> ToolVocabulary:
+        import yaml
+
+        path = Path(__file__).parents[2] / "data" / "vocabulary" / f"{self.name}.yaml"
+        return ToolVocabulary.model_validate(yaml.safe_load(path.read_text()))
+
+    def vocabulary_for(self, version: str | None) -> ToolVocabulary:
+        """The vocabulary of one version; adapters whose tool names changed across versions override it."""
+        return self.tool_vocabulary
+
+    @property
+    def surfaces(self) -> tuple[Surface, ...]:
+        """Every known project config surface, not only this harness's: a harness may start another
+        (a shell runs `claude`), and a masked file costs nothing while an unmasked one can widen a run."""
+        from agentbox.sandbox.surfaces import all_surfaces
+
+        return all_surfaces()
+
+    # -- probe -----------------------------------------------------------------------------------
+    def parse_version(self, output: str) -> str | None:
+        match = re.search(self.version_pattern, output)
+        return match.group("version") if match else None
+
+    def build_files(self, binary: str) -> BuildFiles:
+        """The files that run when `binary` is invoked: by default the file itself, symlinks resolved.
+
+        Adapters whose launcher starts something else (a native binary of a platform package, an
+        installed Python distribution) override it: evidence is keyed by the digest of these files."""
+        return single_file(binary)
+
+    def probe(self, binary: str, timeout: float = 30.0, identity: Identity | None = None) -> Probe:
+        """Run the binary's version command and identify its build (`identity`, when the caller has it)."""
+        path = str(Path(binary).resolve()) if Path(binary).exists() else binary
+        try:
+            done = subprocess.run(
+                [binary, *self.version_args],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                env=self.probe_env(),
+            )
+        except FileNotFoundError:
+            raise HarnessError(f"{self.name}: binary {binary} not found") from None
+        except subprocess.TimeoutExpired:
+            raise HarnessError(f"{self.name}: `{binary} {' '.join(self.version_args)}` timed out") from None
+        raw = (done.stdout + done.stderr).strip()
+        version = self.parse_version(raw) if done.returncode == 0 else None
+        problem = None
+        if version is None:
+            problem = (
+                f"cannot parse a version from `{' '.join(self.version_args)}` (exit {done.returncode}): {raw[:200]!r}"
+            )
+        elif not self.declarations.in_tested_range(version):
+            problem = (
+                f"version {version} is outside the tested range {self.declarations.tested_range}; "
+                "security capabilities are at most partial"
+            )
+        identity = identity or identify(self.build_files(path))
+        return Probe(
+            harness=self.name,
+            binary=path,
+            version=version,
+            sha256=identity.sha256,
+            dialect=self.declarations.dialect_for(version),
+            raw=raw,
+            in_tested_range=version is not None and self.declarations.in_tested_range(version),
+            problem=problem,
+        )
+
+    def remembered_probe(self, binary: str) -> tuple[Probe, Identity]:
+        """The probe and the build's identity; the probe (which runs the binary) is remembered while the
+        launcher's stat, the build digest and this package's own files are unchanged."""
+        resolved = os.path.realpath(binary)
+        identity = identify(self.build_files(binary))
+        key = sha256(f"{self.name}\0{resolved}\0{package_fingerprint()}".encode()).hexdigest()
+        memo = os.path.join(agentbox_home(), "cache", "probe", f"{key}.json")
+        stat = stat_key(resolved)
+        try:
+            with open(memo) as f:
+                saved = json.load(f)
+            probe = Probe.model_validate(saved["probe"])
+            if stat is not None and saved["stat"] == stat and probe.sha256 == identity.sha256:
+                return probe, identity
+        except (OSError, ValueError, KeyError):
+            pass
+        probe = self.probe(binary, identity=identity)
+        if stat is not None and stat_key(resolved) == stat:
+            write_json_atomic(memo, {"stat": stat, "probe": probe.model_dump()})
+        return probe, identity
+
+    def known_probe(self, binary: str) -> tuple[Probe, Identity]:
+        """`remembered_probe`, for a command that must not go on without a version: a binary that does not
+        answer as this harness (a stand-in such as /bin/true, a broken install) is a harness binary problem
+        (exit 5), never a plan compiled for "version unknown" in the oldest dialect."""
+        probe, identity = self.remembered_probe(binary)
+        if probe.version is None:
+            tested = ", ".join(self.declarations.tested_versions) or "none declared"
+            raise HarnessError(
+                f"{self.name}: binary {probe.binary} does not answer as {self.name}: {probe.problem}; "
+                f"give the harness binary with --binary, or install one (tested: {tested}): "
+                f"agent-box harness install {self.name}@VERSION"
+            )
+        return probe, identity
+
+    def probe_env(self) -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TERM")}
+
+    # -- declarations ----------------------------------------------------------------------------
+    def capabilities(self, version: str | None, intent: PermissionIntent | None = None) -> list[CapabilityReport]:
+        """Declared support per intent item (for the values `intent` asks, or every restrictive value)."""
+        if intent is not None:
+            ids = [capability_id(i, intent.item(i).model_dump()) for i in ITEMS]
+        else:
+            ids = sorted(self.declarations.capabilities)
+        return [self.declarations.report(c, version) for c in ids]
+
+    def coverage(
+        self, intent: PermissionIntent, version: str | None, mechanisms: dict[str, str]
+    ) -> dict[str, LayerCoverage]:
+        out = {}
+        for item in ITEMS:
+            report = self.declarations.report(capability_id(item, intent.item(item).model_dump()), version)
+            out[item] = LayerCoverage(
+                layer="harness",
+                support=report.support,
+                mechanism=mechanisms.get(item, "none"),
+                enforcement_scope=report.enforcement_scope,
+                bypass_surfaces=report.bypass_surfaces,
+                reason=report.reason,
+            )
+        return out
+
+    # -- compile ---------------------------------------------------------------------------------
+    @abstractmethod
+    def compile(self, profile: Profile, context: CompileContext) -> CompileResult:
+        """Pure: the same profile and context always give the same result, byte for byte."""
+
+    def model_credential(self, variable: str | None) -> Credential | None:
+        """The harness's model key in `variable`, as the model route must swap it (None: the harness reads none)."""
+        if not variable:
+            return None
+        return Credential(
+            variable=variable,
+            headers=self.key_headers,
+            placeholder=self.key_placeholder,
+            source="model.api_key_env",
+            required=False,
+        )
+
+    @staticmethod
+    def base_url(profile: Profile, context: CompileContext) -> str | None:
+        """The model base URL the harness is configured with: inside the OS sandbox the egress proxy's model route
+        (which forwards to the profile's), alone the profile's own."""
+        return context.model_base_url or profile.model.base_url
+
+    def apply_patch(self, result: CompileResult, patch: dict[str, Any]) -> tuple[CompileResult, list[str]]:
+        """Merge a native config_patch into the main artifact; return the result and the dotted keys changed.
+
+        The default merges into the first artifact; adapters whose main file is elsewhere override it.
+        """
+        from agentbox.compile.adapters.native import merge_into_artifact
+
+        return merge_into_artifact(result, 0, patch)
+
+    # -- run -------------------------------------------------------------------------------------
+    @abstractmethod
+    def headless_argv(self, result: CompileResult, prompt: str) -> list[str]:
+        """Arguments after the binary for a one-shot, non-interactive run of `prompt` with this plan."""
+
+    def headless_artifacts(self, result: CompileResult) -> tuple[Artifact, ...]:
+        """The config files a one-shot headless run writes: the plan's own, unless a setting only means something
+        with a person at the terminal (how long a prompt waits for an answer nobody will type)."""
+        return result.artifacts
+
+    def interactive_argv(self, result: CompileResult, extra: list[str]) -> list[str]:
+        """Arguments after the binary for an interactive (TUI) run with this plan, plus the user's `extra`."""
+        return [*result.argv, *extra]
+
+    def install_roots(self, binary: str) -> tuple[str, ...]:
+        """The folders that must stay visible inside the sandbox for the binary to run."""
+        resolved = Path(binary).resolve()
+        for parent in resolved.parents:
+            if parent.name in ("node_modules", "venv", ".venv"):
+                return (str(parent.parent),)
+        return (str(resolved.parent),)
