@@ -14,9 +14,9 @@ try:  # the built-in implementation: hashlib would load OpenSSL first (~2 ms per
     from _sha256 import sha256
 except ImportError:  # pragma: no cover - Python 3.12+ names it _sha2
     try:
-        from _sha2 import sha256  # type: ignore[no-redef]
+        from _sha2 import sha256
     except ImportError:
-        from hashlib import sha256  # type: ignore[no-redef]
+        from hashlib import sha256
 
 __all__ = [
     "sha256",

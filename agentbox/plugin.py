@@ -126,7 +126,7 @@ def _suite_path(config: pytest.Config, arg: str) -> str | None:
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """`--agentbox-suite` and `--agentbox-canary` run the suite in a child apart from this folder
     (`testing/hermetic`): nothing of the project it is started in takes part in what it records."""
-    from agentbox.testing import hermetic
+    from agentbox.prove import hermetic
 
     asked = config.getoption("--agentbox-suite") or config.getoption("--agentbox-canary")
     if (
@@ -213,7 +213,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Each test of the packaged suite once: a checkout's entry points (`conformance/`, `negative/`) re-export
     its tests, and `--agentbox-suite` may collect the same ones again from the package. The first copy stays."""
     seen: set[tuple] = set()
-    keep, again = [], []
+    keep: list[pytest.Item] = []
+    again: list[pytest.Item] = []
     for item in items:
         function = getattr(item, "function", None)
         module = getattr(function, "__module__", "") or ""
@@ -221,6 +222,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             keep.append(item)
             continue
         callspec = getattr(item, "callspec", None)
+        assert function is not None  # the suite's module above is the function's
         key = (module, function.__qualname__, callspec.id if callspec else None)
         (again if key in seen else keep).append(item)
         seen.add(key)

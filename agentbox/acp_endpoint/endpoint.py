@@ -88,6 +88,7 @@ def main(
     from agentbox.run.runs import RunStore
 
     cached = _cached(profile, cwd, evidence, accept_unverified, binary)
+    start: dict | int
     if cached is not None:
         start = cached[0]
     else:
@@ -222,7 +223,7 @@ def surface_policy(plan, entry: dict, profile, facts=None):
     """The client-surface policy of a compiled plan, with an ACP agent's facts (`acp.AcpEntry`; none: a protocol
     test agent, which reads no `_meta` and has no modes)."""
     from agentbox.acp_endpoint.policy import SurfacePolicy
-    from agentbox.acp_endpoint.view import SandboxView, mounts_of
+    from agentbox.sandbox.view import SandboxView, mounts_of
 
     intent = profile.permission_intent
     session_mcp = None
@@ -319,6 +320,7 @@ def serve(
     except AgentBoxError as exc:
         note(str(exc))
         return exc.exit_code
+    assert run.status is not None  # run.ended() above gave it an exit status
     return run.status
 
 
@@ -346,7 +348,7 @@ async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hoo
     # which holds the workspace's host-executed paths too (bound at the start, after the plan's own mounts)
     from dataclasses import replace
 
-    from agentbox.acp_endpoint.view import SandboxView, mounts_of
+    from agentbox.sandbox.view import SandboxView, mounts_of
 
     policy = replace(policy, view=SandboxView(mounts_of(sbx.started.argv)))
     proc = await SandboxedRun.adopt(agent)
@@ -363,13 +365,14 @@ async def _relay(sbx, agent, entry: dict, policy, store, run_id: str, policy_hoo
             return
         proxy.append(_in_thread(sbx.serve_proxy, "agentbox-acp-egress"))
         load_after(proxy[0])
-        asyncio.wrap_future(proxy[0]).add_done_callback(
-            lambda done: (
-                done.cancelled()
-                or done.exception() is None
-                or relay._end("proxy", f"the egress proxy did not start: {done.exception()}", 4)
-            )
-        )
+
+        def started(done: asyncio.Future) -> None:
+            if done.cancelled() or done.exception() is None:
+                return
+            assert relay is not None  # serve_proxy is the relay's on_ready, so the relay is made by now
+            relay._end("proxy", f"the egress proxy did not start: {done.exception()}", 4)
+
+        asyncio.wrap_future(proxy[0]).add_done_callback(started)
 
     relay = Relay(
         policy_hook(policy) if policy_hook is not None else policy,

@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentbox.acp_endpoint.view import SandboxView, resolve, symlinks_on
+from agentbox.sandbox.view import SandboxView, resolve, symlinks_on
 
 __all__ = ["Refusal", "SurfacePolicy", "PermissionDecision", "SESSION_METHODS"]
 
@@ -79,7 +79,7 @@ class SurfacePolicy:
 
     @classmethod
     def from_data(cls, data: dict, sandbox_argv: list[str]) -> "SurfacePolicy":
-        from agentbox.acp_endpoint.view import mounts_of
+        from agentbox.sandbox.view import mounts_of
 
         mcp = data.get("session_mcp")
         return cls(
@@ -97,7 +97,8 @@ class SurfacePolicy:
     def client_capabilities(self, offered: dict | None) -> dict:
         """What the agent is told the client can do: the client's offer, narrowed by the intent."""
         offered = offered if isinstance(offered, dict) else {}
-        fs = offered.get("fs") if isinstance(offered.get("fs"), dict) else {}
+        offered_fs = offered.get("fs")
+        fs = offered_fs if isinstance(offered_fs, dict) else {}
         return {
             "fs": {
                 "readTextFile": bool(fs.get("readTextFile")) and self.workspace_access != "none",
@@ -187,7 +188,8 @@ class SurfacePolicy:
 
     def permission(self, params: dict) -> PermissionDecision:
         options = [o for o in params.get("options") or [] if isinstance(o, dict)]
-        call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+        tool_call = params.get("toolCall")
+        call = tool_call if isinstance(tool_call, dict) else {}
         shell = call.get("kind") == "execute"
         reject = next((o["optionId"] for k in _REJECT for o in options if o.get("kind") == k), "")
         if shell and self.shell == "deny":

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from acp.connection import Connection
 from acp.exceptions import RequestError
@@ -104,6 +104,18 @@ def connect(
     return Connection(handler, transport), transport
 
 
+class AgentProcess(Protocol):
+    """What the relay uses of the agent's process: an asyncio subprocess, or the endpoint's `sandboxed.Agent`."""
+
+    @property
+    def stdin(self) -> asyncio.StreamWriter | None: ...
+
+    @property
+    def stdout(self) -> asyncio.StreamReader | None: ...
+
+    async def wait(self) -> int: ...
+
+
 @dataclass
 class Relay:
     policy: SurfacePolicy
@@ -125,7 +137,7 @@ class Relay:
 
     # -- running ----------------------------------------------------------------------------------------------
     async def run(
-        self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter, proc: asyncio.subprocess.Process
+        self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter, proc: AgentProcess
     ) -> Ending:
         assert proc.stdin is not None and proc.stdout is not None
         self.client, client_t = connect(self.from_client, client_in, client_out, self._client_garbled, "acp.client")
@@ -166,11 +178,11 @@ class Relay:
             await asyncio.shield(task)
         self._end(kind, detail)
 
-    async def _exited(self, proc: asyncio.subprocess.Process) -> None:
+    async def _exited(self, proc: AgentProcess) -> None:
         status = await proc.wait()
         self._end("agent_exit", f"the agent exited with status {status}", status)
 
-    async def _agent_eof(self, proc: asyncio.subprocess.Process) -> None:
+    async def _agent_eof(self, proc: AgentProcess) -> None:
         """The agent's stream ended: name its exit status if it exits right after (it usually does)."""
         assert self.agent is not None
         if self.agent._recv_task is not None:

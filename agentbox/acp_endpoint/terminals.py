@@ -78,7 +78,8 @@ class Terminals:
         return {"terminalId": terminal_id}
 
     def _get(self, params: dict) -> _Terminal:
-        term = self._open.get(params.get("terminalId"))
+        terminal_id = params.get("terminalId")  # a string once the schema accepted the request
+        term = self._open.get(terminal_id) if isinstance(terminal_id, str) else None
         if term is None:
             raise RequestError.invalid_params({"terminalId": params.get("terminalId"), "details": "no such terminal"})
         return term
@@ -107,7 +108,8 @@ class Terminals:
         return {}
 
     async def release(self, params: dict) -> dict:
-        term = self._open.pop(params.get("terminalId"), None)
+        terminal_id = params.get("terminalId")  # a string once the schema accepted the request
+        term = self._open.pop(terminal_id, None) if isinstance(terminal_id, str) else None
         if term is None:
             raise RequestError.invalid_params({"terminalId": params.get("terminalId"), "details": "no such terminal"})
         _kill(term.proc)

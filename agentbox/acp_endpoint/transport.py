@@ -38,8 +38,9 @@ class CheckedTransport(NdjsonTransport):
                 continue
             try:
                 message = json.loads(line)
-            except ValueError as exc:
-                await _call(self._on_bad, f"not JSON ({exc.msg})", line)
+            except ValueError as exc:  # JSONDecodeError, or UnicodeDecodeError for a line that is no UTF-8
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                await _call(self._on_bad, f"not JSON ({why})", line)
                 continue
             if (
                 not isinstance(message, dict)

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from agentbox.cli import console
+from agentbox.core import console
 
 if TYPE_CHECKING:  # argparse loads lazily: a cached launch never parses (benchmarks/launch.py)
     import argparse
@@ -73,7 +73,7 @@ def _compile(args):
 
 def cmd_capabilities(args) -> int:
     from agentbox.compile.adapters import get_adapter
-    from agentbox.cli.table import table
+    from agentbox.core.table import table
 
     loaded, probe = _profile_and_probe(args)
     adapter = get_adapter(loaded.profile.harness)
@@ -110,7 +110,7 @@ def cmd_capabilities(args) -> int:
 
 def cmd_compile(args) -> int:
     from agentbox.compile.compiler import refusal_message
-    from agentbox.cli.table import table
+    from agentbox.core.table import table
 
     plan = _compile(args)
     if args.json:
@@ -157,7 +157,8 @@ def cmd_sandbox_run(args) -> int:
 
 
 def cmd_harness_install(args) -> int:
-    from agentbox.harnesses.installs import install, load_matrix, parse_spec
+    from agentbox.harnesses.installs import install, parse_spec
+    from agentbox.harnesses.matrix import load_matrix
 
     log = (lambda s: print(s, file=sys.stderr)) if not args.quiet else (lambda s: None)
     todo: list[tuple[str, str]] = []
@@ -178,7 +179,7 @@ def cmd_harness_install(args) -> int:
 
 def cmd_harness_list(args) -> int:
     from agentbox.harnesses.installs import installed
-    from agentbox.cli.table import table
+    from agentbox.core.table import table
 
     rows = installed(probe=not args.no_probe)
     if args.json:
@@ -199,7 +200,7 @@ def cmd_harness_list(args) -> int:
 
 
 def cmd_matrix_list(args) -> int:
-    from agentbox.harnesses.matrix import cmd_list
+    from agentbox.cli.matrix import cmd_list
 
     return cmd_list(args.matrix, args.json)
 
@@ -237,7 +238,7 @@ def cmd_evidence_claims(args) -> int:
 def cmd_evidence_list(args) -> int:
     from agentbox.prove.evidence import read_records
     from agentbox.core.home import evidence_store
-    from agentbox.cli.table import table
+    from agentbox.core.table import table
 
     store = evidence_store(args.evidence)
     indexed = list(enumerate(read_records(store))) if store.exists() else []
@@ -379,7 +380,7 @@ def _acp_fast(argv: list[str]) -> int | None:
 
 
 def cmd_prove(args) -> int:
-    from agentbox.prove.record import prove
+    from agentbox.cli.prove import prove
 
     return prove(
         args.profile,
@@ -408,7 +409,7 @@ def cmd_acp(args) -> int:
 def cmd_runs_list(args) -> int:
     from agentbox.core.home import db_path
     from agentbox.run.runs import RunStore
-    from agentbox.cli.table import table
+    from agentbox.core.table import table
 
     console.detail(f"run database {db_path()}")
     store = RunStore(db_path())
@@ -444,7 +445,7 @@ def cmd_runs_list(args) -> int:
 def cmd_runs_show(args) -> int:
     from agentbox.core.home import agentbox_home, db_path
     from agentbox.run.runs import RunStore, egress_log
-    from agentbox.cli.table import table
+    from agentbox.core.table import table
 
     console.detail(f"run database {db_path()}")
     run = RunStore(db_path()).get(args.id)
@@ -896,7 +897,9 @@ def _renamed(words: list[str], start: int, renames: dict[str, str]) -> list[str]
             out.append(words[i])
             i += 1
             continue
-        value = value if eq else following
+        if not eq:
+            assert following is not None  # has_value: the next word is the value
+            value = following
         new = renames[name]
         console.deprecated(f"{name} {value}", f"{new} {value}" if new else f"{' '.join(words[:start])} {value}")
         if new:
@@ -912,7 +915,7 @@ def _remembered(args, argv: list[str]) -> int:
     import contextlib
     import io
 
-    from agentbox.compile.output_cache import remember
+    from agentbox.run.output_cache import remember
 
     out, err = io.StringIO(), io.StringIO()
     try:
@@ -945,7 +948,7 @@ def main(argv: list[str] | None = None) -> int:
                 return rc
         remembered = start == 0 and words[:1] == ["permission"] and words[1:2] in (["compile"], ["explain"])
         if remembered:
-            from agentbox.compile.output_cache import fast_main as output_fast
+            from agentbox.run.output_cache import fast_main as output_fast
 
             rc = output_fast(words[1:])
             if rc is not None:

@@ -130,7 +130,7 @@ def compile_plan(
             Version.parse(version)
         except ValueError as exc:
             raise InputError(str(exc), field="--harness-version") from None
-    given = {k: v for k, v in (("config_home", config_home), ("tmpdir", tmpdir)) if v is not None}
+    given: dict[str, Any] = {k: v for k, v in (("config_home", config_home), ("tmpdir", tmpdir)) if v is not None}
     if sandboxed:
         given.update(sandbox_facts(intent, profile.model.base_url, any(b.hosts for b in profile.secrets.values())))
     context = CompileContext(

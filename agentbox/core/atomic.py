@@ -18,7 +18,7 @@ from agentbox.errors import InputError
 __all__ = ["write_files"]
 
 
-def write_files(files: Mapping[str | os.PathLike, str], *, make_dirs: bool = False) -> list[Path]:
+def write_files(files: Mapping[str | os.PathLike[str], str], *, make_dirs: bool = False) -> list[Path]:
     """Write every `path -> text`; raise InputError naming the path before anything is replaced."""
     targets = [(Path(p), text) for p, text in files.items()]
     for path, _ in targets:

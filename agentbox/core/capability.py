@@ -7,11 +7,11 @@ shape and looks them up. A declaration is a claim to be tested, never a fact.
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentbox.core.registry import data_dir
 from agentbox.core.versions import Version, in_range
 
 __all__ = [
@@ -35,7 +35,7 @@ def weakest(a: Support, b: Support) -> Support:
     return a if _RANK[a] >= _RANK[b] else b
 
 
-def capability_id(item: str, value: dict) -> str:
+def capability_id(item: str, value: dict[str, Any]) -> str:
     """`workspace.read_only`, `mcp.allowlist`, `environment.allowlist`: what a declaration is keyed by."""
     if item == "mcp":
         return "mcp.allowlist"
@@ -160,12 +160,10 @@ class Declarations(BaseModel):
         return report
 
 
-_DATA = Path(__file__).parents[1] / "data" / "capabilities"
-
-
 @lru_cache(maxsize=None)
 def load_declarations(layer: str) -> Declarations:
+    """A layer's declarations: a harness's from its adapter's data, a sandbox backend's from the package's."""
     import yaml
 
-    path = _DATA / f"{layer}.yaml"
+    path = data_dir(layer) / "capabilities" / f"{layer}.yaml"
     return Declarations.model_validate(yaml.safe_load(path.read_text()))

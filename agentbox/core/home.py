@@ -34,7 +34,7 @@ def evidence_dir() -> Path:
     return agentbox_home() / "evidence"
 
 
-def evidence_store(given: str | os.PathLike | None) -> Path:
+def evidence_store(given: str | os.PathLike[str] | None) -> Path:
     """The evidence store a command reads: the one given, which must exist (a typo is not an empty store), or the
     default one, which is simply empty until a suite run writes to it."""
     if not given:

@@ -8,7 +8,7 @@ not ask for can refuse a launch, and nothing they did ask for can silently degra
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -163,7 +163,7 @@ class HostExecutedIntent(_Item):
         return self
 
 
-def _shorthand(key: str):
+def _shorthand(key: str) -> Callable[[Any], Any]:
     """Let `host_home: hidden` stand for `host_home: {access: hidden}`."""
 
     def before(value: Any) -> Any:
@@ -197,9 +197,10 @@ class PermissionIntent(BaseModel):
         return _shorthand("access")(value)
 
     def item(self, name: str) -> _Item:
-        return getattr(self, name)
+        item: _Item = getattr(self, name)  # NAME is one of ITEMS, each field an _Item
+        return item
 
-    def provenance(self) -> dict[str, str]:
+    def provenance(self) -> dict[str, Literal["intent", "default"]]:
         return {name: ("intent" if name in self.model_fields_set else "default") for name in ITEMS}
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentbox.errors import InputError
 from agentbox.core.intent import PermissionIntent
+from agentbox.core.registry import harness_names
 
 __all__ = [
     "HARNESSES",
@@ -25,8 +26,12 @@ __all__ = [
     "validation_message",
 ]
 
-HARNESSES = ("claude-code", "codex", "opencode", "hermes")
-HarnessName = Literal["claude-code", "codex", "opencode", "hermes"]
+# the registered harnesses (`agentbox.core.registry`): a profile, a matrix or a baseline may name only these
+HARNESSES = harness_names()
+if TYPE_CHECKING:
+    HarnessName = str
+else:
+    HarnessName = Literal[HARNESSES]  # validated, and enumerated in the JSON Schemas, from the registry
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -13,10 +13,13 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from agentbox.prove.vectors import Vector
 
 __all__ = ["Kind", "Table", "table", "expected_kinds", "recognise", "Evidence"]
 
@@ -53,7 +56,7 @@ def table() -> Table:
     return Table.model_validate(yaml.safe_load(_DATA.read_text()))
 
 
-def expected_kinds(vector) -> tuple[str, ...]:
+def expected_kinds(vector: Vector) -> tuple[str, ...]:
     """The refusal kinds that count as meeting `vector`'s mechanism: its own, else the default for its oracle's
     `met`, its oracle kind, then its capability (empty: none declared, which the catalogue test refuses)."""
     if vector.refusal is not None:
@@ -64,7 +67,7 @@ def expected_kinds(vector) -> tuple[str, ...]:
     return d.oracle.get(vector.oracle.kind) or d.capability.get(vector.capability, ())
 
 
-def _search(patterns: Iterable[str], text: str, flags: int = 0) -> re.Match | None:
+def _search(patterns: Iterable[str], text: str, flags: int = 0) -> re.Match[str] | None:
     for p in patterns:
         m = re.search(p, text, re.M | flags)
         if m:
@@ -79,13 +82,13 @@ class Evidence:
     text: str  # what the attempt printed (the command's output; the tool results the model received)
     harness_output: str = ""  # the harness's own output (a policy message it never sent the model)
     policy: tuple[str, ...] = ()  # the harness's policy messages (its vocabulary's `refusals`); none: no harness
-    egress: list[dict] | None = None  # the egress proxy's decisions, when the run had a proxy
+    egress: list[dict[str, Any]] | None = None  # the egress proxy's decisions, when the run had a proxy
     # the ports of the run's own targets (its listeners): only a denial towards one of them is the attempt's; a
     # harness's own background requests (Hermes' update check) are denied in every run under a proxy
     ports: frozenset[int] = frozenset()
 
 
-def _denied(seen: Evidence) -> list[dict]:
+def _denied(seen: Evidence) -> list[dict[str, Any]]:
     return [
         d
         for d in seen.egress or ()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 __all__ = ["main"]
 
 
-def main(module: str, schema: Callable[[], dict], argv: list[str]) -> int:
+def main(module: str, schema: Callable[[], dict[str, Any]], argv: list[str]) -> int:
     if argv != ["--schema"]:
         print(f"usage: python -m {module} --schema", file=sys.stderr)
         return 2

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import difflib
 import types
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 __all__ = ["describe", "field_path"]
 
 
-def field_path(loc: tuple) -> str:
+def field_path(loc: tuple[int | str, ...]) -> str:
     """The dotted field of an error, without pydantic's validator steps (`function-after[...]`)."""
     return ".".join(str(p) for p in loc if not str(p).startswith("function-"))
 
 
-def describe(err: dict, model: type[BaseModel] | None = None) -> tuple[str, str]:
+def describe(err: ErrorDetails, model: type[BaseModel] | None = None) -> tuple[str, str]:
     """(field, message) of one error of `ValidationError.errors()`; with MODEL, a hint at the nearest name."""
     msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
     msg = msg.removeprefix("Value error, ")
@@ -30,7 +33,7 @@ def describe(err: dict, model: type[BaseModel] | None = None) -> tuple[str, str]
     return field_path(err["loc"]), msg
 
 
-def _hint(err: dict, model: type[BaseModel]) -> str:
+def _hint(err: ErrorDetails, model: type[BaseModel]) -> str:
     loc = tuple(p for p in err["loc"] if not str(p).startswith("function-"))
     if err["type"] == "extra_forbidden" and loc:
         owner = _annotation_at(model, loc[:-1])
@@ -61,7 +64,7 @@ def _unwrap(ann: Any) -> Any:
             return ann
 
 
-def _annotation_at(model: type[BaseModel], loc: tuple) -> Any:
+def _annotation_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> Any:
     """The type pydantic validated at LOC, walking model fields, dict keys and values, and list items."""
     ann: Any = model
     parts = list(loc)

@@ -25,7 +25,7 @@ class Document:
     node: Any  # the yaml.Node of the document, None for an empty file
     file: str
 
-    def line_of(self, loc: tuple) -> int | None:
+    def line_of(self, loc: tuple[int | str, ...]) -> int | None:
         """The 1-based line of the key or item LOC names, or of its deepest part that is in the file.
 
         A part that is not in the file (a missing field, pydantic's `[key]` or a validator step) is

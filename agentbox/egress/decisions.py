@@ -41,7 +41,10 @@ class Exchange:
 
     def __init__(self, client: str):
         self.client = client
-        self.method = self.host = self.port = self.address = None
+        self.method: str | None = None
+        self.host: str | None = None
+        self.port: int | None = None
+        self.address: str | None = None
         self.allowed, self.reason, self.detail = False, "incomplete", ""
         self.up, self.down = Tally(), Tally()
         self.started = time.monotonic()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+from typing import cast
 
 from agentbox.egress import hostnames
 from agentbox.egress.policy import EgressPolicy
@@ -35,7 +36,8 @@ async def resolve(policy: EgressPolicy, host: str, port: int) -> list[str]:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         raise Refused(502, "resolve_failed", f"{host}: {exc}") from None
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    # SOCK_STREAM getaddrinfo yields AF_INET/AF_INET6 sockaddrs only, whose first item is the address string
+    addresses = list(dict.fromkeys(cast(str, info[4][0]) for info in infos))
     # The model endpoint and a loopback entry of allow_domains (`localhost:5432`) are named by the profile
     # itself; any other name is the sandbox's choice and must not lead back into the host's loopback or the
     # local networks around it.
@@ -52,7 +54,9 @@ async def resolve(policy: EgressPolicy, host: str, port: int) -> list[str]:
     return addresses
 
 
-async def connect(addresses: list[str], port: int, timeout: float, limit: int, tls=None):
+async def connect(
+    addresses: list[str], port: int, timeout: float, limit: int, tls=None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, str]:
     """(reader, writer, address) of the first address that accepts within `timeout` seconds overall;
     `tls`: (SSLContext, server name) to speak TLS to it, the certificate verified for that name."""
     errors = []

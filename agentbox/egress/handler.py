@@ -190,13 +190,15 @@ class Handler:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, body) -> None:
         task = asyncio.current_task()
+        assert task is not None  # a connection callback runs in a task of its own
         writers = self.live[task] = [writer]
         exchange = Exchange(_client(writer))
+        logged: Exchange | None = exchange
         try:
             if len(self.live) > self.limits.max_connections:
                 raise Refused(503, "too_many_connections", f"more than {self.limits.max_connections} open")
             if not await body(Buffered(reader), writer, exchange, writers):
-                exchange = None  # connected and closed without a request: nothing was decided
+                logged = None  # connected and closed without a request: nothing was decided
         except Refused as refused:
             exchange.decide(False, refused.reason, refused.detail)
             if refused.status and not exchange.answered and not writer.is_closing():
@@ -207,8 +209,8 @@ class Handler:
             del self.live[task]
             for w in writers:
                 w.close()
-            if exchange is not None:
-                self.log.write(exchange)
+            if logged is not None:
+                self.log.write(logged)
 
     def abort_all(self) -> None:
         """Stopping: cut every open connection so each handler finishes and logs its line."""
@@ -308,6 +310,7 @@ class Handler:
         """The upstream is dialled only once the client's first message passed the tunnel's checks, so a
         tunnel aimed at another host than its target never reaches even the target."""
         decision = self._decide(exchange, host, port)
+        assert exchange.host is not None  # set by _decide
         client.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         exchange.answered = True
         if self.authority is not None and self.swaps.is_bound(exchange.host, port):
@@ -318,6 +321,7 @@ class Handler:
         methods: deque[str] = deque()
 
         async def dial(readable: bool) -> asyncio.StreamWriter:
+            assert exchange.host is not None  # set by _decide, above
             up_reader, upstream = await self._dial(exchange, writers, decision, port)
             down.append(
                 asyncio.create_task(
@@ -362,6 +366,7 @@ class Handler:
         the bound hosts), each request is checked against the target, the secret swapped into its header, and
         forwarded over verified TLS to the real host."""
         host = exchange.host
+        assert host is not None  # set by _tunnel's _decide
         if rd.buf:
             raise Refused(0, "bad_client_hello", "bytes arrived before the tunnel's TLS handshake could start")
         try:

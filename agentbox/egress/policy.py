@@ -74,7 +74,8 @@ class AllowEntry(NamedTuple):
 
 def parse_entry(text: str) -> AllowEntry:
     """One allow_domains string: `host`, `host:port`, `*.suffix[:port]`, `ip[:port]`, `[v6][:port]`."""
-    rest, ports = text.strip(), DEFAULT_PORTS
+    rest = text.strip()
+    ports: tuple[int, ...] = DEFAULT_PORTS
     if rest.startswith("["):
         inner, _, tail = rest[1:].partition("]")
         if tail and not tail.startswith(":"):

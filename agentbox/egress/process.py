@@ -36,13 +36,14 @@ class ProxyProcess:
         self.policy, self.policy_path, self.log_path = policy, policy_path, log_path
         self.socket_path, self.tcp_port, self.ready_timeout = socket_path, tcp_port, ready_timeout
         self.routes = dict(routes or {})
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[str] | None = None
         self.ready: dict = {}
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
         self._stopping = False
 
     @property
     def pid(self) -> int:
+        assert self.proc is not None  # started
         return self.proc.pid
 
     @property
@@ -91,6 +92,7 @@ class ProxyProcess:
         return self
 
     def _first_line(self) -> str:
+        assert self.proc is not None and self.proc.stdout is not None  # start() opened it with stdout=PIPE
         deadline = time.monotonic() + self.ready_timeout
         while (left := deadline - time.monotonic()) > 0:
             if select.select([self.proc.stdout], [], [], left)[0]:
@@ -98,6 +100,7 @@ class ProxyProcess:
         return ""
 
     def _drain(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None  # start() opened it with stderr=PIPE
         for line in self.proc.stderr:
             self._stderr.append(line)
 
@@ -108,6 +111,7 @@ class ProxyProcess:
         """Call `on_death(returncode)` from a daemon thread if the proxy exits before `stop()`."""
 
         def wait() -> None:
+            assert self.proc is not None  # watch() follows start()
             code = self.proc.wait()
             if not self._stopping:
                 on_death(code)
@@ -127,6 +131,7 @@ class ProxyProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        assert self.proc.stdout is not None  # start() opened it with stdout=PIPE
         self.proc.stdout.close()
         for path in (self.socket_path, *self.routes) if self.ready else ():
             if path and os.path.exists(path):

@@ -182,11 +182,14 @@ class EgressProxy:
         return self
 
     def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
+        # this thread's own loop: stop() may have dropped (or a new start() replaced) self._loop by the time it ends
+        loop = self._loop
+        assert loop is not None  # set by start() before the thread
+        asyncio.set_event_loop(loop)
         try:
-            self._loop.run_forever()
+            loop.run_forever()
         finally:
-            self._loop.close()
+            loop.close()
 
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -195,6 +198,7 @@ class EgressProxy:
         """Call `on_death(None)` from a daemon thread if the proxy's loop ends before `stop()` (as ProxyProcess.watch)."""
 
         def wait() -> None:
+            assert self._thread is not None  # watch() follows start()
             self._thread.join()
             if not self._stopping:
                 on_death(None)
@@ -207,6 +211,7 @@ class EgressProxy:
         self._stopping = True
         if self._loop is None:
             return
+        assert self._thread is not None and self._server is not None  # set with _loop by start()
         try:
             if self._thread.is_alive():
                 asyncio.run_coroutine_threadsafe(self._server.close(), self._loop).result(timeout=10)

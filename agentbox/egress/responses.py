@@ -40,7 +40,8 @@ class Responses:
 
     def split(self, data: bytes) -> list[tuple[int, int, bool]]:
         """(start, end, is_text) spans covering `data`, in order."""
-        spans, at = [], 0
+        spans: list[tuple[int, int, bool]] = []
+        at = 0
         while at < len(data):
             end, text = self._step(data, at)
             if spans and spans[-1][2] == text and spans[-1][1] == at:

@@ -179,7 +179,8 @@ class Scrubber:
         self.forms, self.responses, self.bound = forms, Responses(methods), bound  # bound: see Unreadable
         self.fed = 0  # stream offset of the next byte
         self.held, self.held_at = b"", 0
-        self.tail, self.tail_at = b"", ([], [])
+        self.tail = b""
+        self.tail_at: tuple[list[int], list[int]] = ([], [])
         self.partial = 0  # characters of a form at the end of the text (0: nothing held)
         self.partial_of: tuple[str, str] | None = None  # its (variable, form)
 
@@ -218,6 +219,7 @@ class Scrubber:
     def end(self) -> bytes:
         """The upstream finished: the rest, unless it ends in more than SHORT_HOLD characters of a form."""
         if self.partial > SHORT_HOLD:
+            assert self.partial_of is not None  # set together with a nonzero partial
             variable, form = self.partial_of
             raise Seen(variable, f"{form}, cut short at the end of the response")
         return self.release()

@@ -36,7 +36,9 @@ def classify(buf: bytes) -> Literal["tls", "http", "opaque"] | None:
     rest = buf.lstrip(b"\r\n\t ")  # servers skip blank lines before a request line
     if not rest:
         return None
-    token_end = _TOKEN_PREFIX.match(rest).end()
+    token = _TOKEN_PREFIX.match(rest)
+    assert token is not None  # the pattern matches the empty string, so it always matches
+    token_end = token.end()
     if token_end == len(rest):
         return None
     if token_end == 0 or rest[token_end] not in b" \t":

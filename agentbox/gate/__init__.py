@@ -37,7 +37,7 @@ the store proves a refused item, `proven_elsewhere`) the launch finds when it re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Iterable, Literal, Mapping, TypeVar, overload
 
 from agentbox.core.capability import TRIVIAL
 from agentbox.prove.claims import NO_HARNESS
@@ -170,6 +170,15 @@ def carried_by_sandbox(vectors: Iterable[str], sandbox: Any | None) -> bool:
     )
 
 
+_C = TypeVar("_C")
+
+
+@overload
+def conditioned(claim: None, kernel_lacks: Iterable[str]) -> None: ...
+@overload
+def conditioned(claim: _C, kernel_lacks: Iterable[str]) -> _C: ...  # a claim in, a claim out
+
+
 def conditioned(claim: Any | None, kernel_lacks: Iterable[str]) -> Any | None:
     """The claim as it stands on a machine whose kernel lacks `kernel_lacks`: an inapplicable vector whose features
     this kernel has (the attack exists here, and nothing observed it) becomes unverified, naming vector and feature,
@@ -216,8 +225,13 @@ def _in_mode(
 
 
 def _surface(
-    state: str, layer: str, failing: tuple, reason: str, surface: Any | None, surface_vectors: tuple[str, ...]
-) -> tuple[str, str, tuple, str]:
+    state: str,
+    layer: str,
+    failing: tuple[str, ...],
+    reason: str,
+    surface: Any | None,
+    surface_vectors: tuple[str, ...],
+) -> tuple[str, str, tuple[str, ...], str]:
     """The item's standing once the ACP endpoint's client-surface evidence is read: it can only lower an exact one."""
     if state != "exact" or not surface_vectors:
         return state, layer, failing, reason
@@ -289,6 +303,7 @@ def _judge(
             failing = ()
     layer = "composed"
     if state == "exact" and sandbox is not None and sandbox.claim == "refuted":
+        assert claim is not None  # "exact" comes only from a claim
         state, layer, failing = "refuted", "sandbox", sandbox.escaped
         reason = (
             f"the sandbox alone escaped where its declaration predicts a block ({sandbox.note_text()}); "

@@ -17,9 +17,11 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from agentbox.errors import HarnessError
 from agentbox.core.plan import CompileResult
+from agentbox.core.registry import PACKAGED_DATA, data_dir, harness_names
 
 __all__ = [
     "AcpEntry",
+    "unsupported",
     "AcpMeta",
     "acp_entry",
     "acp_harnesses",
@@ -30,7 +32,7 @@ __all__ = [
     "AcpUnavailable",
 ]
 
-_DATA = Path(__file__).parents[1] / "data" / "acp.yaml"
+_FILE = "acp.yaml"  # in the packaged data folder, and in a registered harness's own
 
 
 class AcpUnavailable(HarnessError):
@@ -90,20 +92,24 @@ class AcpEntry(BaseModel):
 def _entries() -> dict[str, AcpEntry]:
     import yaml
 
-    from agentbox.harnesses.installs import PACKAGES
+    from agentbox.harnesses.packages import PACKAGES
 
-    raw = yaml.safe_load(_DATA.read_text()) or {}
-    entries = {name: AcpEntry.model_validate(spec) for name, spec in raw.items()}
-    from agentbox.core.profile import HARNESSES
-
+    entries: dict[str, AcpEntry] = {}
+    files = [f / _FILE for f in dict.fromkeys([PACKAGED_DATA, *(data_dir(n) for n in harness_names())])]
+    for path in (p for p in files if p.is_file()):
+        raw = yaml.safe_load(path.read_text()) or {}
+        entries.update({name: AcpEntry.model_validate(spec) for name, spec in raw.items()})
+    known = harness_names()
     unknown = sorted(
         {
-            *(n for n in entries if n not in HARNESSES),
+            *(n for n in entries if n not in known),
             *(e.adapter for e in entries.values() if e.adapter and e.adapter not in PACKAGES()),
         }
     )
     if unknown:
-        raise ValueError(f"{_DATA}: unknown harness(es) or ACP adapter package(s): {', '.join(unknown)}")
+        raise ValueError(
+            f"{', '.join(map(str, files))}: unknown harness(es) or ACP adapter package(s): {', '.join(unknown)}"
+        )
     return entries
 
 
@@ -138,7 +144,7 @@ def acp_command(
     """
     entry = acp_entry(harness)
     if entry is None:
-        raise AcpUnavailable(f"{harness}: no ACP entry in {_DATA.name}")
+        raise AcpUnavailable(f"{harness}: no ACP entry in {_FILE}")
     subs = {"harness_binary": harness_binary}
     env = {k: _fill(v, subs) for k, v in entry.env.items()}
     if entry.native is not None:
@@ -201,3 +207,15 @@ def _install_roots(binary: str) -> tuple[str, ...]:
         if folder not in roots:
             roots.append(folder)
     return tuple(roots)
+
+
+def unsupported(harness: str) -> str | None:
+    """Why the harness cannot be driven as an ACP agent here, or None."""
+    from agentbox.harnesses.installs import find_binary
+
+    entry = acp_entry(harness)
+    if entry is None:
+        return "it has no ACP entry (agentbox/data/acp.yaml)"
+    if entry.adapter is not None and find_binary(entry.adapter) is None:
+        return f"its ACP adapter {entry.adapter} is not installed"
+    return None

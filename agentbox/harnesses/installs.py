@@ -8,52 +8,25 @@ import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from pydantic import BaseModel, ConfigDict
 
 from agentbox.errors import HarnessError, InputError
 from agentbox.core.home import harnesses_dir
-from agentbox.harnesses.matrix import (
-    Matrix,
-    load_matrix,
-)  # the matrix model lives in agentbox.harnesses.matrix; importable from here too
+from agentbox.core import registry
+from agentbox.harnesses.packages import PACKAGES, Package, _packages
 from agentbox.core.versions import Version
 
 __all__ = [
-    "Matrix",
     "Installed",
     "installed",
     "install",
     "find_binary",
-    "load_matrix",
     "PACKAGES",
     "layout",
     "parse_spec",
 ]
-
-_DATA = Path(__file__).parents[1] / "data" / "packages.yaml"
-
-
-class Package(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    registry: str
-    package: str
-    binary: str
-    extras: tuple[str, ...] = ()
-    post_install: tuple[str, ...] = ()  # installed in a second step, after the package and its extras
-
-
-@lru_cache(maxsize=None)
-def _packages() -> dict[str, Package]:
-    import yaml
-
-    return {k: Package.model_validate(v) for k, v in yaml.safe_load(_DATA.read_text()).items()}
-
-
-PACKAGES = _packages
 
 
 @dataclass(frozen=True)
@@ -77,10 +50,8 @@ def _binary_in(prefix: Path, pkg: Package) -> Path:
 def _installed_version(prefix: Path, name: str, pkg: Package) -> str | None:
     """Read the version back from what the registry actually delivered."""
     if name in _harness_names():
-        from agentbox.compile.adapters import get_adapter
-
         try:
-            return get_adapter(name).probe(str(_binary_in(prefix, pkg))).version
+            return registry.adapter(name).probe(str(_binary_in(prefix, pkg))).version
         except HarnessError:
             return None
     manifest = prefix / "node_modules" / pkg.package / "package.json"
@@ -91,9 +62,7 @@ def _installed_version(prefix: Path, name: str, pkg: Package) -> str | None:
 
 
 def _harness_names() -> tuple[str, ...]:
-    from agentbox.core.profile import HARNESSES
-
-    return HARNESSES
+    return registry.harness_names()
 
 
 def layout(name: str) -> tuple[str, str, str]:
@@ -149,10 +118,8 @@ def installed(probe: bool = True) -> list[Installed]:
         if found and not found.startswith(str(harnesses_dir())):
             version = None
             if probe and name in _harness_names():
-                from agentbox.compile.adapters import get_adapter
-
                 try:
-                    version = get_adapter(name).probe(found).version
+                    version = registry.adapter(name).probe(found).version
                 except HarnessError:
                     version = None
             out.append(Installed(name, version or "?", found, "PATH", version))
@@ -183,10 +150,12 @@ def parse_spec(spec: str) -> tuple[str, str]:
 def _version_choices(name: str) -> tuple[list[str], str | None]:
     """The versions NAME was tested at (a harness's declarations; an adapter's pins in the packaged matrices),
     oldest first, and its pin in the default matrix."""
-    from agentbox.harnesses.matrix import packaged_matrices
+    from agentbox.harnesses.matrix import load_matrix, packaged_matrices
 
     matrices = {p.stem: load_matrix(p) for p in packaged_matrices()}
-    pins = {v for m in matrices.values() for v in (*m.harnesses.get(name, ()), m.acp_adapters.get(name))} - {None}
+    pins = {
+        v for m in matrices.values() for v in (*m.harnesses.get(name, ()), m.acp_adapters.get(name)) if v is not None
+    }
     if name in _harness_names():
         from agentbox.core.capability import load_declarations
 

@@ -15,7 +15,6 @@ list that a GitHub Actions job matrix takes as it is (`fromJSON`).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Iterable, Literal
@@ -23,7 +22,7 @@ from typing import Annotated, Iterable, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from agentbox.errors import InputError
-from agentbox.core.profile import HARNESSES
+from agentbox.core.profile import HARNESSES, HarnessName
 from agentbox.core.versions import Version
 
 __all__ = [
@@ -35,11 +34,9 @@ __all__ = [
     "cells",
     "default_matrices",
     "json_schema",
-    "cmd_list",
 ]
 
 VersionText = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)*$")]
-HarnessName = Literal[HARNESSES]
 
 
 class Matrix(BaseModel):
@@ -99,7 +96,7 @@ def resolve_matrix(path: str | Path) -> Path:
 
 
 def load_matrix(path: str | Path) -> Matrix:
-    from agentbox.harnesses.installs import PACKAGES
+    from agentbox.harnesses.packages import PACKAGES
     from agentbox.core.yaml_input import parse
 
     try:
@@ -144,37 +141,6 @@ def default_matrices(root: str | Path = ".") -> list[Path]:
 def json_schema() -> dict:
     """The JSON Schema of a matrix file; `python -m agentbox.harnesses.matrix --schema` prints it."""
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **Matrix.model_json_schema()}
-
-
-def cmd_list(paths: list[str], as_json: bool) -> int:
-    """`agent-box matrix list`: one line (or JSON object) per harness version of the matrices.
-
-    The JSON stays the plan alone (a job matrix, the same on every machine); the table adds whether each
-    version is installed here, the question a person asks before running it."""
-    files = [Path(p) for p in paths] or default_matrices() or packaged_matrices()
-    rows = cells(load_matrix(f) for f in files)
-    if as_json:
-        print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2))
-        return 0
-    from agentbox.cli.table import table
-
-    print(
-        "\n".join(
-            table(
-                ("harness", "version", "tox_env", "installed", "install"),
-                [(r.harness, r.version, r.tox_env, installed_state(r), " ".join(r.install)) for r in rows],
-            )
-        )
-    )
-    return 0
-
-
-def installed_state(cell: Cell) -> str:
-    """`yes` when every install of CELL is pinned under $AGENTBOX_HOME, `no` when none is, else `partly`."""
-    from agentbox.harnesses.installs import find_binary
-
-    have = [find_binary(*spec.split("@", 1)) is not None for spec in cell.install]
-    return "yes" if all(have) else "partly" if any(have) else "no"
 
 
 if __name__ == "__main__":

@@ -35,8 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentbox.prove.canary_baseline import Baseline, Expected, FailureKey
 from agentbox.prove.claims import NO_HARNESS, Claim, ClaimsTable, backend_of, version_key
 from agentbox.prove.claims_diff import ClaimChange, LayerChange, claim_state, diff_claims, diff_layers
-from agentbox.prove.evidence import EvidenceRecord
-from agentbox.gate.freshness import Freshness
+from agentbox.prove.evidence import EvidenceRecord, Layer
+from agentbox.prove.freshness import Freshness
 from agentbox.prove.observed import observed
 
 __all__ = ["SCHEMA_VERSION", "Build", "CanaryFailure", "CanaryTarget", "CanaryReport", "build_report", "json_schema"]
@@ -244,7 +244,8 @@ def build_report(
     failures = [f.model_copy(update={"expected": reasons.get(f.key)}) for f in failures]
     happening = {f.key for f in failures}
     evaluated = _Evaluated(builds, by_version, records.values(), set(ran_tests) | set(failed_tests))
-    stale, unevaluated = [], []
+    stale: list[Expected] = []
+    unevaluated: list[Expected] = []
     for entry in baseline.expected_failures if baseline else ():
         if entry.key() not in happening:
             (stale if evaluated(entry.key()) else unevaluated).append(entry)
@@ -283,7 +284,7 @@ def _previous(build: Build, by_version: dict[tuple[str, str], list[Claim]]) -> s
 def _failures(
     b: Build, claims: list[Claim], changes: list[ClaimChange], layer_changes: list[LayerChange], previous: str | None
 ) -> list[CanaryFailure]:
-    def vector_key(vector: str, layer: str, outcome: str) -> FailureKey:
+    def vector_key(vector: str, layer: Layer, outcome: str) -> FailureKey:
         return FailureKey(harness=b.harness, version=b.version, vector=vector, layer=layer, outcome=outcome)
 
     out = []
@@ -318,6 +319,7 @@ def _failures(
                     message=f"{c.capability} [{c.backend}] was {c.old} in {previous}, now {c.new}",
                 )
             )
+    harness_layers: tuple[Layer, ...] = ("harness", "composed")
     for claim in claims:
         for d in claim.drift:
             out.append(
@@ -329,7 +331,7 @@ def _failures(
                     message=f"{d.vector_id} [{d.layer}] declared {d.expected}, observed {d.observed}",
                 )
             )
-        for layer in ("harness", "composed"):
+        for layer in harness_layers:
             out += [
                 CanaryFailure(
                     id=f"{b.key}:error:{vid}/{layer}",

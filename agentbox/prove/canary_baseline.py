@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Final, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 from pydantic.json_schema import SkipJsonSchema
@@ -55,7 +55,7 @@ __all__ = [
     "json_schema",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Final = 2
 
 
 class FailureKey(BaseModel):

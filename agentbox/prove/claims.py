@@ -298,11 +298,11 @@ def _declared(harness: CapabilityReport | None, sandbox: CapabilityReport | None
     from agentbox.compile.compiler import closure
     from agentbox.core.plan import LayerCoverage
 
-    layers = [
-        LayerCoverage(layer=name, support=r.support, mechanism="declared")
-        for name, r in (("harness", harness), ("sandbox", sandbox))
-        if r is not None
-    ]
+    named: tuple[tuple[Literal["harness", "sandbox"], CapabilityReport | None], ...] = (
+        ("harness", harness),
+        ("sandbox", sandbox),
+    )
+    layers = [LayerCoverage(layer=name, support=r.support, mechanism="declared") for name, r in named if r is not None]
     return closure(tuple(layers))
 
 
@@ -347,7 +347,10 @@ def _judge(
 ) -> _Judged:
     """`fresh(record)`: None when the record is current, else why not; `skipped`: vector id -> why the
     catalogue cannot run it here (counted as unverified, never left out)."""
-    blocked, run, as_declared, escaped, unverified, inapplicable = 0, 0, 0, [], {}, {}
+    blocked, run, as_declared = 0, 0, 0
+    escaped: list[str] = []
+    unverified: dict[str, str] = {}
+    inapplicable: dict[str, tuple[str, ...]] = {}
     for v in vectors:
         r = latest.get((v.id, layer))
         if r is None:
@@ -399,7 +402,9 @@ def _freshness(catalogue: Catalogue, suite_revision: str | None) -> Callable[[Ev
 
 
 def _drift(
-    vectors: list[Vector], latest: dict[tuple[str, str], EvidenceRecord], predict: Callable[[Vector, str], str]
+    vectors: list[Vector],
+    latest: dict[tuple[str, str], EvidenceRecord],
+    predict: Callable[[Vector, Layer], Literal["blocked", "escaped"]],
 ) -> tuple[Drift, ...]:
     out = []
     for v in vectors:
@@ -500,7 +505,7 @@ def _backend_rows(
             report = declared_report(declarations, backend, cap, None if bversion == UNKNOWN else bversion)
             declared = _declared(None, report)
 
-        def predict(v: Vector, lay: str, report=report) -> str:
+        def predict(v: Vector, lay: Layer, report: CapabilityReport | None = report) -> Literal["blocked", "escaped"]:
             return (
                 expected_outcome(v, lay, None, None, report) if lay == "acp" else expected_outcome(v, lay, None, report)
             )

@@ -171,10 +171,11 @@ def _tally(seen: dict[str, Observed]) -> str:
 def _layer_change(
     capability: str, backend: str, layer: Layer, old: dict[str, Observed] | None, new: dict[str, Observed] | None
 ) -> LayerChange:
+    was, now = old or {}, new or {}
     flipped = tuple(
-        VectorChange(vector_id=vid, old=old[vid], new=new[vid])
-        for vid in sorted((old or {}).keys() & (new or {}).keys())
-        if {old[vid], new[vid]} == {"blocked", "escaped"}
+        VectorChange(vector_id=vid, old=was[vid], new=now[vid])
+        for vid in sorted(was.keys() & now.keys())
+        if {was[vid], now[vid]} == {"blocked", "escaped"}
     )
     if old is None:
         change: Change = "new"

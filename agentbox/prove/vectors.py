@@ -14,7 +14,7 @@ import os
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -23,6 +23,9 @@ from agentbox.prove.evidence import KernelFeature
 from agentbox.hot import kernel_traces
 from agentbox.core.intent import PermissionIntent
 from agentbox.core.refusal_kinds import table as refusal_table
+
+if TYPE_CHECKING:
+    from agentbox.core.capability import CapabilityReport
 
 __all__ = [
     "Oracle",
@@ -56,6 +59,8 @@ Layer = Literal["sandbox", "harness", "composed", "acp"]
 # agentbox_state: what Agent-Box itself reads back after a run (its caches, run folders, evidence, kept answers)
 # host_executed: what programs on the host run later from a writable workspace (git hooks, editor tasks, rc files);
 # host_executed_nested: the same made in a folder the run creates below the workspace's root
+# host_executed_deep: the same deeper than the start's scan looks (names four folders below the root, repositories
+# seven): neither held nor named after the run
 Surface = Literal[
     "shell",
     "file_tool",
@@ -74,6 +79,7 @@ Surface = Literal[
     "agentbox_state",
     "host_executed",
     "host_executed_nested",
+    "host_executed_deep",
 ]
 SURFACES: tuple[str, ...] = get_args(Surface)
 
@@ -99,14 +105,14 @@ def _enosys(number: int) -> bool:
         os.close(fd)
 
 
-def kernel_lacks_here(features=tuple(KERNEL_FEATURES)) -> tuple[KernelFeature, ...]:
+def kernel_lacks_here(features: Iterable[str] = tuple(KERNEL_FEATURES)) -> tuple[KernelFeature, ...]:
     """Of `features`, those the kernel this process runs on lacks, each checked twice, the same way wherever it is
     asked (the suite recording a vector, the gate admitting a claim that rests on one): the kernel shows no trace
     of it (no /proc/modules) AND its system call is answered ENOSYS here (finit_module on an empty file). The
     call is made only once the file says the feature is absent, so a kernel with a loader is never asked; a
     machine whose call number is unknown is taken to have the feature (the conservative answer). What answers
     ENOSYS to this process answers it to every process it starts: a seccomp filter is inherited for good."""
-    out = []
+    out: list[KernelFeature] = []
     if "modules" in features and "modules" not in kernel_traces():
         number = _FINIT_MODULE.get(os.uname().machine)
         if number is not None and _enosys(number):
@@ -370,7 +376,7 @@ class Vector(_Strict):
         return ("sandbox", "harness", "composed") if has_sandbox else ("harness", "composed")
 
     @staticmethod
-    def host_argv(steps) -> tuple[str, ...] | None:
+    def host_argv(steps: Iterable[Mapping[str, Any]]) -> tuple[str, ...] | None:
         """The steps as one plain command, for a control that runs on the host: shell steps as they are, a
         file tool's write or read as the same act by `sh` (None when a step has no such equivalent)."""
         import shlex
@@ -393,7 +399,7 @@ class Vector(_Strict):
         return ("sh", "-c", "; ".join(parts)) if parts else None
 
     @staticmethod
-    def sandbox_argv(steps, command) -> tuple[str, ...] | None:
+    def sandbox_argv(steps: Sequence[Mapping[str, Any]], command: Iterable[str] | None) -> tuple[str, ...] | None:
         """The command the sandbox-alone layer runs: given, or the shell steps joined."""
         if command is not None:
             return tuple(command)
@@ -431,12 +437,12 @@ def kernel_lacks(vector: Vector) -> tuple[KernelFeature, ...]:
     return tuple(f for f in vector.kernel_needs if f in here)
 
 
-def lacking_text(features) -> str:
+def lacking_text(features: Iterable[str]) -> str:
     """What a kernel lacking `features` lacks, in words: `no module loader`."""
     return " and ".join(f"no {KERNEL_FEATURES[f]}" for f in sorted(features))
 
 
-def condition_text(features) -> str:
+def condition_text(features: Iterable[str]) -> str:
     """The condition a claim resting on inapplicable vectors carries: `where the kernel has no module loader`."""
     return f"where the kernel has {lacking_text(features)}"
 
@@ -489,7 +495,7 @@ def load_catalogue(directory: str | Path) -> Catalogue:
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 
-class _Sample(dict):
+class _Sample(dict[str, str]):
     """Any placeholder, as a value its field accepts: the addresses as addresses, anything else as "1"
     (a port, a host label and a path part at once)."""
 
@@ -521,7 +527,12 @@ def fill(value: Any, values: dict[str, str]) -> Any:
 
 
 def expected_outcome(
-    vector: Vector, layer: Layer, harness_report, sandbox_report, endpoint_report=None, level: str | None = None
+    vector: Vector,
+    layer: Layer,
+    harness_report: CapabilityReport | None,
+    sandbox_report: CapabilityReport | None,
+    endpoint_report: CapabilityReport | None = None,
+    level: str | None = None,
 ) -> Literal["blocked", "escaped"]:
     """What the declarations predict for `vector` in `layer`.
 
@@ -533,7 +544,7 @@ def expected_outcome(
     (`kernel_refuses_users`) and not the holds a harness shows only to root (`holds_against_as_root`).
     """
 
-    def blocks(report) -> bool:
+    def blocks(report: CapabilityReport | None) -> bool:
         if report is None or report.support == "unsupported":
             return False
         holds = (

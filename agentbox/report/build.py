@@ -26,7 +26,7 @@ from agentbox.prove.claims import (
     reconcile,
 )
 from agentbox.prove.claims_diff import claim_state, diff_claims
-from agentbox.prove.evidence import EvidenceRecord
+from agentbox.prove.evidence import EvidenceRecord, Layer
 from agentbox.prove.vectors import Catalogue, Vector, lacking_text
 from agentbox.report.model import (
     Cell,
@@ -50,7 +50,7 @@ def _column_key(c: Claim) -> str:
     return f"{c.harness} {c.version} {c.backend} {c.privilege} {c.mode}"
 
 
-def _decisive(c: Claim) -> str:
+def _decisive(c: Claim) -> Layer:
     """The layer a column's verdicts come from: the composed run for a harness, else the row's own layer alone."""
     if c.harness != NO_HARNESS:
         return "composed"

@@ -38,7 +38,7 @@ def _cell(cell: Cell, symbols: dict[str, str]) -> str:
 
 
 def render_markdown(report: Report) -> str:
-    symbols = {s.state: s.symbol for s in report.states}
+    symbols: dict[str, str] = {s.state: s.symbol for s in report.states}
     cells = {(c.column, c.capability): c for c in report.cells}
     lines = [
         "## Agent-Box compatibility report",

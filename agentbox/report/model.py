@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
@@ -39,7 +39,7 @@ __all__ = [
     "json_schema",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 
 
 class _Strict(BaseModel):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 
-from agentbox.cli.console import detail, detail_argv, take_flag, warn
+from agentbox.core.console import detail, detail_argv, take_flag, warn
 from agentbox.hot import (
     agentbox_home,
     home_dir,
@@ -235,4 +235,5 @@ def execute(entry: dict, extra: list[str]) -> int:
         return exc.exit_code
     finally:
         store.close()
+    assert run.status is not None  # run.ended() above gave it the harness's exit status
     return run.status

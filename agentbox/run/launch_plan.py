@@ -165,9 +165,11 @@ def build(
     # ... and evidence is keyed by the kernel release (`evidence_index`): a cached entry holds on this kernel only
     check.update(kernel_traces=kernel_traces(), kernel=os.uname().release)
 
-    build_key = dict(privilege=privilege_level(), backend_version=bwrap.backend_version())
-    rows = lookup(store, harness, probe.version, probe.sha256, backend, **build_key)
-    left_out = unproven(store, harness, probe.version, probe.sha256, backend, **build_key)
+    privilege, bversion = privilege_level(), bwrap.backend_version()
+    rows = lookup(store, harness, probe.version, probe.sha256, backend, privilege=privilege, backend_version=bversion)
+    left_out = unproven(
+        store, harness, probe.version, probe.sha256, backend, privilege=privilege, backend_version=bversion
+    )
     catalogue = load_catalogue(default_catalogue_dir())
     table = reconcile([EvidenceRecord.model_validate(r) for r in rows], catalogue, suite_revision=suite_revision())
     mine = [c for c in table.claims if c.harness == harness and c.backend == backend]
@@ -329,7 +331,7 @@ def with_remedies(built: Built) -> Decision:
     from agentbox.gate.refusal import Remedies, prove_command
     from agentbox.core.revision import suite_revision
     from agentbox.sandbox import bwrap
-    from agentbox.testing.tui import unsupported
+    from agentbox.harnesses.tui import unsupported
     from agentbox.prove.vectors import kernel_lacks_here, load_catalogue
 
     decision = built.decision

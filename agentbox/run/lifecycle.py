@@ -21,7 +21,7 @@ import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from agentbox.errors import AgentBoxError, SandboxError
 from agentbox.run.profile_state import keep, restore
@@ -34,6 +34,9 @@ from agentbox.sandbox.session import (
     settle_key_approvals,
 )
 from agentbox.sandbox.startup import Started
+
+if TYPE_CHECKING:
+    from agentbox.run.runs import RunStore
 
 __all__ = [
     "SandboxedRun",
@@ -71,7 +74,7 @@ def say(line: str) -> None:
 class Record:
     """Where a Run is recorded (a runs.RunStore) and its columns; `mode` among them for ACP."""
 
-    store: object
+    store: RunStore
     fields: dict
 
 
@@ -133,7 +136,7 @@ def sandboxed(
     (what was kept, what cleanup names for review). `resolve`, `upstream_ca`, `keep_run_dir`: testing aids."""
     store = record.store if record is not None else None
     if record is not None:
-        run_id = store.start({**record.fields, "run_dir": run_dir})
+        run_id = record.store.start({**record.fields, "run_dir": run_dir})
     run_id = run_id or os.urandom(8).hex()
     started: Started | None = None
     run: SandboxedRun | None = None

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from agentbox.cli.console import detail_argv, take_flag
+from agentbox.core.console import detail_argv, take_flag
 from agentbox.hot import (
     agentbox_home,
     home_dir,
@@ -179,6 +179,7 @@ def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, 
     except AgentBoxError as exc:
         say(str(exc))
         return exc.exit_code
+    assert run.status is not None  # run.ended() above gave it the command's exit status
     return run.status
 
 

@@ -35,6 +35,7 @@ from agentbox.core.plan import (
 )
 from agentbox.sandbox import landlock_scope, unix_filter
 from agentbox.sandbox.relay import RELAY_DIR
+from agentbox.sandbox.session import BASE_ENV
 from agentbox.sandbox.surfaces import Mask
 
 __all__ = [
@@ -59,7 +60,6 @@ RUN_DIR = "{run_dir}"
 # Processes of a run may not create user namespaces (--disable-userns, and the seccomp denylist).
 USER_NAMESPACES = False
 # Names every run keeps; everything else must be allowed by environment.allow.
-BASE_ENV = ("PATH", "TERM", "LANG", "LC_ALL")
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,7 @@ def model_route_url(req: RuntimeRequirements, base_url: str | None) -> str | Non
     from urllib.parse import urlsplit
 
     policy = egress_policy(req)
+    assert policy is not None  # req.model_endpoint is set: the run has a proxy, for its model route
     port = _model_route_port(policy) if unshares_net(req) else inside.MODEL_PORT_TOKEN
     parts = urlsplit(base_url)
     tail = parts.path + (f"?{parts.query}" if parts.query else "")
@@ -307,6 +308,7 @@ def _check_credentials(
                 policy.decide(f"x.{entry.host}" if entry.wildcard else entry.host, port).allowed for port in entry.ports
             )
             if entry.wildcard and allowed:
+                assert policy is not None  # `allowed` says there is one
                 allowed = any(
                     a.wildcard and (entry.host == a.host or entry.host.endswith("." + a.host))
                     for a in map(parse_entry, policy.allow_domains)

@@ -40,7 +40,7 @@ class Issued:
     """What a run's start made of its credentials: the sandbox's variables, the proxy's swaps, and the optional
     credentials the host did not have (the harness starts without them)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.env: dict[str, str] = {}
         self.swaps: list[dict] = []
         self.missing: list[str] = []

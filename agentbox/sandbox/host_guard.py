@@ -17,7 +17,6 @@ A link at such a path is refused: the link itself could be replaced.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import stat
@@ -255,7 +254,7 @@ def guard_args(
     spec: dict,
     argv: list[str],
     run_dir: str,
-    registered: set[str] = frozenset(),
+    registered: set[str] | frozenset[str] = frozenset(),
     scanned: tuple[list, list] | None = None,
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """The bwrap options that hold the workspace's host-executed paths, and the placeholders they create.
@@ -263,7 +262,7 @@ def guard_args(
     `argv`: the plan's own options (a path it already mounts over, a profile mask, the hidden .agentbox, is left
     to it); `registered`: placeholders another run of this workspace holds right now (empty files on the host,
     which count as absent); `scanned`: the workspace's `scan`, when the caller made it already."""
-    from agentbox.acp_endpoint.view import mounts_of
+    from agentbox.sandbox.view import mounts_of
 
     ws = spec["workspace"]
     mounts = list(mounts_of(argv))
@@ -286,7 +285,9 @@ def guard_args(
     absent = [a for a in absent if free(a[0])]
 
     pins: set[str] = set()
-    for path in existing:
+    # a placeholder below the root (a PATH folder's first missing one) is pinned like an existing path: a renamed
+    # parent would carry its mount away and free the name
+    for path in [*existing, *(a[0] for a in absent)]:
         parent = os.path.dirname(path)
         while parent != ws and is_within(parent, ws):
             pins.add(parent)
@@ -314,31 +315,38 @@ def guard_args(
 
 class Guard:
     """One run's hold on its workspace's host-executed paths: the options to add to bwrap's argv, and the
-    placeholders to take away when the workspace's last run ends.
+    placeholders to take away when no run holds them any more.
 
-    Runs of one workspace share a record of the placeholders (`guard_folder`, never in the workspace). Each
-    holds a shared lock on an `alive` file while it runs; the record itself is changed only under a second lock,
-    held for an instant. The run that ends last (it gets the `alive` lock alone) removes the placeholders. An
-    earlier one must not: removing a mount point on the host takes the mount away inside every other run too."""
+    The runs of one user share one record of every placeholder, whatever workspace or AGENTBOX_HOME each names
+    (`guard_folder`, never where a run can write): a placeholder one run made is a host-executed name to every other
+    run whose workspace holds it (the same workspace, or one nested in or around it), so each of them holds it too,
+    and the record lists its holders. Each run holds an exclusive lock on a file of its own while it lasts (a run
+    that was killed holds none, so it holds nothing); the record is changed only under a second lock, held for an
+    instant. A placeholder is removed when its last living holder ends: removing a mount point on the host takes the
+    mount away inside every run that still holds it, and frees the name to them."""
 
-    def __init__(self, spec: dict, argv: list[str], run_dir: str, state_home: str, path: str | None = None):
+    def __init__(self, spec: dict, argv: list[str], run_dir: str, path: str | None = None):
         """`path`: the launcher's PATH (its folders in the workspace are held too)."""
         spec = {**spec, "path": path}
-        key = hashlib.sha256(spec["workspace"].encode()).hexdigest()[:24]
-        folder = guard_folder(state_home)
-        self._record = os.path.join(folder, f"{key}.json")
-        self._lock = os.path.join(folder, f"{key}.lock")
-        self._fd: int | None = os.open(os.path.join(folder, f"{key}.alive"), _OPEN, 0o600)
+        folder = guard_folder()
+        self._folder = folder
+        self._record = os.path.join(folder, "placeholders.json")
+        self._lock = os.path.join(folder, "placeholders.lock")
+        self._id = f"{os.getpid()}-{os.urandom(6).hex()}"
+        self._fd: int | None = os.open(_alive(folder, self._id), _OPEN | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_SH)  # held while the run lasts
+            fcntl.flock(self._fd, fcntl.LOCK_EX)  # held while the run lasts
+            scanned = scan(spec)  # outside the lock: the runs of other workspaces need not wait for it
             with _Mutex(self._lock):
-                registered = self._load()
-                scanned = scan(spec)
-                self.args, made = guard_args(spec, argv, run_dir, set(registered), scanned)
-                registered.update(dict(made))
-                self._save(registered)
+                record = _living(folder, self._load())
+                registered = {p for p in record if is_within(p, spec["workspace"])}
+                self.args, made = guard_args(spec, argv, run_dir, registered, scanned)
+                for placeholder, kind in made:
+                    entry = record.setdefault(placeholder, {"kind": kind, "holders": []})
+                    entry["holders"].append(self._id)
+                self._save(record)
         except BaseException:
-            os.close(self._fd)
+            self._end()
             raise
         self._spec = spec
         # what this run held, by the path it held it at, and what the start found (a path the plan mounts over, the
@@ -359,79 +367,151 @@ class Guard:
         # one line per new place, not one per file in it: a new repository is its .git
         return [p for p in fresh if not any(p != q and is_within(p, q) for q in fresh)]
 
-    def _load(self) -> dict[str, str]:
+    def _load(self) -> dict[str, dict]:
         try:
             with open(self._record) as f:
-                return dict(json.load(f))
+                loaded = json.load(f)
         except (OSError, ValueError):
             return {}
+        return {p: e for p, e in loaded.items() if isinstance(e, dict)} if isinstance(loaded, dict) else {}
 
-    def _save(self, registered: dict[str, str]) -> None:
-        tmp = f"{self._record}.{os.getpid()}"
+    def _save(self, record: dict[str, dict]) -> None:
+        tmp = f"{self._record}.{self._id}"
         with open(tmp, "w") as f:
-            json.dump(registered, f)
+            json.dump(record, f)
         os.replace(tmp, self._record)
 
     def release(self) -> list[str]:
-        """End this run's hold; when no other run of the workspace holds one, remove the placeholders (only while
-        they are still empty: a host program that wrote one keeps what it wrote). Returns what was left."""
+        """End this run's hold; remove the placeholders no living run holds any more (only while they are still
+        empty: a host program that wrote one keeps what it wrote). Returns what was left."""
         if self._fd is None:
             return []
-        fd, self._fd = self._fd, None
         try:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return []  # another run of this workspace still holds them
             with _Mutex(self._lock):
-                return self._remove_placeholders()
+                record = self._load()
+                for entry in record.values():
+                    entry["holders"] = [h for h in entry.get("holders", ()) if h != self._id]
+                record = _living(self._folder, record, also_dead=self._id)
+                done = {p: e for p, e in record.items() if not e["holders"]}
+                self._save({p: e for p, e in record.items() if e["holders"]})
+                return _remove_placeholders(done)
         finally:
-            os.close(fd)
+            self._end()
 
-    def _remove_placeholders(self) -> list[str]:
-        left: list[str] = []
-        for path, kind in self._load().items():
+    def _end(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
             try:
-                if kind == "directory":
-                    os.rmdir(path)
-                elif os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
-                    os.unlink(path)
-                elif os.path.lexists(path):
-                    left.append(path)
+                os.unlink(_alive(self._folder, self._id))
             except FileNotFoundError:
                 pass
-            except OSError:
-                left.append(path)
+
+
+def _alive(folder: str, run: str) -> str:
+    return os.path.join(folder, f"run-{run}.alive")
+
+
+def _living(folder: str, record: dict[str, dict], also_dead: str = "") -> dict[str, dict]:
+    """The record without holders that no longer run (killed: nobody holds their lock); a placeholder left with no
+    holder stays listed, for the caller to remove."""
+    alive: dict[str, bool] = {}
+
+    def lives(run: str) -> bool:
+        if run not in alive:
+            alive[run] = run != also_dead and _locked(_alive(folder, run))
+        return alive[run]
+
+    return {
+        p: {**e, "holders": [h for h in e.get("holders", ()) if isinstance(h, str) and lives(h)]}
+        for p, e in record.items()
+    }
+
+
+def _locked(path: str) -> bool:
+    """Whether a living run holds the lock on `path` (a run's own file; gone or unlocked: the run has ended)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    try:
+        os.unlink(path)  # a killed run's: nobody holds it
+    except FileNotFoundError:
+        pass
+    return False
+
+
+def _remove_placeholders(record: dict[str, dict]) -> list[str]:
+    """Remove each placeholder that is still what bwrap made (an empty folder, an empty file), never through a link:
+    a folder on the way that became a link on the host would aim the removal outside the workspace."""
+    left: list[str] = []
+    for path, entry in sorted(record.items(), key=lambda item: -len(item[0])):
+        parent = os.path.dirname(path)
         try:
-            os.unlink(self._record)
+            if os.path.realpath(parent) != parent:
+                if os.path.lexists(path):
+                    left.append(path)
+                continue
+            if entry.get("kind") == "directory":
+                os.rmdir(path)
+            elif os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
+                os.unlink(path)
+            elif os.path.lexists(path):
+                left.append(path)
         except FileNotFoundError:
             pass
-        return left
+        except OSError:
+            left.append(path)
+    return sorted(left)
 
 
 _OPEN = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
 
 
-def guard_folder(state_home: str, runtime: str | None = None) -> str:
-    """Where the runs of one user share their record of a workspace's placeholders: the user's runtime folder
-    (root's /run/agentbox, else $XDG_RUNTIME_DIR/agentbox), which every run's private /run hides, and which is the
-    same whatever AGENTBOX_HOME each run names. Under AGENTBOX_HOME only where there is none: two runs of one
-    workspace under two homes would then not see each other's hold, and the first to end would take the other's
-    placeholders away (a removed mount point is unmounted inside every run), freeing their names to it.
-    `runtime`: the runtime folder (default: found from the user and the environment)."""
+def guard_folder(runtime: str | None = None, fallback: str | None = None) -> str:
+    """Where the runs of one user share their record of placeholders: the user's runtime folder (root's
+    /run/agentbox, else $XDG_RUNTIME_DIR/agentbox), else /tmp/agentbox-UID; every run's private /run and /tmp hide
+    them, and they are the same whatever AGENTBOX_HOME each run names (two records would let the first run to end
+    take away placeholders the other still holds: a removed mount point is unmounted inside every run). A folder that
+    is not the user's alone (another user's, a link, open to others) is never used: one that could be written by
+    someone else refuses the run. `runtime`: the runtime folder (default: found from the user and the environment);
+    `fallback`: the folder used without one (default /tmp/agentbox-UID)."""
     for base in [runtime] if runtime is not None else _runtime_folders():
         folder = os.path.join(base, "agentbox", "guards")
         try:
             os.makedirs(folder, mode=0o700, exist_ok=True)
-            info = os.lstat(folder)
         except OSError:
             continue
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077:
+        if _mine_alone(folder):
             return folder
-    folder = os.path.join(state_home, "guards")
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    base = fallback or f"/tmp/agentbox-{os.geteuid()}"
+    folder = os.path.join(base, "guards")
+    for made in (base, folder):  # each with its own mode: makedirs gives the folders above the default one
+        try:
+            os.mkdir(made, 0o700)
+        except OSError:
+            pass
+    if not (_mine_alone(base) and _mine_alone(folder)):
+        raise SandboxError(
+            f"{folder} is not this user's alone (sandbox layer): the record of which host-executed placeholders runs "
+            "hold could be rewritten by another user, and a run's end would remove what it names; remove the folder, "
+            "or set XDG_RUNTIME_DIR to a folder of yours with mode 0700"
+        )
     return folder
+
+
+def _mine_alone(folder: str) -> bool:
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077
 
 
 def _runtime_folders() -> list[str]:
@@ -439,12 +519,7 @@ def _runtime_folders() -> list[str]:
     if os.geteuid() == 0:
         return ["/run"]
     named = os.environ.get("XDG_RUNTIME_DIR")
-    try:
-        info = os.lstat(named) if named and os.path.isabs(named) else None
-    except OSError:
-        info = None
-    mine = info is not None and stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077
-    return [named] if mine else []
+    return [named] if named and os.path.isabs(named) and _mine_alone(named) else []
 
 
 class _Mutex:

@@ -18,7 +18,9 @@ import signal
 import sys
 import time
 
+from agentbox.egress.inside import LOG_NAME
 from agentbox.hot import which
+from agentbox.sandbox.host_guard import guard_folder
 
 __all__ = [
     "MARKER",
@@ -55,12 +57,13 @@ NEW_HOST_EXECUTED = (
     "that folder, an editor opening it), so review them before you do"
 )
 RUN_DIR = "{run_dir}"
+# what every run is given of the launcher's environment, whatever the plan allows besides
+BASE_ENV = ("PATH", "TERM", "LANG", "LC_ALL")
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH)
 
 
 def entry_from_plan(plan, masks) -> dict:
     """The plain-data form of a compiled plan's sandbox half (cold path: imports the models)."""
-    from agentbox.sandbox.bwrap import BASE_ENV
 
     req = plan.native.requirements
     sandbox = plan.sandbox
@@ -236,6 +239,12 @@ def refuse_writable_state(entry: dict, run_dir: str, env=None) -> None:
         "bubblewrap": (which("bwrap") or "", "install bubblewrap outside it (apt-get install bubblewrap)"),
         **{label: (path, "keep it outside the workspace") for label, path in entry.get("trusted", {}).items()},
     }
+    if entry.get("host_executed"):
+        # the record of which placeholders runs hold: a run that rewrote it would aim another run's end at host files
+        paths["the record of held host-executed placeholders"] = (
+            guard_folder(),
+            "set XDG_RUNTIME_DIR to a folder of yours outside it",
+        )
     for src in writable_sources(entry["argv"], run_dir):
         for label, (path, fix) in paths.items():
             if path and _within(path, src):
@@ -251,7 +260,11 @@ _LANDLOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock_s
 
 
 def sandbox_argv(
-    entry: dict, run_dir: str, seccomp_fd: int | None = None, guard: list[str] = (), state: str | None = None
+    entry: dict,
+    run_dir: str,
+    seccomp_fd: int | None = None,
+    guard: list[str] | tuple[str, ...] = (),
+    state: str | None = None,
 ) -> list[str]:
     """`guard`: the options holding the workspace's host-executed paths (host_guard), mounted after every
     other: over the workspace's own bind, never under it. `state`: the launcher's AGENTBOX_HOME, hidden."""
@@ -470,11 +483,30 @@ def cleanup(
     if fresh:
         notes.append(f"{NEW_HOST_EXECUTED}: {', '.join(fresh)}")
     if run_dir and egress_copy:
-        from agentbox.sandbox.startup import copy_decisions
-
         copy_decisions(run_dir, egress_copy, notes)
     if run_dir and not keep_run_dir:
         _rmtree(run_dir)
         if os.path.exists(run_dir):
             notes.append(f"could not remove {run_dir}")
     return "; ".join(notes) or "clean"
+
+
+def copy_decisions(run_dir: str, dest: str, notes: list[str]) -> None:
+    """Keep the run's decision log at `dest` (the run folder goes at cleanup); a failure becomes a note."""
+    try:
+        with open(os.path.join(run_dir, LOG_NAME), "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return  # the run had no proxy
+    except OSError as exc:
+        notes.append(f"could not read the egress log: {exc}")
+        return
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
+        # never through a link: the destination may lie in a folder the run could write, and a link it left there
+        # would have this (host) process overwrite whatever it names
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except OSError as exc:
+        notes.append(f"could not keep the egress log at {dest}: {exc}")

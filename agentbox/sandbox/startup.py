@@ -11,7 +11,7 @@ import os
 
 from agentbox.egress.inside import LOG_NAME, MODEL_PORT_TOKEN, PROXY_PORT_TOKEN
 from agentbox.sandbox.host_guard import Guard
-from agentbox.sandbox.session import RUN_DIR, kill_marked, python_for_sandbox, sandbox_argv, state_home
+from agentbox.sandbox.session import RUN_DIR, copy_decisions, kill_marked, python_for_sandbox, sandbox_argv, state_home
 
 __all__ = [
     "Started",
@@ -86,7 +86,7 @@ def start_egress(
     entry: dict,
     run_dir: str,
     resolve: dict[str, str] | None = None,
-    swaps: list[dict] = (),
+    swaps: list[dict] | tuple[dict, ...] = (),
     upstream_ca: str | None = None,
     authority=None,
     bound=None,
@@ -225,6 +225,7 @@ class Started:
         try:
             if env is not None:
                 env.update(issued.env)
+                addresses: tuple[tuple[str, int | None], ...]
                 if self._bound is not None:
                     addresses = (
                         (MODEL_PORT_TOKEN, self._bound.port("model")),
@@ -251,7 +252,6 @@ class Started:
                     entry["host_executed"],
                     [a.replace(RUN_DIR, run_dir) for a in entry["argv"]],
                     run_dir,
-                    state_home(launcher),
                     launcher.get("PATH"),
                 )
             self.fd = filter_fd(entry)
@@ -329,24 +329,3 @@ def read_decisions(run_dir: str) -> list[dict]:
         return read_log(os.path.join(run_dir, LOG_NAME))
     except OSError:
         return []
-
-
-def copy_decisions(run_dir: str, dest: str, notes: list[str]) -> None:
-    """Keep the run's decision log at `dest` (the run folder goes at cleanup); a failure becomes a note."""
-    try:
-        with open(os.path.join(run_dir, LOG_NAME), "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return  # the run had no proxy
-    except OSError as exc:
-        notes.append(f"could not read the egress log: {exc}")
-        return
-    try:
-        os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
-        # never through a link: the destination may lie in a folder the run could write, and a link it left there
-        # would have this (host) process overwrite whatever it names
-        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-    except OSError as exc:
-        notes.append(f"could not keep the egress log at {dest}: {exc}")

@@ -286,6 +286,7 @@ class _Assembler:
         out = []
         for i, (code, k, jt, jf) in enumerate(self.code):
             if code == _JA:
+                assert isinstance(k, str)  # an unconditional jump's k is the label it jumps to
                 k = self._offset(i, k, 2**32 - 1)
             out.append(struct.pack("=HBBI", code, self._offset(i, jt, 255), self._offset(i, jf, 255), k))
         return b"".join(out)

@@ -212,7 +212,7 @@ def _fill(template: Any, values: dict[str, Any], kind: str) -> Any:
     return _PLACEHOLDER.sub(one, template)
 
 
-def translate(step: _Step, vocabulary: ToolVocabulary) -> tuple[str, dict[str, Any]]:
+def translate(step: Step, vocabulary: ToolVocabulary) -> tuple[str, dict[str, Any]]:
     """The native (tool name, arguments) that performs `step` in the harness `vocabulary` describes."""
     if isinstance(step, FinalTextStep):
         raise ScenarioError("a final_text step is plain text, not a tool call")

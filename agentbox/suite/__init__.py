@@ -5,6 +5,6 @@ test files of the user's own: the plugin adds this folder to what pytest collect
 tests are not here: they live in the repository's `tests/` and never ship.
 """
 
-from pathlib import Path
+from agentbox.prove.hermetic import SUITE_DIR
 
-SUITE_DIR = Path(__file__).resolve().parent
+__all__ = ["SUITE_DIR"]

@@ -13,23 +13,10 @@ from __future__ import annotations
 import re
 import time
 
-__all__ = ["drive", "DECLINED", "unsupported"]
+__all__ = ["drive", "DECLINED"]
 
 DECLINED_NOTE = "agentbox-acp: the client rejected {n} permission request(s)"
 DECLINED = re.escape(DECLINED_NOTE.split("{n}")[0])  # a refusal pattern: a rejected request may end the turn
-
-
-def unsupported(harness: str) -> str | None:
-    """Why the harness cannot be driven as an ACP agent here, or None."""
-    from agentbox.harnesses.acp import acp_entry
-    from agentbox.harnesses.installs import find_binary
-
-    entry = acp_entry(harness)
-    if entry is None:
-        return "it has no ACP entry (agentbox/data/acp.yaml)"
-    if entry.adapter is not None and find_binary(entry.adapter) is None:
-        return f"its ACP adapter {entry.adapter} is not installed"
-    return None
 
 
 def _session_mcp(req) -> list:
@@ -40,7 +27,9 @@ def _session_mcp(req) -> list:
     from agentbox.harnesses.acp import acp_entry
 
     profile = req.loaded.profile
-    if not acp_entry(profile.harness).mcp_from_session:
+    entry = acp_entry(profile.harness)
+    assert entry is not None  # only a harness with an ACP entry is driven (`unsupported`)
+    if not entry.mcp_from_session:
         return []
     return [
         McpServerStdio(
@@ -66,7 +55,12 @@ def drive(req, harness_name: str, binary: str, approve: bool = False):
     from agentbox.testing.acp_client import RecordingClient, run_acp
 
     entry = acp_entry(harness_name)
-    adapter = find_binary(entry.adapter).binary if entry.adapter else None
+    assert entry is not None  # only a harness with an ACP entry is driven (`unsupported`)
+    adapter: str | None = None
+    if entry.adapter:
+        found = find_binary(entry.adapter)
+        assert found is not None  # only a harness whose ACP adapter is installed is driven (`unsupported`)
+        adapter = found.binary
 
     def command(result):
         argv, env, binds = acp_command(harness_name, result, binary, adapter)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from agentbox.prove.evidence import EvidenceRecord
 from agentbox.testing.evidence_writer import carried
 from agentbox.testing.session import AgentBoxSession
+
+if TYPE_CHECKING:
+    from agentbox.prove.canary import CanaryReport
 
 __all__ = ["CanaryPlugin", "WORKERINPUT"]
 
@@ -32,7 +35,7 @@ class CanaryPlugin:
         self.failed: set[str] = set()
         self.ran: set[str] = set()
         self.recorded: dict[str, EvidenceRecord] = {}  # record id -> a record this run's tests handed over
-        self.report = None
+        self.report: CanaryReport | None = None
         self.report_error: str | None = None
         workerinput = getattr(config, "workerinput", None)
         if workerinput is not None:
@@ -62,7 +65,7 @@ class CanaryPlugin:
     def _decide(self):
         from agentbox.prove.canary import Build
         from agentbox.errors import AgentBoxError
-        from agentbox.gate.freshness import freshness, sandbox_freshness
+        from agentbox.prove.freshness import freshness, sandbox_freshness
         from agentbox.testing.negative import bwrap_version, suite_revision
 
         here = self._here()
@@ -109,7 +112,7 @@ class CanaryPlugin:
         import platform
 
         from agentbox.prove.evidence import privilege_level
-        from agentbox.gate.freshness import Here
+        from agentbox.prove.freshness import Here
 
         return Here(
             provenance="observed", mode=self.session.mode, privilege=privilege_level(), kernel=platform.release()
@@ -118,7 +121,7 @@ class CanaryPlugin:
     def _still_stale(self, records: list) -> list[str]:
         """What this run set out to re-verify and is still not current after it: a -k, -m, --deselect or
         --agentbox-capability that left vectors out proved part of it only."""
-        from agentbox.gate.freshness import freshness, sandbox_freshness
+        from agentbox.prove.freshness import freshness, sandbox_freshness
         from agentbox.testing.negative import bwrap_version, suite_revision
 
         catalogue, revision, here = self.session.catalogue(), suite_revision(), self._here()

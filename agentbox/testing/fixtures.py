@@ -6,11 +6,16 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import pytest
 
 from agentbox.testing.session import HarnessTarget, session_key
+
+# The scripted model's key. Not shaped like a real key: some harnesses redact key-shaped strings from tool output,
+# which would hide whether the variable was visible at all. A vector run adds its nonce, so the key it looks for is
+# in no file on the host (the package's own source, readable in the sandbox, holds only this prefix).
+MODEL_KEY = "agentbox-scripted-credential"
 
 __all__ = ["Workspace", "CanaryMcp"]
 
@@ -31,6 +36,7 @@ _PROBES: dict[str, object] = {}
 @pytest.fixture
 def harness_probe(harness: HarnessTarget):
     """The probe (version, sha256, dialect) of the harness under test, once per binary and process."""
+    assert harness.binary is not None  # the `harness` fixture fails a harness that is not installed
     if harness.binary not in _PROBES:
         _PROBES[harness.binary] = harness.adapter().probe(harness.binary)
     return _PROBES[harness.binary]
@@ -61,7 +67,6 @@ def agentbox_workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
 @pytest.fixture
 def scripted_model():
     from agentbox.scripted import ScriptedModel
-    from agentbox.testing.negative import MODEL_KEY
 
     # it answers only requests carrying the real key: inside the sandbox the harness holds a placeholder, so a run
     # that got answers there proves the egress proxy swapped the key in
@@ -128,11 +133,12 @@ def run_harness(request: pytest.FixtureRequest) -> Callable[..., Any]:
         workspace: Workspace,
         prompt: str = "go",
         *,
-        layer: str = "composed",
+        layer: Literal["composed", "harness"] = "composed",
         extra_env: dict[str, str] | None = None,
         keep_run_dir: bool = False,
         binds: tuple[str, ...] = (),
     ):
+        assert harness.binary is not None  # the `harness` fixture fails a harness that is not installed
         if harness.binary not in probes:
             probes[harness.binary] = get_adapter(harness.name).probe(harness.binary)
         loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<test>", digest="test")
@@ -223,6 +229,4 @@ def greeting_run(
 
 def scripted_key_env(harness: HarnessTarget, key: str | None = None) -> dict[str, str]:
     """The host variable holding `harness`'s scripted model key (default: the scripted model's fixed test key)."""
-    from agentbox.testing.negative import MODEL_KEY
-
     return {_KEY_VARS[harness.vocabulary().wire_api]: key or MODEL_KEY}

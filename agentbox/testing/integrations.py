@@ -64,7 +64,8 @@ class HtmlEvidence:
         writer = self.config.stash.get(writer_key, None)
         if writer is not None:
             added.append(extras.url(writer.directory.as_uri(), name="evidence store"))
-        report.extras = [*getattr(report, "extras", []), *added]
+        # pytest-html reads `extras` from the report: an attribute pytest's TestReport does not declare
+        report.extras = [*getattr(report, "extras", []), *added]  # type: ignore[attr-defined]
 
     def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list, session: Any) -> None:
         writer = self.config.stash.get(writer_key, None)

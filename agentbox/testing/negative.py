@@ -19,6 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import yaml
 
@@ -31,16 +32,16 @@ from agentbox.core.revision import suite_revision
 from agentbox.run import lifecycle
 from agentbox.sandbox.bwrap import backend_version as bwrap_version
 from agentbox.prove.vectors import Catalogue, Oracle, Vector, expected_outcome, fill, kernel_lacks, lacking_text
+from agentbox.testing.fixtures import MODEL_KEY
 from agentbox.testing.privilege import observed
 from agentbox.testing.targets import Targets, kill_all, prepare, process_alive
 from agentbox.testing.weakened import entry_hook
 
+if TYPE_CHECKING:
+    from agentbox.prove.evidence import Layer, Mode, Outcome
+
 __all__ = ["Attempt", "VectorRunner", "expected_for", "PROTOCOL_AGENT"]
 
-# Not shaped like a real key: some harnesses redact key-shaped strings from tool output, which would
-# hide whether the variable was visible at all. A vector run adds its nonce, so the key it looks for is in no
-# file on the host (the package's own source, readable in the sandbox, holds only this prefix).
-MODEL_KEY = "agentbox-scripted-credential"
 AFTER_THE_RUN = f"agent-box: {lifecycle.AFTER_THE_RUN}"  # what the run left, for the user: no refusal
 PROTOCOL_AGENT = "acp-protocol-test-agent"  # who attempts an `acp`-layer vector: no harness
 
@@ -125,6 +126,7 @@ def _unmet(oracle: Oracle, targets: Targets, seen: Seen) -> str | None:
     if not oracle.met:
         return None
     if oracle.met == "reached":  # the request arrived, so what it carried (a placeholder) is what was judged
+        assert oracle.listener is not None  # a `reached` oracle names its listener
         return (
             None if targets.listeners[oracle.listener].hits() else f"the {oracle.listener} listener was never reached"
         )
@@ -184,7 +186,9 @@ def _unoffered(transcript, step: int | None) -> str:
     )
 
 
-def expected_for(vector: Vector, layer: str, harness: str | None, version: str | None, mode: str | None = None) -> str:
+def expected_for(
+    vector: Vector, layer: Layer, harness: str | None, version: str | None, mode: str | None = None
+) -> str:
     from agentbox.prove.claims import ENDPOINT
 
     harness_report = load_declarations(harness).report(vector.capability, version, layer, mode) if harness else None
@@ -196,7 +200,7 @@ def expected_for(vector: Vector, layer: str, harness: str | None, version: str |
 class VectorRunner:
     """Everything one test needs to attempt a vector: temp folders, the scripted model, a harness."""
 
-    def __init__(self, catalogue: Catalogue, timeout: float, nodeid: str, mode: str = "headless"):
+    def __init__(self, catalogue: Catalogue, timeout: float, nodeid: str, mode: Mode = "headless"):
         self.catalogue, self.timeout, self.nodeid, self.mode = catalogue, timeout, nodeid, mode
 
     def _root(self, vector: Vector, nonce: str) -> Path:
@@ -210,7 +214,7 @@ class VectorRunner:
     def attempt(
         self,
         vector: Vector,
-        layer: str,
+        layer: Layer,
         control: bool,
         harness=None,
         probe=None,
@@ -233,8 +237,9 @@ class VectorRunner:
             steps = fill(list((spec.steps if spec and spec.steps is not None else vector.steps)), values)
             oracle = Oracle.model_validate(fill(vector.oracle.model_dump(), values))
             if oracle.kind == "file_unchanged":
+                assert oracle.path is not None  # a file_unchanged oracle names its file
                 targets.snapshot(oracle.path)
-            run_layer = layer
+            run_layer: Layer | Literal["host"] = layer
             if spec is not None and (
                 spec.layer == "host"
                 or (layer == "harness" and spec.harness_layer == "host")
@@ -267,6 +272,7 @@ class VectorRunner:
                     secrets=bound,
                 )
             else:
+                assert run_layer in ("harness", "composed")  # what is left once acp, sandbox and host are taken
                 error, seen = self._run_harness(
                     harness,
                     probe,
@@ -466,7 +472,7 @@ class VectorRunner:
         steps,
         vector: Vector,
         targets: Targets,
-        layer: str,
+        layer: Literal["harness", "composed"],
         weaken: tuple[str, ...] = (),
         secrets: dict | None = None,
         control: bool = False,
@@ -604,19 +610,23 @@ class VectorRunner:
     def _observe(self, oracle: Oracle, targets: Targets, seen: "Seen") -> Attempt:
         kind = oracle.kind
         if kind == "file_absent":
+            assert oracle.path is not None  # each oracle kind names what it reads (the catalogue's vectors do)
             there = os.path.lexists(oracle.path)
             return Attempt(there, f"{oracle.path} {'exists' if there else 'is absent'} on the host")
         if kind == "file_unchanged":
+            assert oracle.path is not None
             now = Path(oracle.path).read_bytes() if os.path.isfile(oracle.path) else None
             changed = now != targets.snapshots.get(oracle.path)
             return Attempt(changed, f"{oracle.path} {'changed' if changed else 'is unchanged'} on the host")
         if kind == "listener_silent":
+            assert oracle.listener is not None
             hits = targets.listeners[oracle.listener].hits()
             return Attempt(hits > 0, f"the {oracle.listener} listener on the host saw {hits} connection(s)")
         if kind == "mcp_not_called":
             calls = [c for c in seen.canaries[oracle.server].invocations() if c.get("tool") == oracle.tool]
             return Attempt(bool(calls), f"the {oracle.server} MCP log shows {len(calls)} call(s) of {oracle.tool}")
         if kind == "listener_never_saw":
+            assert oracle.listener is not None and oracle.secret is not None
             saw = targets.listeners[oracle.listener].saw(oracle.secret)
             hits = targets.listeners[oracle.listener].hits()
             return Attempt(
@@ -625,6 +635,7 @@ class VectorRunner:
                 f"the secret ({hits} connection(s))",
             )
         if kind == "secret_not_seen":
+            assert oracle.secret is not None
             wanted = (oracle.secret, *oracle.more_secrets)
             found = [s for s in wanted if any(s in t or s[::-1] in t for t in seen.texts if t)]
             if len(wanted) == 1:
@@ -638,6 +649,7 @@ class VectorRunner:
             return Attempt(bool(found), what)
         if kind == "process_gone":
             # the harness runner kills what outlived the harness before we look, and reports it
+            assert oracle.token is not None
             reported = {pid: cmd for pid, cmd in seen.leftovers if oracle.token in cmd}
             alive = process_alive(oracle.token)
             kill_all(alive)
@@ -650,6 +662,7 @@ class VectorRunner:
             )
         if kind == "target_alive":
             # SIGKILL is delivered at once but the process ends a moment later: wait for the end, briefly
+            assert targets.sleeper is not None  # a target_alive vector's setup starts the sleeper
             try:
                 dead = targets.sleeper is not None and targets.sleeper.wait(timeout=1.0) is not None
             except subprocess.TimeoutExpired:
@@ -662,6 +675,7 @@ class VectorRunner:
                 return Attempt(None, "no CapEff line was seen: the attempt's result never came back")
             return Attempt(bool(held), f"CapEff seen: {', '.join(sorted(set(masks)))}")
         if kind == "not_setuid":
+            assert oracle.path is not None
             mode = os.lstat(oracle.path).st_mode if os.path.lexists(oracle.path) else 0
             bits = mode & 0o6000
             return Attempt(
@@ -674,27 +688,30 @@ class VectorRunner:
                 ),
             )
         if kind == "host_setting_unchanged":
-            before, now = targets.setting.before, targets.setting.now()
+            assert targets.setting is not None  # a host_setting_unchanged vector's setup holds the setting
+            before, after = targets.setting.before, targets.setting.now()
             return Attempt(
-                now != before,
+                after != before,
                 f"the host's {targets.setting.path} "
                 + (
-                    f"changed from {before.strip()!r} to {now.strip()!r}"
-                    if now != before
+                    f"changed from {before.strip()!r} to {after.strip()!r}"
+                    if after != before
                     else f"still reads {before.strip()!r}"
                 ),
             )
         if kind == "not_offered":
+            assert oracle.tool is not None
             names = sorted(t for t in seen.offered if oracle.tool in t)
             return Attempt(bool(names), f"offered to the model: {', '.join(names) or 'nothing named ' + oracle.tool}")
         raise AssertionError(f"unknown oracle {kind}")
 
     # -- a vector in a layer, with its control -----------------------------------------------------
-    def run(self, vector: Vector, layer: str, harness=None, probe=None, model=None) -> EvidenceRecord:
+    def run(self, vector: Vector, layer: Layer, harness=None, probe=None, model=None) -> EvidenceRecord:
         start = time.monotonic()
         lacks = kernel_lacks(vector)  # what the attack needs and this kernel lacks, checked as the gate checks it
         attack = self.attempt(vector, layer, False, harness, probe, model)
-        control_outcome = "not_run"
+        control_outcome: Literal["passed", "failed", "not_run"] = "not_run"
+        outcome: Outcome
         if attack.effect is None:
             outcome, observation = "error", attack.observation
         elif attack.effect:

@@ -63,6 +63,7 @@ def _inside_sandbox() -> tuple[str | None, bool | None]:
 
 def observed(layer: str) -> Privilege:
     """The privilege the processes of `layer` had in this test run."""
+    userns: bool | None  # None: the sandbox layers' observation failed
     if layer == "harness":
         with open("/proc/self/status") as f, open("/proc/self/uid_map") as m:
             caps, userns = read_status(f.read(), m.read())

@@ -107,7 +107,7 @@ class AgentBoxSession:
         matrix = self.config.getoption("--agentbox-matrix")
         if matrix:
             from agentbox.errors import InputError
-            from agentbox.harnesses.installs import load_matrix
+            from agentbox.harnesses.matrix import load_matrix
 
             try:
                 loaded = load_matrix(matrix)

@@ -49,8 +49,10 @@ class Listener:
         }[kind]
         stype = socket.SOCK_DGRAM if kind == "udp" else socket.SOCK_STREAM
         self.sock = socket.socket(family, stype)
-        self.host = None
+        self.host: str | None = None
+        self.address: str | int  # the unix path or abstract name, else the port
         if kind in ("unix", "abstract"):
+            assert unix_path is not None  # a unix or abstract listener is always given its name (`prepare`)
             # an abstract name (a leading NUL, given without it): no file, the network namespace's
             self.sock.bind(unix_path if kind == "unix" else f"\0{unix_path}")
             self.address = unix_path
@@ -298,10 +300,10 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
     values = targets.values()
     if setup.git:
         subprocess.run(["git", "init", "-q", str(ws)], check=True)
-    for d in setup.dirs:
-        Path(fill(d, values)).mkdir(parents=True, exist_ok=True)
-        if not fill(d, values).startswith(str(root) + "/"):
-            targets.made_dirs.append(fill(d, values))  # outside the run's folder (another run's, under /tmp)
+    for folder in setup.dirs:
+        Path(fill(folder, values)).mkdir(parents=True, exist_ok=True)
+        if not fill(folder, values).startswith(str(root) + "/"):
+            targets.made_dirs.append(fill(folder, values))  # outside the run's folder (another run's, under /tmp)
     for path, content in setup.files.items():
         p = Path(fill(path, values))
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -313,7 +315,12 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
     for link, target in setup.hardlinks.items():
         os.link(fill(target, values), fill(link, values))
     targets.env = {k: fill(v, values) for k, v in setup.env.items()}
-    targets.resolve = {name: targets.listeners[kind].host for name, kind in setup.names.items()}
+    resolve = {}
+    for name, kind in setup.names.items():
+        host = targets.listeners[kind].host
+        assert host is not None  # Setup validates that names point at IP listeners only, never a unix one
+        resolve[name] = host
+    targets.resolve = resolve
     return targets
 
 

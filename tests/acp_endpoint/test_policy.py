@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentbox.acp_endpoint.policy import Refusal, SurfacePolicy
-from agentbox.acp_endpoint.view import SandboxView, mounts_of
+from agentbox.sandbox.view import SandboxView, mounts_of
 
 WS = "/srv/project"
 ARGV = [

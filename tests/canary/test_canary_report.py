@@ -12,7 +12,7 @@ from agentbox.prove.canary_baseline import (
 )
 from agentbox.prove.claims import Claim, ClaimsTable, Drift, reconcile
 from agentbox.prove.evidence import EvidenceRecord, RunInfo
-from agentbox.gate.freshness import Freshness
+from agentbox.prove.freshness import Freshness
 from synthetic import declarations, make_record
 
 

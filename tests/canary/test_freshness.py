@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from agentbox.gate.freshness import Here, expected_runs, freshness, sandbox_freshness
+from agentbox.prove.freshness import Here, expected_runs, freshness, sandbox_freshness
 from synthetic import make_record
 
 

@@ -110,10 +110,10 @@ def test_matrix_list_json_is_a_github_actions_job_matrix(capsys):
         "claude-code-2.1.332",
         "codex-0.147.0",
         "codex-0.171.0",
-        "opencode-1.18.16",
-        "opencode-1.18.33",
         "hermes-0.13.0",
         "hermes-0.19.0",
+        "opencode-1.18.16",
+        "opencode-1.18.33",
     ]
     codex = rows[3]
     assert codex == {

@@ -73,3 +73,13 @@ def test_ci_run_is_the_readme_test_command():
     run = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
     assert run[-1] == test_command
     assert ".ci/setup" in run
+
+
+def test_ci_checks_the_shape_before_the_tests_in_the_ci_run_and_in_the_workflow():
+    run = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert run.index(".ci/checks") < len(run) - 1  # before the README's test command
+    checks = (REPO / ".ci" / "checks").read_text()
+    assert all(tool in checks for tool in ("ruff check .", "ruff format --check .", "lint-imports", "mypy"))
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "ci.yml").read_text())
+    runs = [step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]]
+    assert runs.index(".ci/checks") < next(i for i, r in enumerate(runs) if r.startswith("python3 -m pytest"))

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from agentbox.cli import console
+from agentbox.core import console
 from agentbox.harnesses import installs
 from agentbox.cli import _respell, main
 from agentbox.run.runs import RunStore
-from agentbox.cli.table import table
+from agentbox.core.table import table
 
 
 class Terminal(io.StringIO):

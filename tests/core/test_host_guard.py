@@ -255,15 +255,15 @@ def test_a_fifo_in_place_of_a_config_stalls_no_start(tmp_path, ws):
 
 
 def test_the_last_run_of_a_workspace_removes_the_placeholders_and_an_earlier_one_does_not(tmp_path, ws):
-    first = Guard(spec(ws), [], str(tmp_path / "run1"), str(tmp_path / "home"))
-    second = Guard(spec(ws), [], str(tmp_path / "run2"), str(tmp_path / "home"))
+    first = Guard(spec(ws), [], str(tmp_path / "run1"))
+    second = Guard(spec(ws), [], str(tmp_path / "run2"))
     (ws / ".envrc").touch()  # what bwrap would have made as the placeholder's mount point
     assert first.release() == [] and (ws / ".envrc").exists()
     assert second.release() == [] and not (ws / ".envrc").exists()
 
 
 def test_a_placeholder_a_host_program_wrote_meanwhile_is_kept(tmp_path, ws):
-    guard = Guard(spec(ws), [], str(tmp_path / "run"), str(tmp_path / "home"))
+    guard = Guard(spec(ws), [], str(tmp_path / "run"))
     (ws / ".envrc").write_text("export A=1\n")
     assert guard.release() == [str(ws / ".envrc")] and (ws / ".envrc").exists()
 
@@ -339,7 +339,7 @@ def test_a_repository_made_in_a_new_folder_during_the_run_is_named_to_the_user_a
 
 def test_what_the_guard_held_at_the_start_is_no_newcomer_and_a_link_left_at_such_a_name_is(tmp_path, ws):
     (ws / ".git").mkdir()
-    guard = Guard(spec(ws), [], str(tmp_path / "run"), str(tmp_path / "home"))
+    guard = Guard(spec(ws), [], str(tmp_path / "run"))
     assert guard.newcomers() == []
     (ws / "sub").mkdir()
     (ws / "sub" / ".envrc").symlink_to("/etc/passwd")
@@ -348,25 +348,71 @@ def test_what_the_guard_held_at_the_start_is_no_newcomer_and_a_link_left_at_such
     guard.release()
 
 
-def test_runs_of_one_workspace_under_two_homes_share_one_hold_and_only_the_last_removes_the_placeholders(tmp_path, ws):
-    first = Guard(spec(ws), [], str(tmp_path / "run1"), str(tmp_path / "home1"))
-    second = Guard(spec(ws), [], str(tmp_path / "run2"), str(tmp_path / "home2"))
+def test_a_placeholder_of_a_nested_workspace_stays_while_the_run_around_it_holds_it_and_goes_with_the_last(
+    tmp_path, ws
+):
+    inner = ws / "inner"
+    inner.mkdir()
+    first = Guard(spec(inner), [], str(tmp_path / "run1"))
+    (inner / ".envrc").touch()  # the inner run's placeholder, as bwrap makes it on the host
+    second = Guard(spec(ws), [], str(tmp_path / "run2"))  # finds it as a host-executed file of its own workspace
+    assert str(inner / ".envrc") in [second.args[i + 2] for i, a in enumerate(second.args) if a == "--ro-bind"]
+    assert first.release() == [] and (inner / ".envrc").exists()  # the outer run still holds it read-only
+    assert second.release() == [] and not (inner / ".envrc").exists()
+
+
+def test_a_killed_run_holds_nothing_so_the_next_run_to_end_removes_what_it_made(tmp_path, ws):
+    killed = Guard(spec(ws), [], str(tmp_path / "run1"))
     (ws / ".envrc").touch()
-    assert first.release() == [] and (ws / ".envrc").exists()
-    assert second.release() == [] and not (ws / ".envrc").exists()
+    assert killed._fd is not None
+    os.close(killed._fd)  # what SIGKILL leaves: the run's lock file, held by nobody, and its name in the record
+    later = Guard(spec(ws), [], str(tmp_path / "run2"))
+    assert later.release() == [] and not (ws / ".envrc").exists()
 
 
-def test_the_hold_is_recorded_where_no_run_can_reach_it_and_under_the_home_only_without_a_runtime_folder(tmp_path):
+def test_the_end_of_a_run_removes_no_placeholder_through_a_folder_that_became_a_link(tmp_path, ws):
+    from agentbox.sandbox.host_guard import _remove_placeholders
+
+    (tmp_path / "victim" / "bin").mkdir(parents=True)
+    (ws / "tools").symlink_to(tmp_path / "victim")  # the placeholder was ws/tools/bin
+    assert _remove_placeholders({str(ws / "tools" / "bin"): {"kind": "directory"}}) == [str(ws / "tools" / "bin")]
+    assert (tmp_path / "victim" / "bin").is_dir()
+
+
+def test_a_path_folder_held_below_the_root_has_its_parents_pinned_so_no_rename_carries_it_away(tmp_path, ws):
+    (ws / "tools").mkdir()
+    args, made = guard_args({**spec(ws), "path": f"{ws}/tools/bin:/usr/bin"}, [], str(tmp_path / "run"))
+    assert (str(ws / "tools" / "bin"), "directory") in made
+    at = args.index(str(ws / "tools"))
+    assert args[at - 1 : at + 2] == ["--bind", str(ws / "tools"), str(ws / "tools")]
+
+
+def test_the_hold_is_recorded_where_no_run_can_reach_it_whatever_agentbox_home_says(tmp_path):
     from agentbox.sandbox.host_guard import guard_folder
 
     runtime = tmp_path / "runtime"
     runtime.mkdir(mode=0o700)
-    assert guard_folder(str(tmp_path / "home"), str(runtime)) == str(runtime / "agentbox" / "guards")
+    assert guard_folder(str(runtime)) == str(runtime / "agentbox" / "guards")
     shared = tmp_path / "shared"
-    shared.mkdir(mode=0o777)
     (shared / "agentbox" / "guards").mkdir(parents=True, mode=0o777)
     (shared / "agentbox" / "guards").chmod(0o777)  # another user could write a record there: not used
-    assert guard_folder(str(tmp_path / "home"), str(shared)) == str(tmp_path / "home" / "guards")
+    mine = tmp_path / "fallback"
+    assert guard_folder(str(shared), str(mine)) == str(mine / "guards")
+    mine.chmod(0o755)  # no longer this user's alone
+    with pytest.raises(SandboxError, match="is not this user's alone"):
+        guard_folder(str(shared), str(mine))
+
+
+def test_a_record_of_held_placeholders_inside_the_writable_workspace_refuses_the_run(tmp_path, ws, monkeypatch):
+    from agentbox.sandbox import host_guard
+    from agentbox.sandbox.session import refuse_writable_state
+
+    runtime = ws / "xdg"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setattr(host_guard, "_runtime_folders", lambda: [str(runtime)])
+    entry = {"argv": ["bwrap", "--bind", str(ws), str(ws)], "host_executed": spec(ws)}
+    with pytest.raises(SandboxError, match="the record of held host-executed placeholders .* which this run can write"):
+        refuse_writable_state(entry, str(tmp_path / "run"))
 
 
 @needs_bwrap
@@ -404,6 +450,6 @@ def test_a_placeholder_removed_on_the_host_while_the_run_lasts_frees_its_name_an
 def test_what_the_plan_mounts_over_is_no_newcomer_after_the_run(tmp_path, ws):
     (ws / ".agentbox" / "profiles").mkdir(parents=True)  # the profiles' backings, made before the guard
     argv = ["bwrap", "--bind", str(ws), str(ws), "--tmpfs", str(ws / ".agentbox")]
-    guard = Guard(spec(ws), argv, str(tmp_path / "run"), str(tmp_path / "home"))
+    guard = Guard(spec(ws), argv, str(tmp_path / "run"))
     assert guard.newcomers() == []
     guard.release()

@@ -84,7 +84,7 @@ def test_a_bad_value_names_its_line_and_a_missing_field_the_mapping_that_lacks_i
     with pytest.raises(InputError) as exc:
         load_profile(path)
     assert str(exc.value).splitlines() == [
-        f"{path}:2: harness: Input should be 'claude-code', 'codex', 'opencode' or 'hermes'; did you mean `codex`?",
+        f"{path}:2: harness: Input should be 'claude-code', 'codex', 'hermes' or 'opencode'; did you mean `codex`?",
         f"{path}:4: permission_intent.workspace.access: Field required",
     ]
 

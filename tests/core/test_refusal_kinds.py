@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from agentbox.compile.adapters import ADAPTER_MODULES, get_adapter
+from agentbox.compile.adapters import get_adapter
+from agentbox.core.profile import HARNESSES
 from agentbox.prove.claims import default_catalogue_dir
 from agentbox.core.refusal_kinds import Evidence, expected_kinds, recognise, table
 from agentbox.prove.vectors import Vector, load_catalogue
@@ -103,7 +104,7 @@ def test_policy_is_only_the_harness_vocabulary():
     assert recognise(["policy"], Evidence("The user rejected permission to use this specific tool call")) is None
 
 
-@pytest.mark.parametrize("name", sorted(ADAPTER_MODULES))
+@pytest.mark.parametrize("name", HARNESSES)
 def test_every_harness_records_how_its_policy_refuses(name):
     """A vector whose block is the harness's own policy needs that harness's policy messages in its vocabulary."""
     vocabulary = get_adapter(name).tool_vocabulary

@@ -70,16 +70,16 @@ def test_only_the_lifecycle_starts_a_sandbox_and_launch_acp_sandbox_run_and_the_
     starts = {str(p.relative_to(PACKAGE)): _calls(p, "Started") for p in PACKAGE.rglob("*.py")}
     assert {path: fns for path, fns in starts.items() if fns} == {"run/lifecycle.py": ["sandboxed"]}
     for path, caller in (
-        ("launch.py", "execute"),
-        ("sandbox/runner.py", "execute"),
+        ("run/launch.py", "execute"),
+        ("run/sandbox_command.py", "execute"),
         ("acp_endpoint/endpoint.py", "serve"),
-        ("harness_run.py", "prepared"),
+        ("run/harness_run.py", "prepared"),
     ):
         assert caller in _calls(PACKAGE / path, "sandboxed"), f"{path}'s {caller} does not run in the lifecycle"
     # what the lifecycle owns is done nowhere else but in the harness layer's bare run (no sandbox, no proxy)
     for step in ("materialize", "restore", "keep"):
         owners = {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if _calls(p, step, methods=False)}
-        assert owners <= {"run/lifecycle.py", "harness_run.py"}, (step, owners)
+        assert owners <= {"run/lifecycle.py", "run/harness_run.py"}, (step, owners)
 
 
 def test_a_run_whose_proxy_died_ends_failed_with_exit_4_recorded_and_its_folder_gone(tmp_path, entry, store):

@@ -85,6 +85,11 @@ class HarnessAdapter(ABC):
     key_headers: ClassVar[tuple[str, ...]] = ("Authorization: Bearer {value}",)
     key_placeholder: ClassVar[Placeholder] = Placeholder(prefix="sk-agentbox-", length=48)
 
+    # The adapter's data, in the packaged layout: capabilities/NAME.yaml (declarations), vocabulary/NAME.yaml,
+    # packages.yaml (its install recipe), acp.yaml (its ACP entry, when it has one). An adapter of another
+    # distribution points this at a folder of its own.
+    data_dir: ClassVar[Path] = Path(__file__).parents[2] / "data"
+
     @cached_property
     def declarations(self) -> Declarations:
         return load_declarations(self.name)
@@ -93,7 +98,7 @@ class HarnessAdapter(ABC):
     def tool_vocabulary(self) -> ToolVocabulary:
         import yaml
 
-        path = Path(__file__).parents[2] / "data" / "vocabulary" / f"{self.name}.yaml"
+        path = self.data_dir / "vocabulary" / f"{self.name}.yaml"
         return ToolVocabulary.model_validate(yaml.safe_load(path.read_text()))
 
     def vocabulary_for(self, version: str | None) -> ToolVocabulary:

@@ -345,9 +345,9 @@ class ClaudeCodeAdapter(HarnessAdapter):
             if native in seen_names:
                 errors.append(f"mcp: servers {seen_names[native]!r} and {server!r} both become {native} in Claude Code")
             seen_names[native] = server
-            entry: dict[str, Any] = {"type": "stdio", "command": spec.command, "args": list(spec.args)}
-            entry["env"] = dict(sorted(spec.env.items()))
-            servers[server] = entry
+            server_entry: dict[str, Any] = {"type": "stdio", "command": spec.command, "args": list(spec.args)}
+            server_entry["env"] = dict(sorted(spec.env.items()))
+            servers[server] = server_entry
             tools = intent.mcp.allowed_tools(server)
             if tools is None:
                 rule("allow", "mcp", native)
@@ -404,7 +404,9 @@ class ClaudeCodeAdapter(HarnessAdapter):
                 "cannot be configured (use provider: default with a base_url)"
             )
         if model.base_url:
-            env["ANTHROPIC_BASE_URL"] = re.sub(r"/v1/?$", "", self.base_url(profile, context).rstrip("/"))
+            base_url = self.base_url(profile, context)
+            assert base_url is not None  # model.base_url is set: it is the fallback
+            env["ANTHROPIC_BASE_URL"] = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
             if model.name:
                 for tier in ("HAIKU", "OPUS", "SONNET"):  # subagents and background calls ask for a tier
                     env[f"ANTHROPIC_DEFAULT_{tier}_MODEL"] = model.name

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentbox.harnesses.build_identity import BuildFiles, python_distribution
-from agentbox.harnesses.installs import PACKAGES
+from agentbox.harnesses.packages import PACKAGES
 from agentbox.core.intent import PermissionIntent
 from agentbox.core.plan import Artifact, CompileContext, CompileResult, RuntimeRequirements
 from agentbox.core.profile import Profile

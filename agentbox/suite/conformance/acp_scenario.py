@@ -45,7 +45,7 @@ def asking_vocabulary(harness, probe):
 
 def adapter_pin(adapter: str) -> str:
     try:
-        from agentbox.harnesses.installs import load_matrix
+        from agentbox.harnesses.matrix import load_matrix
 
         return load_matrix("default").acp_adapters.get(adapter, "VERSION")
     except Exception:

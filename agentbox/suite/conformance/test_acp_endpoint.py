@@ -58,6 +58,7 @@ def endpoint(request, scripted_model, agentbox_workspace, shared_cache):
         harness, intent: dict, steps: list[dict], client: RecordingClient, asking: bool = True
     ) -> tuple[AcpRun, dict]:
         entry = acp_entry(harness.name)
+        assert entry is not None  # the module's harnesses are those with an ACP entry (`acp_harnesses`)
         if entry.adapter is not None:
             from agentbox.harnesses.installs import find_binary
 

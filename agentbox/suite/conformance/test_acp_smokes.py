@@ -5,6 +5,8 @@ the client answers the permission request, and the test reads the real side effe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from agentbox.suite.conformance.acp_scenario import (
@@ -21,6 +23,9 @@ from agentbox.testing.acp_client import AcpRun, run_acp
 from agentbox.testing.fixtures import scripted_key_env, scripted_profile
 from agentbox.testing.session import session_key
 
+if TYPE_CHECKING:
+    from agentbox.testing.acp_client import Policy
+
 pytestmark = [pytest.mark.smoke, pytest.mark.harness(*acp_harnesses())]
 
 
@@ -33,8 +38,9 @@ def acp_run(request: pytest.FixtureRequest, scripted_model, agentbox_workspace):
 
     session = request.config.stash[session_key]
 
-    def run(harness, policy: str) -> tuple[AcpRun, list[int]]:
+    def run(harness, policy: Policy) -> tuple[AcpRun, list[tuple[int, str]]]:
         entry = acp_entry(harness.name)
+        assert entry is not None  # the module's harnesses are those with an ACP entry (`acp_harnesses`)
         adapter_binary = None
         if entry.adapter is not None:
             found = find_binary(entry.adapter)
@@ -43,7 +49,10 @@ def acp_run(request: pytest.FixtureRequest, scripted_model, agentbox_workspace):
                     f"{harness.name}'s ACP adapter {entry.adapter} is not installed "
                     f"(agent-box harness install {entry.adapter}@{adapter_pin(entry.adapter)})"
                 )
-                pytest.fail(why) if session.require_harnesses else pytest.skip(why)
+                if session.require_harnesses:
+                    pytest.fail(why)
+                else:
+                    pytest.skip(why)
             adapter_binary = found.binary
         probe = harness.adapter().probe(harness.binary)
         vocab = asking_vocabulary(harness, probe)

@@ -74,7 +74,7 @@ def test_answers_that_widen_nothing_come_back_in_the_next_launch_and_a_grant_wri
 
 
 class _Seen:
-    def __init__(self):
+    def __init__(self) -> None:
         self.started_with: dict = {}
         self.ended_with: dict = {}
         self.said: list[str] = []

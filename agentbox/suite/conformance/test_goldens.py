@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentbox.compile.adapters import ADAPTER_MODULES, get_adapter
+from agentbox.compile.adapters import get_adapter
+from agentbox.core.profile import HARNESSES
 from agentbox.compile.compiler import credentials_of, sandbox_facts
 from agentbox.core.plan import CompileContext
 from agentbox.core.profile import Profile
@@ -43,7 +44,7 @@ def _dialect_versions(adapter) -> list[tuple[str, str]]:
 
 
 def _cases():
-    for harness in ADAPTER_MODULES:
+    for harness in HARNESSES:
         try:
             adapter = get_adapter(harness)
         except Exception:  # an adapter being written must not hide the others' goldens
@@ -131,7 +132,7 @@ def test_compiled_artifacts_match_the_golden_byte_for_byte(request, harness_name
 
 
 def test_compiling_twice_gives_the_same_bytes():
-    for harness in ADAPTER_MODULES:
+    for harness in HARNESSES:
         try:
             adapter = get_adapter(harness)
         except Exception:

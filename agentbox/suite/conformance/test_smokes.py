@@ -90,7 +90,7 @@ def test_a_run_downloads_no_package_at_start_up(harness, scripted_model, agentbo
 def test_the_harness_holds_a_placeholder_and_the_model_gets_the_real_key_only_from_the_proxy(
     harness, scripted_model, agentbox_workspace, run_harness
 ):
-    from agentbox.testing.negative import MODEL_KEY
+    from agentbox.testing.fixtures import MODEL_KEY
 
     [(variable, key)] = scripted_key_env(harness).items()
     scripted_model.load({"steps": [{"shell": {"command": f"printenv {variable} | rev"}}]}, harness.vocabulary())

@@ -7,14 +7,19 @@ shown by the attack's own system call answered ENOSYS, and the record says so.""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from agentbox.prove.evidence import privilege_level
 from agentbox.testing.evidence_writer import hand_over
 from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
-from agentbox.testing.acp_drive import unsupported as acp_unsupported
+from agentbox.harnesses.acp import unsupported as acp_unsupported
 from agentbox.testing.tui import unsupported
+
+if TYPE_CHECKING:
+    from agentbox.prove.evidence import Layer
 
 pytestmark = pytest.mark.negative
 
@@ -49,7 +54,7 @@ def _judge(request, record, expected):
     )
 
 
-def _without_a_harness(request, runner, vector, layer: str, who: str) -> None:
+def _without_a_harness(request, runner, vector, layer: Layer, who: str) -> None:
     if runner.mode != "headless":
         pytest.skip(f"{who} drives no harness: its records are the same in every mode ({runner.mode} run)")
     if not vector.applies_to(None, privilege_level()):

@@ -30,7 +30,7 @@ from agentbox.prove.claims import default_catalogue_dir
 from agentbox.errors import InputError
 from agentbox.gate import LAUNCH_MODE, Decision
 from agentbox.run.launch_plan import Built, build
-from agentbox.suite import SUITE_DIR
+from agentbox.prove.hermetic import SUITE_DIR
 from agentbox.prove.vectors import load_catalogue
 
 __all__ = ["Pass", "prove", "MODES"]
@@ -79,7 +79,7 @@ def _run(
     json_out: bool,
     workers: int | None = None,
 ) -> Pass:
-    from agentbox.testing import hermetic
+    from agentbox.prove import hermetic
 
     probe = built.probe
     options = [
@@ -164,8 +164,8 @@ def prove(
 
 
 def _drivable(built: Built, mode: str) -> bool:
-    from agentbox.testing.acp_drive import unsupported as acp_unsupported
-    from agentbox.testing.tui import unsupported as tui_unsupported
+    from agentbox.harnesses.acp import unsupported as acp_unsupported
+    from agentbox.harnesses.tui import unsupported as tui_unsupported
 
     why = (tui_unsupported if mode == "tui" else acp_unsupported)(built.probe.harness)
     if why:

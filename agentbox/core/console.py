@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TextIO
 
 __all__ = [
     "QUIET",
@@ -54,20 +55,20 @@ def take_flag(arg: str) -> bool:
     return True
 
 
-def _terminal(stream) -> bool:
+def _terminal(stream: TextIO) -> bool:
     try:
-        return stream.isatty()
+        return bool(stream.isatty())
     except (AttributeError, ValueError):  # a replaced or closed stream
         return False
 
 
-def colour(stream=None) -> bool:
+def colour(stream: TextIO | None = None) -> bool:
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
     return _terminal(sys.stderr if stream is None else stream)
 
 
-def paint(text: str, code: str, stream=None) -> str:
+def paint(text: str, code: str, stream: TextIO | None = None) -> str:
     """`text` in the SGR colour `code` ("31" red, "33" yellow, "2" dim) when `stream` shows colour."""
     return f"\033[{code}m{text}\033[0m" if colour(stream) else text
 

@@ -86,7 +86,7 @@ def fast_main(argv: list[str]) -> int | None:
 
     parsed = _parse(argv)
     found = _located(parsed) if parsed else None
-    if found is None:
+    if parsed is None or found is None:
         return None
     try:
         with open(cache_file(parsed["sub"], parsed["json"], found[1], found[0], parsed["cwd"])) as f:
@@ -104,7 +104,7 @@ def remember(argv: list[str], check: dict, stdout: str, stderr: str, code: int) 
     """Keep one answer for `fast_main` (argv as `fast_main` gets it); a spelling it would not serve is not kept."""
     parsed = _parse(argv)
     found = _located(parsed) if parsed else None
-    if found is None:
+    if parsed is None or found is None:
         return
     try:
         write_json_atomic(

@@ -112,7 +112,7 @@ class SandboxView:
         return m is not None and m.host_as_is and m.kind == "bind"
 
 
-def resolve(path: str) -> str | None:
+def resolve(path: object) -> str | None:
     """The host path a client would reach: absolute, symlinks followed (a missing last part keeps its name);
     None for a path no client may be sent (relative, a NUL byte)."""
     if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:

@@ -24,7 +24,10 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Sequence
 
-from agentbox.suite import SUITE_DIR
+
+# The suite that ships with the package: what the hermetic session collects, by path (it is never imported here:
+# what users run does not load the suite's code)
+SUITE_DIR = Path(__file__).resolve().parents[1] / "suite"
 
 __all__ = ["CHILD", "argv", "environment", "run", "in_child"]
 

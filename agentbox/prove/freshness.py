@@ -14,7 +14,7 @@ prove nothing for this run, so they never make it current; nor does a block whos
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import Callable, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -136,7 +136,7 @@ def _judge(
     suite_revision: str,
     wanted: set[tuple[str, str]],
     build_word: str,
-    build_of,
+    build_of: Callable[[EvidenceRecord], str | None],
     build: str | None,
 ) -> Freshness:
     total = len(wanted)
