@@ -40,11 +40,119 @@ def _no_link_on_the_way(ws: str, path: str) -> None:
     for part in rel.split(os.sep):
         here = os.path.join(here, part)
         if os.path.islink(here):
+            raise _link_refused(ws, here)
+
+
+def _link_refused(ws: str, here: str) -> SandboxError:
+    """The refusal of the link `here`, in the workspace on the way to a host-executed path."""
+    return SandboxError(
+        f"host-executed path {here} is a symbolic link (sandbox layer): a process of the run could replace "
+        "the link, and a host program would then run what it points at; replace the link with what it "
+        f"points at, or make it writable by name (host_executed: {{writable: [{os.path.relpath(here, ws)}]}})"
+    )
+
+
+def _resolve(ws: str, path: str, held: Callable[[str], bool]) -> str:
+    """Where `path` leads, every link on the way followed as the kernel follows it; a link met in the workspace
+    where the run could replace it (outside what `held` says is held) is refused, wherever it leads."""
+    out, todo, hops = "/", path.split("/")[::-1], 0
+    while todo:
+        part = todo.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            out = os.path.dirname(out)  # `out` is a real path: its parent is the folder `..` names
+            continue
+        here = os.path.join(out, part)
+        try:
+            target = os.readlink(here)
+        except OSError:  # not a link (or not there)
+            out = here
+            continue
+        hops += 1
+        if hops > 40:
+            raise SandboxError(f"host-executed path {path} leads through too many symbolic links (sandbox layer)")
+        if is_within(here, ws) and here != ws and not held(here):
+            raise _link_refused(ws, here)
+        if target.startswith("/"):
+            out = "/"
+        todo += target.split("/")[::-1]
+    return out
+
+
+# What a git directory (a folder holding HEAD) keeps as data: git never runs what is in them, and objects are hard
+# links after a local clone; the walk of what held folders lead to does not go into them
+_GIT_DATA = frozenset({"objects", "refs", "logs", "lfs", "annex"})
+
+
+def _followed(ws: str, existing: dict[str, str], writable: set[str]) -> None:
+    """Add to `existing` what a host program reading a held path follows out of it: the target, in the workspace,
+    of every symbolic link in a held folder (walked whole but for git's data, a target folder walked in turn), so
+    that the run cannot rewrite it through its own name. A file held under one name and reachable under another
+    the walk did not find (a hard link elsewhere in the workspace) refuses the run, as does a link into the
+    workspace that leads nowhere (the run could make what it names) or to the workspace itself (not to be held)."""
+    folders = [p for p, kind in existing.items() if kind == "directory"]
+
+    def held(path: str) -> bool:
+        return path in existing or any(is_within(path, f) for f in folders)
+
+    names: dict[tuple[int, int], set[str]] = {}  # files with more than one name: the names the walk found
+    todo, walked = [(p, existing[p] == "directory") for p in sorted(existing, reverse=True)], set()
+    while todo:
+        path, folder = todo.pop()
+        if path in walked:
+            continue
+        walked.add(path)
+        if not folder:
+            _count_names(path, names)
+            continue
+        try:
+            entries = list(os.scandir(path))
+        except OSError:
+            continue
+        git_data = any(e.name == "HEAD" for e in entries)
+        for e in entries:
+            if _opted_out(os.path.relpath(e.path, ws), writable) or git_data and e.name in _GIT_DATA:
+                continue
+            if e.is_symlink():
+                target = _resolve(ws, e.path, held)
+                if not is_within(target, ws) or held(target) or _opted_out(os.path.relpath(target, ws), writable):
+                    continue
+                if target == ws or not os.path.exists(target):
+                    what = "the workspace itself" if target == ws else f"{target}, which does not exist"
+                    raise SandboxError(
+                        f"host-executed path {e.path} is a symbolic link to {what} (sandbox layer): a process of the "
+                        "run could write what it leads to, and a host program would then run it; replace the link "
+                        "with what it points at, or make it writable by name "
+                        f"(host_executed: {{writable: [{os.path.relpath(e.path, ws)}]}})"
+                    )
+                existing[target] = "directory" if os.path.isdir(target) else "file"
+                if existing[target] == "directory":
+                    folders.append(target)
+                todo.append((target, existing[target] == "directory"))
+            elif e.is_dir(follow_symlinks=False):
+                todo.append((e.path, True))
+            elif e.is_file(follow_symlinks=False):
+                _count_names(e.path, names)
+    for found in names.values():
+        path = min(found)
+        if len(found) < os.lstat(path).st_nlink:
             raise SandboxError(
-                f"host-executed path {here} is a symbolic link (sandbox layer): a process of the run could replace "
-                "the link, and a host program would then run what it points at; replace the link with what it "
-                f"points at, or make it writable by name (host_executed: {{writable: [{os.path.relpath(here, ws)}]}})"
+                f"host-executed path {path} has another name, a hard link the run could write (sandbox layer): a "
+                "process of the run could rewrite the file through that name, and a host program would then run "
+                "what it wrote; replace the hard link with a copy, or make it writable by name "
+                f"(host_executed: {{writable: [{os.path.relpath(path, ws)}]}})"
             )
+
+
+def _count_names(path: str, names: dict[tuple[int, int], set[str]]) -> None:
+    """Note `path` among the names of its file when the file has more than one."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        names.setdefault((info.st_dev, info.st_ino), set()).add(path)
 
 
 def _regular(path: str) -> bool:

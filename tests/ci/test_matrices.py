@@ -26,10 +26,6 @@ def test_the_schema_file_is_exported_from_the_matrix_model():
     assert json.loads(SCHEMA_FILE.read_text()) == json_schema()
 
 
-def test_the_model_is_still_importable_from_installs():
-    assert installs.load_matrix is load_matrix
-
-
 @pytest.mark.parametrize("path", MATRICES, ids=lambda p: p.name)
 def test_every_matrix_file_validates_against_the_model_and_the_schema(path):
     load_matrix(path)
