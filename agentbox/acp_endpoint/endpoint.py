@@ -210,12 +210,13 @@ def _in_thread(fn, name: str):
 
 def sandbox_entry(plan) -> dict:
     """The plan's sandbox as plain data (launch's entry), with the project's config surfaces masked."""
-    from agentbox.sandbox import bwrap
+    from agentbox.sandbox.backend import get_backend
     from agentbox.sandbox.session import entry_from_plan
     from agentbox.sandbox.surfaces import discover
 
     req = plan.native.requirements
-    masks = discover(plan.cwd, plan.profile, req.surfaces, bwrap.hidden_roots(req, os.environ.get("HOME") or "/root"))
+    hidden = get_backend(plan.sandbox.backend).hidden_roots(req, os.environ.get("HOME") or "/root")
+    masks = discover(plan.cwd, plan.profile, req.surfaces, hidden)
     return entry_from_plan(plan, masks)
 
 

@@ -28,7 +28,8 @@ from agentbox.core.plan import (
     RuntimeRequirements,
 )
 from agentbox.core.profile import LoadedProfile, NativeOverride
-from agentbox.sandbox import bwrap
+from agentbox.sandbox import DEFAULT_BACKEND
+from agentbox.sandbox.backend import SandboxRequest, get_backend
 from agentbox.sandbox.surfaces import discover
 from agentbox.core.versions import Version, in_range
 
@@ -114,9 +115,11 @@ def compile_plan(
     mcp_tools: dict[str, tuple[str, ...]] | None = None,
     mcp_problems: dict[str, str] | None = None,
     sandboxed: bool = True,
+    sandbox_backend: str = DEFAULT_BACKEND,
 ) -> EffectiveRunPlan:
     """`config_home`/`tmpdir` default to the sandbox's fixed paths; the harness-alone layer passes host ones
-    and `sandboxed=False` (the adapter then relies on no OS layer)."""
+    and `sandboxed=False` (the adapter then relies on no OS layer). `sandbox_backend`: the OS sandbox's name
+    (`agentbox.sandbox.backend.get_backend`)."""
     profile = loaded.profile
     intent = profile.permission_intent
     adapter = get_adapter(profile.harness)
@@ -156,12 +159,13 @@ def compile_plan(
         overrides.append(record)
     overridden = {i for r in overrides if r.applied for i in r.weakens}
 
-    masks = discover(cwd, profile.name, native.requirements.surfaces, bwrap.hidden_roots(native.requirements, home))
+    backend = get_backend(sandbox_backend)
+    hidden = backend.hidden_roots(native.requirements, home)
+    masks = discover(cwd, profile.name, native.requirements.surfaces, hidden)
     roots = adapter.install_roots(probe.binary) if probe is not None else ()
-    hidden = bwrap.hidden_roots(native.requirements, home)
     roots += tuple(b for name in intent.mcp.servers for b in server_binds(name, profile.mcp_servers[name], hidden))
     writable = {s.path for s in native.state_files}  # the harness saves its answers there (`profile_state`)
-    request = bwrap.SandboxRequest(
+    request = SandboxRequest(
         requirements=native.requirements,
         workspace=cwd,
         home=home,
@@ -171,8 +175,8 @@ def compile_plan(
         config_files=tuple(a.path for a in native.artifacts if a.path not in writable),
         credentials=credentials,
     )
-    sandbox = bwrap.compile_bwrap(request)
-    sandbox_cov = bwrap.coverage(request, bwrap.backend_version())
+    sandbox = backend.compile(request)
+    sandbox_cov = backend.coverage(request, backend.backend_version())
     key = native.model_credential
     if sandboxed and key is not None and not any(c.model for c in sandbox.credentials):
         # no model route to swap it on: the harness's key goes in as it is, to every command the harness runs
@@ -252,11 +256,12 @@ def sandbox_facts(intent: Any, base_url: str | None = None, bound_secrets: bool 
         host_home=intent.host_home.access,
         model_endpoint=str(Endpoint.from_base_url(base_url)) if base_url else None,
     )
+    backend = get_backend()
     return {
-        "sandbox_enforces": bwrap.enforced_items(req),
-        "sandbox_env": bwrap.sandbox_env_names(req, bound_secrets),
-        "user_namespaces": bwrap.USER_NAMESPACES,
-        "model_base_url": bwrap.model_route_url(req, base_url),
+        "sandbox_enforces": backend.enforced_items(req),
+        "sandbox_env": backend.sandbox_env_names(req, bound_secrets),
+        "user_namespaces": backend.user_namespaces,
+        "model_base_url": backend.model_route_url(req, base_url),
     }
 
 

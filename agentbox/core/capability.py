@@ -7,6 +7,7 @@ shape and looks them up. A declaration is a claim to be tested, never a fact.
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -161,9 +162,10 @@ class Declarations(BaseModel):
 
 
 @lru_cache(maxsize=None)
-def load_declarations(layer: str) -> Declarations:
-    """A layer's declarations: a harness's from its adapter's data, a sandbox backend's from the package's."""
+def load_declarations(layer: str, folder: Path | None = None) -> Declarations:
+    """A layer's declarations: a harness's from its adapter's data, a sandbox backend's from the package's.
+    `folder`: the data folder to read them from (an adapter's own), instead of the one the registry names."""
     import yaml
 
-    path = data_dir(layer) / "capabilities" / f"{layer}.yaml"
+    path = (folder or data_dir(layer)) / "capabilities" / f"{layer}.yaml"
     return Declarations.model_validate(yaml.safe_load(path.read_text()))

@@ -26,7 +26,7 @@ from agentbox.compile.mcp_inventory import for_profile
 from agentbox.core.plan import CompileResult, EffectiveRunPlan
 from agentbox.core.profile import LoadedProfile
 from agentbox.run.profile_state import keep, restore
-from agentbox.sandbox import bwrap
+from agentbox.sandbox.backend import get_backend
 from agentbox.run.lifecycle import NAMESPACE_GRACE, ProxyDied, sandboxed
 from agentbox.sandbox.session import MARKER, cleanup, entry_from_plan, kill_marked, settle_key_approvals, write_config
 from agentbox.sandbox.startup import Started, read_decisions
@@ -164,13 +164,14 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
             **asked,
         )
     native = plan.native.requirements
-    masks = discover(plan.cwd, plan.profile, native.surfaces, bwrap.hidden_roots(native, req.home))
+    backend = get_backend(plan.sandbox.backend)
+    masks = discover(plan.cwd, plan.profile, native.surfaces, backend.hidden_roots(native, req.home))
     entry = entry_from_plan(plan, masks)
     if command is None:  # a headless run's own config: the plan's, but for what needs a person at the terminal
         entry["config"] = {a.path: a.content for a in adapter.headless_artifacts(plan.native)}
     if req.entry_hook is not None:
         entry = req.entry_hook(entry)
-    bwrap.bwrap_binary()  # a missing bwrap is a SandboxError here, not a failed exec later
+    backend.binary()  # a missing sandbox program is a SandboxError here, not a failed exec later
     notes: list[str] = []
     try:
         with sandboxed(

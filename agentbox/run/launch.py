@@ -134,7 +134,7 @@ def surface_state(paths: list[str]) -> dict[str, str]:
 
 def plan_current(check: dict, binary_arg: str | None) -> bool:
     """Whether what a compiled plan rests on is as it was: the binary `find_binary` picks and its build, the
-    project's config surfaces, the user, bubblewrap and the MCP servers' commands (a few syscalls each)."""
+    project's config surfaces, the user, the sandbox's program and the MCP servers' commands (a few syscalls each)."""
     if binary_arg is None and binary_state(*check["layout"]) != check["binary_state"]:
         return False
     invoked = binary_arg if binary_arg is not None else check["invoked"]
@@ -150,7 +150,8 @@ def plan_current(check: dict, binary_arg: str | None) -> bool:
         return False  # the gate read evidence of this kernel release only: after an upgrade it must read again
     if "kernel_traces" in check and check["kernel_traces"] != kernel_traces():
         return False  # a gate's check: the kernel it judged claims resting on inapplicable vectors for
-    return check.get("uid") == os.geteuid() and stat_key(which("bwrap") or "") == check.get("sandbox_binary")
+    sandbox = which(check.get("sandbox_program") or "")  # an entry without it is older: compiled again
+    return check.get("uid") == os.geteuid() and stat_key(sandbox or "") == check.get("sandbox_binary")
 
 
 def _current(entry: dict, binary_arg: str | None) -> bool:

@@ -90,11 +90,11 @@ def refuse_planted(loaded: LoadedProfile, cwd: str | None, binary: str) -> None:
 
 def probe_and_check(loaded: LoadedProfile, binary: str | None, cwd: str | None = None) -> tuple[Probe, dict]:
     """The harness's probe, and what a cached answer built on it must find unchanged (`launch.plan_current`):
-    the binary `find_binary` picks and its build, the user, bubblewrap and each MCP server's command. The
+    the binary `find_binary` picks and its build, the user, the sandbox's program and each MCP server's command. The
     caller adds the project's config surfaces once its plan is compiled. `cwd`: the project, where a binary
     is refused before it is run (`refuse_planted`)."""
     from agentbox.hot import which
-    from agentbox.sandbox import bwrap
+    from agentbox.sandbox.backend import get_backend
 
     invoked, check = _binary(loaded.profile.harness, binary)
     refuse_planted(loaded, cwd, invoked)
@@ -102,9 +102,11 @@ def probe_and_check(loaded: LoadedProfile, binary: str | None, cwd: str | None =
     stat = stat_key(resolved)
     probe, identity = get_adapter(loaded.profile.harness).known_probe(invoked)
     commands = sorted({loaded.profile.mcp_servers[s].command for s in loaded.profile.permission_intent.mcp.servers})
+    sandbox = get_backend().binary()
     check.update(
         uid=os.geteuid(),
-        sandbox_binary=stat_key(bwrap.bwrap_binary()),
+        sandbox_program=os.path.basename(sandbox),  # found on PATH again at each start (`launch.plan_current`)
+        sandbox_binary=stat_key(sandbox),
         invoked=invoked,
         resolved=resolved,
         stat=stat,
@@ -136,7 +138,7 @@ def build(
     from agentbox.core.revision import suite_revision
     from agentbox.prove.evidence import EvidenceRecord, privilege_level
     from agentbox.prove.evidence_index import lookup, signature, unproven
-    from agentbox.sandbox import bwrap
+    from agentbox.sandbox.backend import get_backend
     from agentbox.core.home import evidence_store
     from agentbox.prove.vectors import kernel_lacks_here, load_catalogue
 
@@ -165,7 +167,7 @@ def build(
     # ... and evidence is keyed by the kernel release (`evidence_index`): a cached entry holds on this kernel only
     check.update(kernel_traces=kernel_traces(), kernel=os.uname().release)
 
-    privilege, bversion = privilege_level(), bwrap.backend_version()
+    privilege, bversion = privilege_level(), get_backend(backend).backend_version()
     rows = lookup(store, harness, probe.version, probe.sha256, backend, privilege=privilege, backend_version=bversion)
     left_out = unproven(
         store, harness, probe.version, probe.sha256, backend, privilege=privilege, backend_version=bversion
@@ -249,13 +251,14 @@ def build(
 
 def _entry(built: Built) -> tuple[dict, bool]:
     """The launch entry, and whether it may be cached (an adapter that appends the user's args)."""
-    from agentbox.sandbox import bwrap
+    from agentbox.sandbox.backend import get_backend
     from agentbox.sandbox.session import entry_from_plan
     from agentbox.sandbox.surfaces import discover
 
     plan = built.plan
     req = plan.native.requirements
-    masks = discover(plan.cwd, plan.profile, req.surfaces, bwrap.hidden_roots(req, os.environ.get("HOME") or "/root"))
+    hidden = get_backend(plan.sandbox.backend).hidden_roots(req, os.environ.get("HOME") or "/root")
+    masks = discover(plan.cwd, plan.profile, req.surfaces, hidden)
     argv = get_adapter(plan.harness).interactive_argv(plan.native, [SENTINEL])
     appendable = argv[-1:] == [SENTINEL] and SENTINEL not in argv[:-1]
     sandbox = {**entry_from_plan(plan, masks), "trusted": trusted(built)}
@@ -330,15 +333,14 @@ def with_remedies(built: Built) -> Decision:
     from agentbox.core.home import evidence_store
     from agentbox.gate.refusal import Remedies, prove_command
     from agentbox.core.revision import suite_revision
-    from agentbox.sandbox import bwrap
+    from agentbox.sandbox.backend import get_backend
     from agentbox.harnesses.tui import unsupported
     from agentbox.prove.vectors import kernel_lacks_here, load_catalogue
 
     decision = built.decision
     target = decision.target
-    rows = observed(
-        built.check["evidence"], target.backend, privilege=privilege_level(), backend_version=bwrap.backend_version()
-    )
+    version = get_backend(target.backend).backend_version()
+    rows = observed(built.check["evidence"], target.backend, privilege=privilege_level(), backend_version=version)
     table = reconcile(
         [EvidenceRecord.model_validate(r) for r in rows],
         load_catalogue(default_catalogue_dir()),

@@ -116,7 +116,7 @@ def fast_main(argv: list[str]) -> int | None:
     if not _entry_is_current(entry):
         return None
     problem = _hidden_command(entry, cmd)
-    if shutil.which("bwrap") is None:
+    if shutil.which(entry["argv"][0]) is None:  # the sandbox's program, as the run will start it
         problem = "bubblewrap is not installed (bwrap not on PATH): apt-get install bubblewrap"
     if problem:
         print(f"agent-box: {problem}", file=sys.stderr)
@@ -209,19 +209,18 @@ def compiled_entry(profile_arg: str, workspace: str, cmd: list[str]) -> dict:
     from agentbox.compile.compiler import compile_plan
     from agentbox.errors import InputError, SandboxError
     from agentbox.core.profile import load_profile
-    from agentbox.sandbox.bwrap import SandboxRequest, bwrap_binary, hidden_paths, hidden_roots
+    from agentbox.sandbox.backend import get_backend
     from agentbox.sandbox.surfaces import _layers, discover
 
-    bwrap_binary()
+    get_backend().binary()
     loaded = load_profile(profile_arg)
     if not os.path.isdir(workspace):
         raise InputError("not a directory", field=f"--cwd {workspace}")
     ws = os.path.realpath(workspace)
     plan = compile_plan(loaded, ws)
     req = plan.native.requirements
-    masks = discover(ws, loaded.profile.name, req.surfaces, hidden_roots(req, home_dir()))
-    request = SandboxRequest(requirements=req, workspace=ws, home=home_dir(), masks=masks)
-    hidden = hidden_paths(request)
+    hidden = get_backend(plan.sandbox.backend).hidden_roots(req, home_dir())
+    masks = discover(ws, loaded.profile.name, req.surfaces, hidden)
     visible = (ws, *(dst for _, _, dst in plan.sandbox.binds if not dst.startswith("/tmp/agentbox")))
     probe_paths = sorted(
         {os.path.join(layer, s.path) for s in req.surfaces for layer in _layers(ws, s.discovery)}

@@ -16,11 +16,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from agentbox.core.capability import TRIVIAL, capability_id, load_declarations
+from agentbox.core.capability import TRIVIAL, Declarations, capability_id, load_declarations
 from agentbox.egress import inside
 from agentbox.egress.policy import EgressPolicy, policy_for
 from agentbox.errors import SandboxError
@@ -34,9 +33,9 @@ from agentbox.core.plan import (
     SandboxPlan,
 )
 from agentbox.sandbox import landlock_scope, unix_filter
+from agentbox.sandbox.backend import SandboxRequest
 from agentbox.sandbox.relay import RELAY_DIR
 from agentbox.sandbox.session import BASE_ENV
-from agentbox.sandbox.surfaces import Mask
 
 __all__ = [
     "SandboxRequest",
@@ -54,25 +53,13 @@ __all__ = [
     "enforced_items",
     "sandbox_env_names",
     "model_route_url",
+    "BACKEND",
 ]
 
 RUN_DIR = "{run_dir}"
 # Processes of a run may not create user namespaces (--disable-userns, and the seccomp denylist).
 USER_NAMESPACES = False
 # Names every run keeps; everything else must be allowed by environment.allow.
-
-
-@dataclass(frozen=True)
-class SandboxRequest:
-    requirements: RuntimeRequirements
-    workspace: str
-    home: str
-    masks: tuple[Mask, ...] = ()
-    ro_binds: tuple[str, ...] = ()
-    rw_binds: tuple[str, ...] = ()  # host folders a run must write to (e.g. a test's observation log)
-    config_files: tuple[str, ...] = ()  # compiled artifacts, relative to the config home: bound read-only
-    extra_env: dict[str, str] = field(default_factory=dict)
-    credentials: tuple[Credential, ...] = ()  # secrets the sandbox sees as placeholders (the egress proxy swaps)
 
 
 def unshares_net(req: RuntimeRequirements) -> bool:
@@ -503,3 +490,41 @@ def bwrap_binary() -> str:
     if path is None:
         raise SandboxError("bubblewrap is not installed (bwrap not on PATH): apt-get install bubblewrap")
     return path
+
+
+class BwrapBackend:
+    """bubblewrap as a SandboxBackend (agentbox.sandbox.backend): this module's functions, by the contract's names."""
+
+    name = "bwrap"
+    user_namespaces = USER_NAMESPACES
+
+    @property
+    def declarations(self) -> Declarations:
+        return load_declarations(self.name)
+
+    def backend_version(self) -> str | None:
+        return backend_version()
+
+    def binary(self) -> str:
+        return bwrap_binary()
+
+    def hidden_roots(self, req: RuntimeRequirements, home: str) -> tuple[str, ...]:
+        return hidden_roots(req, home)
+
+    def compile(self, request: SandboxRequest) -> SandboxPlan:
+        return compile_bwrap(request)
+
+    def coverage(self, request: SandboxRequest, version: str | None) -> dict[str, LayerCoverage]:
+        return coverage(request, version)
+
+    def enforced_items(self, req: RuntimeRequirements) -> tuple[str, ...]:
+        return enforced_items(req)
+
+    def sandbox_env_names(self, req: RuntimeRequirements, bound_secrets: bool = False) -> tuple[str, ...]:
+        return sandbox_env_names(req, bound_secrets)
+
+    def model_route_url(self, req: RuntimeRequirements, base_url: str | None) -> str | None:
+        return model_route_url(req, base_url)
+
+
+BACKEND = BwrapBackend()

@@ -20,9 +20,13 @@ import fcntl
 import json
 import os
 import stat
+from typing import TYPE_CHECKING  # loaded already: the command line imports it
 
 from agentbox.errors import SandboxError
 from agentbox.core.paths import is_within
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 __all__ = ["Guard", "scan", "guard_args", "guard_folder"]
 
@@ -32,14 +36,15 @@ def _opted_out(rel: str, writable: set[str]) -> bool:
     return rel in writable or os.path.basename(rel) in writable
 
 
-def _no_link_on_the_way(ws: str, path: str) -> None:
+def _no_link_on_the_way(ws: str, path: str, writable: set[str] | None = None) -> None:
     """Refuse `path` when it, or a folder between the workspace and it, is a link: a mount lands on what a link
-    points at, and the link itself stays replaceable by the run."""
+    points at, and the link itself stays replaceable by the run. A link the profile frees by name (`writable`,
+    as the refusal says) is let be."""
     rel = os.path.relpath(path, ws)
     here = ws
     for part in rel.split(os.sep):
         here = os.path.join(here, part)
-        if os.path.islink(here):
+        if os.path.islink(here) and not (writable and _opted_out(os.path.relpath(here, ws), writable)):
             raise _link_refused(ws, here)
 
 
@@ -92,9 +97,13 @@ def _followed(ws: str, existing: dict[str, str], writable: set[str]) -> None:
     the walk did not find (a hard link elsewhere in the workspace) refuses the run, as does a link into the
     workspace that leads nowhere (the run could make what it names) or to the workspace itself (not to be held)."""
     folders = [p for p, kind in existing.items() if kind == "directory"]
+    cut = len(ws) + 1  # every held path lies in the workspace: its name there is what follows the cut
 
     def held(path: str) -> bool:
-        return path in existing or any(is_within(path, f) for f in folders)
+        return path in existing or any(path.startswith(f"{f}/") for f in folders)
+
+    def freed(path: str) -> bool:
+        return bool(writable) and _opted_out(path[cut:], writable)
 
     names: dict[tuple[int, int], set[str]] = {}  # files with more than one name: the names the walk found
     todo, walked = [(p, existing[p] == "directory") for p in sorted(existing, reverse=True)], set()
@@ -112,11 +121,11 @@ def _followed(ws: str, existing: dict[str, str], writable: set[str]) -> None:
             continue
         git_data = any(e.name == "HEAD" for e in entries)
         for e in entries:
-            if _opted_out(os.path.relpath(e.path, ws), writable) or git_data and e.name in _GIT_DATA:
+            if freed(e.path) or git_data and e.name in _GIT_DATA:
                 continue
             if e.is_symlink():
-                target = _resolve(ws, e.path, held)
-                if not is_within(target, ws) or held(target) or _opted_out(os.path.relpath(target, ws), writable):
+                target = _resolve(ws, e.path, lambda p: held(p) or freed(p))
+                if not is_within(target, ws) or held(target) or freed(target):
                     continue
                 if target == ws or not os.path.exists(target):
                     what = "the workspace itself" if target == ws else f"{target}, which does not exist"
@@ -124,7 +133,7 @@ def _followed(ws: str, existing: dict[str, str], writable: set[str]) -> None:
                         f"host-executed path {e.path} is a symbolic link to {what} (sandbox layer): a process of the "
                         "run could write what it leads to, and a host program would then run it; replace the link "
                         "with what it points at, or make it writable by name "
-                        f"(host_executed: {{writable: [{os.path.relpath(e.path, ws)}]}})"
+                        f"(host_executed: {{writable: [{e.path[cut:]}]}})"
                     )
                 existing[target] = "directory" if os.path.isdir(target) else "file"
                 if existing[target] == "directory":
@@ -134,15 +143,48 @@ def _followed(ws: str, existing: dict[str, str], writable: set[str]) -> None:
                 todo.append((e.path, True))
             elif e.is_file(follow_symlinks=False):
                 _count_names(e.path, names)
-    for found in names.values():
-        path = min(found)
-        if len(found) < os.lstat(path).st_nlink:
-            raise SandboxError(
-                f"host-executed path {path} has another name, a hard link the run could write (sandbox layer): a "
-                "process of the run could rewrite the file through that name, and a host program would then run "
-                "what it wrote; replace the hard link with a copy, or make it writable by name "
-                f"(host_executed: {{writable: [{os.path.relpath(path, ws)}]}})"
-            )
+    _no_other_name(ws, names, walked)
+
+
+def _no_other_name(ws: str, names: dict[tuple[int, int], set[str]], walked: set[str]) -> None:
+    """Refuse a held file (`names`: the held names of each file with more than one) that has another name in the
+    workspace outside the held folders (`walked`), where the run could rewrite it. Names outside the workspace
+    (a package cache a tool links from) are not the run's to write. The workspace is searched only when some
+    held file has a name the walk of the held folders did not find, and by the folders' entries alone (their
+    inode numbers)."""
+    missing = {}
+    for file, found in names.items():
+        try:
+            if len(found) < os.lstat(next(iter(found))).st_nlink:
+                missing[file] = found
+        except OSError:
+            continue
+    inodes = {ino for _, ino in missing}
+    todo = [ws] if missing else []
+    while todo:
+        try:
+            entries = list(os.scandir(todo.pop()))
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if e.path not in walked:
+                    todo.append(e.path)
+            elif e.inode() in inodes and e.is_file(follow_symlinks=False):
+                try:
+                    info = os.lstat(e.path)
+                except OSError:
+                    continue
+                found = missing.get((info.st_dev, info.st_ino), {e.path})
+                if e.path in found:
+                    continue
+                path = min(found)
+                raise SandboxError(
+                    f"host-executed path {path} has another name, {e.path}, which the run can write (sandbox "
+                    "layer): a process of the run could rewrite the file through that name, and a host program "
+                    "would then run what it wrote; replace the hard link with a copy, or make it writable by name "
+                    f"(host_executed: {{writable: [{os.path.relpath(path, ws)}]}})"
+                )
 
 
 def _count_names(path: str, names: dict[tuple[int, int], set[str]]) -> None:
@@ -163,11 +205,15 @@ def _regular(path: str) -> bool:
         return False
 
 
-def _git_pointers(ws: str, gitdir: str, worktree: str) -> list[str]:
+def _git_pointers(
+    ws: str, gitdir: str, worktree: str, user: list[tuple[str, str, str]] | None = None, home: str | None = None
+) -> list[str]:
     """What else inside the workspace a repository makes git run or read as config: its common folder (a
-    worktree's `commondir`), every file its config includes, and core.hooksPath, read by git itself (one-line
-    sections, includes of includes), and by a plain reading of `path =` lines besides (an includeIf whose
-    condition git cannot judge from a lone file)."""
+    worktree's `commondir`), every file its config includes (and what they include, whatever the include's
+    condition), and core.hooksPath, read by git itself (one-line sections, includes of includes), and by a plain
+    reading of `path =` lines besides (an includeIf whose condition git cannot judge from a lone file). `user`: the
+    entries of the user's own git config (`_user_git_config`), whose relative core.hooksPath names a folder of this
+    repository's worktree too; `home`: the launcher's home, for a `~` in a path."""
     out = []
     lines = _lines(os.path.join(gitdir, "commondir"))
     common = os.path.normpath(os.path.join(gitdir, lines[0].strip())) if lines else None
@@ -179,48 +225,126 @@ def _git_pointers(ws: str, gitdir: str, worktree: str) -> list[str]:
         for d in dict.fromkeys(filter(None, (common, gitdir)))
         for name in ("config", "config.worktree")
     ]
-    for config in configs:
-        for key, value, origin in _git_config(config):
-            if origin:
-                out.append(origin)
-            if key == "core.hookspath":
-                out.append(os.path.normpath(os.path.join(worktree, os.path.expanduser(value))))
-            elif key.endswith(".path") and key.startswith("include"):
-                out.append(os.path.normpath(os.path.join(os.path.dirname(origin or config), os.path.expanduser(value))))
-    return [p for p in dict.fromkeys(out) if is_within(p, ws) and p != ws and p not in configs]
+    entries = [entry for config in configs for entry in _git_config(config)]
+    read = set(configs)
+    for key, value, origin in entries:  # grows with what each included file holds
+        path = _git_path(key, value, origin, worktree, home)
+        out += [origin, path]
+        if path and key != "core.hookspath" and path not in read:
+            read.add(path)
+            entries += _git_config(path)
+    for key, value, origin in user or ():  # what it includes was read once, with it
+        out += [origin, _git_path(key, value, origin, worktree, home)]
+    return [p for p in dict.fromkeys(out) if p and is_within(p, ws) and p != ws and p not in configs]
+
+
+def _git_path(key: str, value: str, origin: str, worktree: str, home: str | None) -> str:
+    """The path a git config entry names for git to run or read: core.hooksPath (relative to the worktree, where
+    git runs hooks) or an include's path (relative to the file that includes it); "" for any other entry."""
+    if key == "core.hookspath":
+        return os.path.normpath(os.path.join(worktree, _expand(value, home)))
+    if key.endswith(".path") and key.startswith("include") and origin:
+        return os.path.normpath(os.path.join(os.path.dirname(origin), _expand(value, home)))
+    return ""  # not a path, or a relative include from the command line, which git refuses
+
+
+def _expand(value: str, home: str | None) -> str:
+    """`value` with a leading `~` expanded as git expands it: to `home` (the launcher's HOME), `~user` to that
+    user's home."""
+    if value == "~" or value.startswith("~/"):
+        return value if home is None else home + value[1:]
+    return os.path.expanduser(value) if value.startswith("~") else value
 
 
 def _git_config(config: str) -> list[tuple[str, str, str]]:
     """(key, value, the file it came from) of every entry of `config` and what it includes; a plain reading of
-    the file alone where git is missing or refuses it."""
+    the file alone besides, for where git is missing or refuses it."""
+    env = {"PATH": os.environ.get("PATH", ""), "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
+    listed = _git_list(["--file", config], env, config) if _regular(config) else []
+    return [*listed, *_plain_git_config(config)]
+
+
+# What of the launcher's environment the host's git reads its own configs by (GIT_CONFIG_KEY_<n> and
+# GIT_CONFIG_VALUE_<n> besides)
+_USER_GIT_ENV = (
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_NOSYSTEM",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS",
+)
+
+
+def _user_git_config(environ: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """(key, value, the file it came from) of what the host's git reads besides a repository's own config, as
+    the launcher's git reads it (its HOME, XDG_CONFIG_HOME, GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM,
+    GIT_CONFIG_NOSYSTEM, GIT_CONFIG_COUNT's entries): the system config, the global ones, and every file they
+    include, whatever the include's condition (git follows an includeIf only in a repository it holds for). Read
+    by git outside any repository, and by a plain reading of each file besides."""
+    env = {
+        k: v for k, v in environ.items() if k in _USER_GIT_ENV or k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
+    }
+    env["PATH"] = os.environ.get("PATH", "")
+    home = env.get("HOME")
+    files = [env["GIT_CONFIG_GLOBAL"]] if env.get("GIT_CONFIG_GLOBAL") else []
+    if not files and home:
+        config_home = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+        files = [os.path.join(config_home, "git", "config"), os.path.join(home, ".gitconfig")]
+    if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
+        files.append(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
+    out = _git_list([], env, "the user's git config", cwd="/")
+    read = {*files, *(origin for _, _, origin in out)}
+    out += [entry for f in files for entry in _plain_git_config(f)]
+    for key, value, origin in out:  # grows with what each include adds
+        path = "" if key == "core.hookspath" else _git_path(key, value, origin, "/", home)
+        if path and path not in read:
+            read.add(path)
+            out += _git_config(path)
+    return out
+
+
+def _git_list(args: list[str], env: dict[str, str], what: str, cwd: str | None = None) -> list[tuple[str, str, str]]:
+    """(key, value, the file it came from) of what `git config <args> --includes --list` lists; none when git is
+    missing or refuses it."""
     import shutil
     import subprocess
 
-    out: list[tuple[str, str, str]] = []
     git = shutil.which("git")
-    if git and _regular(config):
-        try:
-            done = subprocess.run(
-                [git, "config", "--file", config, "--includes", "--list", "--show-origin", "-z"],
-                capture_output=True,
-                timeout=10,
-                env={"PATH": os.environ.get("PATH", ""), "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"},
-            )
-        except subprocess.TimeoutExpired:
-            raise SandboxError(
-                f"git did not read {config} within 10 s (sandbox layer): something it includes "
-                "never ends (a FIFO); the run's host-executed paths cannot be known"
-            ) from None
-        if done.returncode == 0:
-            parts = done.stdout.decode(errors="replace").split("\0")
-            for origin, item in zip(parts[0::2], parts[1::2]):
-                key, _, value = item.partition("\n")
-                out.append((key.lower(), value, origin[len("file:") :] if origin.startswith("file:") else ""))
+    if not git:
+        return []
+    try:
+        done = subprocess.run(
+            [git, "config", *args, "--includes", "--list", "--show-origin", "-z"],
+            capture_output=True,
+            timeout=10,
+            env=env,
+            cwd=cwd,
+        )
+    except subprocess.TimeoutExpired:
+        raise SandboxError(
+            f"git did not read {what} within 10 s (sandbox layer): something it includes "
+            "never ends (a FIFO); the run's host-executed paths cannot be known"
+        ) from None
+    if done.returncode != 0:
+        return []
+    parts = done.stdout.decode(errors="replace").split("\0")
+    out = []
+    for origin, item in zip(parts[0::2], parts[1::2]):
+        key, _, value = item.partition("\n")
+        out.append((key.lower(), value, origin[len("file:") :] if origin.startswith("file:") else ""))
+    return out
+
+
+def _plain_git_config(config: str) -> list[tuple[str, str, str]]:
+    """The include paths and hooks paths of `config` by a plain reading of its `path =` and `hooksPath =` lines."""
+    out = []
     for line in _lines(config):
         key, sep, value = line.strip().partition("=")
         key = key.strip().lower()
         if sep and key in ("path", "hookspath"):
-            out.append(("include.path" if key == "path" else "core.hookspath", value.strip().strip('"'), ""))
+            out.append(("include.path" if key == "path" else "core.hookspath", value.strip().strip('"'), config))
     return out
 
 
@@ -264,6 +388,9 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
     anywhere = {**{n: "file" for n in files}, **{n: "directory" for n in dirs}}
     at_home_too = {**anywhere, **{n: "file" for n in home_files}, **{n: "directory" for n in home_dirs}}
     git_only_names = {".git": "directory"}
+    environ: Mapping[str, str] = spec.get("environ") or os.environ  # the launcher's (git reads its config by it)
+    user: list[tuple[str, str, str]] | None = None
+    unchecked = set(spec.get("unchecked", ()))  # what the mutation check takes out (agentbox.testing.weakened)
     stack = [(ws, 0, False)]
     while stack:
         folder, depth, git_only = stack.pop()
@@ -286,16 +413,24 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
                 existing[path] = "directory" if e.is_dir(follow_symlinks=False) else "file"
                 if name == ".git":
                     gitdir = path if existing[path] == "directory" else _gitfile_target(path)
-                    if gitdir and is_within(gitdir, ws) and gitdir != path:
-                        existing[gitdir] = "directory"
-                    pointed = _git_pointers(ws, gitdir or path, folder) if gitdir else []
+                    if gitdir and gitdir != path:
+                        if is_within(gitdir, ws) and "gitdir-link" not in unchecked:
+                            # a link the run could point at a repository of its own
+                            _no_link_on_the_way(ws, gitdir, writable)
+                        elif is_within(real := os.path.realpath(gitdir), ws):
+                            gitdir = real  # named from outside, through links the run cannot change
+                        if is_within(gitdir, ws) and gitdir != ws:
+                            existing[gitdir] = "directory"
+                    if gitdir and user is None:  # the user's own git config, read once for every repository
+                        user = [] if "user-git-config" in unchecked else _user_git_config(environ)
+                    pointed = _git_pointers(ws, gitdir, folder, user, environ.get("HOME")) if gitdir else []
                 elif name == ".yarnrc.yml":
                     pointed = _yarn_pointers(ws, path)
                 else:
                     pointed = []
                 for p in pointed:
                     if os.path.lexists(p) and not _opted_out(os.path.relpath(p, ws), writable):
-                        _no_link_on_the_way(ws, p)
+                        _no_link_on_the_way(ws, p, writable)
                         existing[p] = "directory" if os.path.isdir(p) else "file"
                 continue  # a protected folder is read-only whole: nothing below it needs a scan
             if e.is_dir(follow_symlinks=False) and depth + 1 < git_depth:
@@ -310,6 +445,8 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
             existing[folder] = "directory"
         elif not any(a[0] == folder for a in absent):
             absent.append((folder, "directory", ""))
+    if "followed" not in unchecked:
+        _followed(ws, existing, writable)
     return sorted(existing.items()), absent
 
 

@@ -249,7 +249,7 @@ class Started:
                 # scanned now, not at compile time: a cached entry would miss what the project gained since
                 launcher = os.environ if source is None else source
                 self.guard = Guard(
-                    entry["host_executed"],
+                    {**entry["host_executed"], "environ": launcher},  # git's own config is found by it
                     [a.replace(RUN_DIR, run_dir) for a in entry["argv"]],
                     run_dir,
                     launcher.get("PATH"),

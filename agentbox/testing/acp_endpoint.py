@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     from agentbox.core.home import db_path
     from agentbox.core.profile import load_profile
     from agentbox.run.runs import RunStore
-    from agentbox.sandbox import bwrap
+    from agentbox.sandbox.backend import get_backend
 
     p = argparse.ArgumentParser(prog="python -m agentbox.testing.acp_endpoint")
     p.add_argument("--profile", required=True)
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         loaded = load_profile(args.profile)
         req_home = os.environ.get("HOME") or "/root"
         plan = compile_plan(loaded, args.workspace)
-        hidden = bwrap.hidden_roots(plan.native.requirements, req_home)
+        hidden = get_backend(plan.sandbox.backend).hidden_roots(plan.native.requirements, req_home)
         binds = (
             *_python_binds(hidden),
             str(Path(AGENT).parent),

@@ -66,7 +66,8 @@ class CanaryPlugin:
         from agentbox.prove.canary import Build
         from agentbox.errors import AgentBoxError
         from agentbox.prove.freshness import freshness, sandbox_freshness
-        from agentbox.testing.negative import bwrap_version, suite_revision
+        from agentbox.sandbox import DEFAULT_BACKEND
+        from agentbox.testing.negative import sandbox_version, suite_revision
 
         here = self._here()
 
@@ -104,7 +105,11 @@ class CanaryPlugin:
                     action="reused" if fresh.current else "reverified",
                 )
             )
-        sandbox = [sandbox_freshness(records, catalogue, revision, backend="bwrap", version=bwrap_version(), here=here)]
+        sandbox = [
+            sandbox_freshness(
+                records, catalogue, revision, backend=DEFAULT_BACKEND, version=sandbox_version(), here=here
+            )
+        ]
         return builds, sandbox
 
     def _here(self):
@@ -122,7 +127,8 @@ class CanaryPlugin:
         """What this run set out to re-verify and is still not current after it: a -k, -m, --deselect or
         --agentbox-capability that left vectors out proved part of it only."""
         from agentbox.prove.freshness import freshness, sandbox_freshness
-        from agentbox.testing.negative import bwrap_version, suite_revision
+        from agentbox.sandbox import DEFAULT_BACKEND
+        from agentbox.testing.negative import sandbox_version, suite_revision
 
         catalogue, revision, here = self.session.catalogue(), suite_revision(), self._here()
         out = []
@@ -143,7 +149,7 @@ class CanaryPlugin:
             for s in self.sandbox:
                 if not s.current:
                     after = sandbox_freshness(
-                        records, catalogue, revision, backend="bwrap", version=bwrap_version(), here=here
+                        records, catalogue, revision, backend=DEFAULT_BACKEND, version=sandbox_version(), here=here
                     )
                     if not after.current:
                         out.append(f"{after.subject} (sandbox alone): {after.reason}")

@@ -30,7 +30,8 @@ from agentbox.prove.evidence import EvidenceRecord, RunInfo, host_facts, privile
 from agentbox.core.refusal_kinds import Evidence, describe, expected_kinds, recognise
 from agentbox.core.revision import suite_revision
 from agentbox.run import lifecycle
-from agentbox.sandbox.bwrap import backend_version as bwrap_version
+from agentbox.sandbox import DEFAULT_BACKEND
+from agentbox.sandbox.backend import get_backend
 from agentbox.prove.vectors import Catalogue, Oracle, Vector, expected_outcome, fill, kernel_lacks, lacking_text
 from agentbox.testing.fixtures import MODEL_KEY
 from agentbox.testing.privilege import observed
@@ -186,13 +187,18 @@ def _unoffered(transcript, step: int | None) -> str:
     )
 
 
+def sandbox_version() -> str | None:
+    """The installed version of the backend the suite's runs go through (the default one)."""
+    return get_backend().backend_version()
+
+
 def expected_for(
     vector: Vector, layer: Layer, harness: str | None, version: str | None, mode: str | None = None
 ) -> str:
     from agentbox.prove.claims import ENDPOINT
 
     harness_report = load_declarations(harness).report(vector.capability, version, layer, mode) if harness else None
-    sandbox_report = load_declarations("bwrap").report(vector.capability, bwrap_version())
+    sandbox_report = get_backend().declarations.report(vector.capability, sandbox_version())
     endpoint_report = load_declarations(ENDPOINT).report(vector.capability, None) if layer == "acp" else None
     return expected_outcome(vector, layer, harness_report, sandbox_report, endpoint_report, privilege_level())
 
@@ -745,8 +751,8 @@ class VectorRunner:
             version=probe.version if probe else None,
             binary_sha256=probe.sha256 if probe else None,
             dialect=probe.dialect if probe else None,
-            sandbox_backend="bwrap" if layer in ("sandbox", "composed", "acp") else None,
-            sandbox_version=bwrap_version() if layer in ("sandbox", "composed", "acp") else None,
+            sandbox_backend=DEFAULT_BACKEND if layer in ("sandbox", "composed", "acp") else None,
+            sandbox_version=sandbox_version() if layer in ("sandbox", "composed", "acp") else None,
             kernel=facts["kernel"],
             agentbox_version=facts["agentbox_version"],
             suite_revision=suite_revision(),

@@ -216,6 +216,12 @@ NO_STATE_CHECK = "no-state-check"  # a run that could write Agent-Box's own stat
 NO_HOST_GUARD = "no-host-guard"  # the workspace's host-executed paths not held (agentbox.sandbox.host_guard)
 NO_HIDDEN_STATE = "no-hidden-state"  # AGENTBOX_HOME left in the run's (read-only) view
 NO_LISTENER_CHECK = "no-listener-check"  # the proxy does not check who listens on a shared loopback
+# single checks of the host-executed guard's scan, each taken out on its own (its spec's `unchecked`)
+GUARD_CHECKS = {
+    "no-guard-followed": "followed",  # what a held folder's links lead to, and a held file's other names
+    "no-guard-gitdir-link": "gitdir-link",  # a link on the way to the repository a .git file names
+    "no-guard-user-git-config": "user-git-config",  # the hooks path and includes of the user's own git config
+}
 
 
 def _matches(group: list[str], pattern: tuple[str, ...], ws: str, home: str) -> bool:
@@ -237,6 +243,9 @@ def mutate(entry: dict, name: str, ws: str, home: str) -> dict | None:
         return _trusting_writable_state(entry)
     if name == NO_HOST_GUARD:
         return _without_host_guard(entry) if entry.get("host_executed") else None
+    if name in GUARD_CHECKS:
+        spec = entry.get("host_executed")
+        return {**entry, "host_executed": {**spec, "unchecked": [GUARD_CHECKS[name]]}} if spec else None
     if name == NO_HIDDEN_STATE:
         return _with_state_in_view(entry)
     if name == NO_LISTENER_CHECK:
@@ -263,6 +272,7 @@ def mutation_names() -> list[str]:
         NO_SCOPE,
         NO_STATE_CHECK,
         NO_HOST_GUARD,
+        *GUARD_CHECKS,
         NO_HIDDEN_STATE,
         NO_LISTENER_CHECK,
     ]

@@ -220,6 +220,7 @@ def test_a_cached_launch_is_stale_once_a_file_of_its_build_changed_though_its_la
             "build": identity.as_check(),
             "surfaces": {},
             "uid": os.geteuid(),
+            "sandbox_program": "bwrap",
             "sandbox_binary": stat_key(which("bwrap") or ""),
             "evidence": str(tmp_path / "ev"),
             "evidence_signature": signature(tmp_path / "ev"),

@@ -453,3 +453,207 @@ def test_what_the_plan_mounts_over_is_no_newcomer_after_the_run(tmp_path, ws):
     guard = Guard(spec(ws), argv, str(tmp_path / "run"))
     assert guard.newcomers() == []
     guard.release()
+
+
+# What a held path leads a host program to is held too, or the run refused: a link out of a held folder, a second
+# name of a held file, the repository a .git file names through a link, the hooks the user's own git config names.
+
+
+def repository(ws):
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+
+
+def test_a_hook_linked_to_a_file_elsewhere_in_the_workspace_holds_that_file_too(ws):
+    repository(ws)
+    (ws / ".git/hooks/pre-commit").symlink_to("../../scripts/pre-commit")
+    assert (str(ws / "scripts/pre-commit"), "file") in scan(spec(ws))[0]
+
+
+def test_a_linked_folder_is_held_whole_and_what_its_own_links_lead_to_as_well(ws):
+    (ws / ".claude").mkdir()
+    (ws / "prompts").mkdir()
+    (ws / "prompts" / "review.md").symlink_to("../docs/review.md")
+    (ws / "docs").mkdir()
+    (ws / "docs" / "review.md").write_text("review\n")
+    (ws / ".claude" / "commands").symlink_to("../prompts")
+    existing = dict(scan(spec(ws))[0])
+    assert existing[str(ws / "prompts")] == "directory" and existing[str(ws / "docs/review.md")] == "file"
+
+
+def test_a_link_in_a_held_folder_that_leads_through_a_link_the_run_could_replace_is_refused(ws):
+    repository(ws)
+    (ws / "tools").symlink_to("scripts")
+    (ws / ".git/hooks/pre-commit").symlink_to("../../tools/pre-commit")
+    with pytest.raises(SandboxError, match=rf"host-executed path {ws}/tools is a symbolic link \(sandbox layer\)"):
+        scan(spec(ws))
+    assert (str(ws / "scripts/pre-commit"), "file") in scan(spec(ws, writable=["tools"]))[0]
+
+
+def test_a_link_within_a_held_folder_or_out_of_the_workspace_is_followed_and_holds_nothing_more(tmp_path, ws):
+    (ws / ".venv/bin").mkdir(parents=True)
+    (ws / ".venv/bin/python3").symlink_to("python")
+    (ws / ".venv/bin/python").symlink_to(sys.executable)
+    found, _ = scan({**spec(ws), "path": f"{ws}/.venv/bin"})
+    assert found == [(str(ws / ".venv/bin"), "directory")]
+
+
+def test_a_link_in_a_held_folder_to_what_the_run_could_create_in_the_workspace_is_refused(ws):
+    repository(ws)
+    (ws / ".git/hooks/pre-push").symlink_to("../../scripts/pre-push")
+    with pytest.raises(SandboxError, match=r"hooks/pre-push is a symbolic link to .*/scripts/pre-push, which does not"):
+        scan(spec(ws))
+
+
+def test_a_link_the_profile_frees_by_name_is_not_followed(ws):
+    repository(ws)
+    (ws / ".git/hooks/pre-commit").symlink_to("../../scripts/pre-commit")
+    for freed in (".git/hooks/pre-commit", "scripts/pre-commit"):  # the link, or what it leads to
+        assert str(ws / "scripts/pre-commit") not in dict(scan(spec(ws, writable=[freed]))[0])
+
+
+def test_a_hook_hard_linked_to_a_file_elsewhere_in_the_workspace_refuses_the_run_and_says_what_to_do(ws):
+    repository(ws)
+    os.link(ws / "scripts/pre-commit", ws / ".git/hooks/pre-commit")
+    with pytest.raises(SandboxError) as refused:
+        scan(spec(ws))
+    assert str(refused.value).startswith(
+        f"host-executed path {ws}/.git/hooks/pre-commit has another name, {ws}/scripts/pre-commit, which the run can"
+    )
+    assert "(sandbox layer)" in str(refused.value) and "replace the hard link with a copy" in str(refused.value)
+    assert "host_executed: {writable: [.git/hooks/pre-commit]}" in str(refused.value)
+
+
+def test_a_held_program_whose_other_name_lies_outside_the_workspace_refuses_nothing(tmp_path, ws):
+    (tmp_path / "cache").mkdir()  # a package cache a tool links its installs from (conda, uv)
+    (tmp_path / "cache" / "tool").write_text("#!/bin/sh\n")
+    (ws / "env/bin").mkdir(parents=True)
+    os.link(tmp_path / "cache" / "tool", ws / "env/bin/tool")
+    assert (str(ws / "env/bin"), "directory") in scan({**spec(ws), "path": f"{ws}/env/bin"})[0]
+
+
+def test_a_held_file_at_the_root_with_a_second_name_refuses_the_run_too(ws):
+    (ws / "direnv.sh").write_text("export A=1\n")
+    os.link(ws / "direnv.sh", ws / ".envrc")
+    with pytest.raises(SandboxError, match=r"\.envrc has another name"):
+        scan(spec(ws))
+
+
+def test_a_hard_link_whose_every_name_is_held_or_freed_by_name_refuses_nothing(ws):
+    repository(ws)
+    (ws / ".vscode").mkdir()
+    os.link(ws / "scripts/pre-commit", ws / ".git/hooks/pre-commit")
+    os.link(ws / "scripts/pre-commit", ws / ".vscode/pre-commit")
+    os.unlink(ws / "scripts/pre-commit")  # its two names are both held now
+    scan(spec(ws))
+    (ws / "scripts/other").write_text("")
+    os.link(ws / "scripts/other", ws / ".git/hooks/post-checkout")
+    scan(spec(ws, writable=[".git/hooks/post-checkout"]))
+
+
+def test_git_data_a_local_clone_hard_links_is_not_walked(tmp_path, ws):
+    subprocess.run(["git", "init", "-q", str(tmp_path / "origin")], check=True)
+    git = ["git", "-C", str(tmp_path / "origin"), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(["git", "clone", "-q", "--local", str(tmp_path / "origin"), str(ws / "clone")], check=True)
+    objects = [
+        f for d, _, fs in os.walk(ws / "clone/.git/objects") for f in fs if os.stat(os.path.join(d, f)).st_nlink > 1
+    ]
+    assert objects  # the clone shares its objects with the origin
+    assert (str(ws / "clone/.git"), "directory") in scan(spec(ws))[0]
+
+
+def test_a_git_file_naming_its_repository_through_a_link_in_the_workspace_is_refused(ws):
+    (ws / "vault/repo.git").mkdir(parents=True)
+    (ws / "store").symlink_to("vault")
+    (ws / ".git").write_text("gitdir: store/repo.git\n")
+    with pytest.raises(SandboxError, match=rf"host-executed path {ws}/store is a symbolic link"):
+        scan(spec(ws))
+    assert (str(ws / "store/repo.git"), "directory") in scan(spec(ws, writable=["store"]))[0]  # as the refusal says
+
+
+def test_a_git_file_naming_a_repository_of_the_workspace_through_a_link_outside_holds_the_repository(tmp_path, ws):
+    (ws / "vault/repo.git").mkdir(parents=True)
+    (tmp_path / "store").symlink_to(ws / "vault")
+    (ws / ".git").write_text(f"gitdir: {tmp_path}/store/repo.git\n")
+    assert (str(ws / "vault/repo.git"), "directory") in scan(spec(ws))[0]
+
+
+def global_config(tmp_path, text):
+    config = tmp_path / "global.gitconfig"
+    config.write_text(text)
+    return {"HOME": str(tmp_path / "nohome"), "GIT_CONFIG_GLOBAL": str(config), "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def test_a_relative_hooks_path_of_the_users_global_config_is_held_in_every_repository(tmp_path, ws):
+    environ = global_config(tmp_path, "[core]\n\thooksPath = .hooks\n")
+    for repo in (ws, ws / "sub"):
+        (repo / ".git").mkdir(parents=True)
+        (repo / ".hooks").mkdir()
+    existing = dict(scan({**spec(ws), "environ": environ})[0])
+    assert existing[str(ws / ".hooks")] == "directory" and existing[str(ws / "sub/.hooks")] == "directory"
+    assert str(ws / ".hooks") not in dict(scan({**spec(ws), "environ": {"HOME": str(tmp_path / "nohome")}})[0])
+
+
+def test_the_users_global_config_is_found_by_the_launchers_home_and_xdg_config_home(tmp_path, ws):
+    (ws / ".git").mkdir()
+    (ws / "a").mkdir()
+    (ws / "b").mkdir()
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home/.gitconfig").write_text("[core]\n\thooksPath = a\n")
+    (tmp_path / "xdg/git").mkdir(parents=True)
+    (tmp_path / "xdg/git/config").write_text("[include]\n\tpath = ~/more.gitconfig\n")
+    (tmp_path / "home/more.gitconfig").write_text("[core] hooksPath = b\n")
+    environ = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "GIT_CONFIG_NOSYSTEM": "1"}
+    existing = dict(scan({**spec(ws), "environ": environ})[0])
+    assert str(ws / "a") in existing and str(ws / "b") in existing
+
+
+def test_a_file_the_users_config_includes_from_the_workspace_is_held_and_read_whatever_its_condition(tmp_path, ws):
+    (ws / ".git").mkdir()
+    (ws / "tools/hooks").mkdir(parents=True)
+    (ws / "team.gitconfig").write_text("[core]\n\thooksPath = tools/hooks\n")
+    environ = global_config(tmp_path, f'[includeIf "gitdir:/nowhere/"]\n\tpath = {ws}/team.gitconfig\n')
+    existing = dict(scan({**spec(ws), "environ": environ})[0])
+    assert existing[str(ws / "team.gitconfig")] == "file" and existing[str(ws / "tools/hooks")] == "directory"
+
+
+def test_the_system_config_is_read_unless_git_config_nosystem_says_not_to(tmp_path, ws):
+    (ws / ".git").mkdir()
+    (ws / ".hooks").mkdir()
+    (tmp_path / "system.gitconfig").write_text("[core]\n\thooksPath = .hooks\n")
+    environ = {"HOME": str(tmp_path / "nohome"), "GIT_CONFIG_SYSTEM": str(tmp_path / "system.gitconfig")}
+    assert str(ws / ".hooks") in dict(scan({**spec(ws), "environ": environ})[0])
+    assert str(ws / ".hooks") not in dict(scan({**spec(ws), "environ": {**environ, "GIT_CONFIG_NOSYSTEM": "1"}})[0])
+
+
+def test_the_users_git_config_is_read_once_per_scan_and_not_where_there_is_no_repository(tmp_path, ws, monkeypatch):
+    from agentbox.sandbox import host_guard
+
+    calls = []
+    monkeypatch.setattr(host_guard, "_user_git_config", lambda environ: calls.append(environ) or [])
+    scan(spec(ws))
+    assert calls == []
+    for repo in (ws / "a", ws / "b"):
+        (repo / ".git").mkdir(parents=True)
+    scan(spec(ws))
+    assert len(calls) == 1
+
+
+@needs_bwrap
+def test_a_run_cannot_rewrite_a_hook_through_the_link_it_was_installed_by_nor_one_the_global_config_names(
+    tmp_path, env, ws
+):
+    repository(ws)
+    (ws / ".git/hooks/pre-commit").symlink_to("../../scripts/pre-commit")
+    (ws / ".hooks").mkdir()
+    environ = global_config(tmp_path, "[core]\n\thooksPath = .hooks\n")
+    done = sandbox_run(
+        {**env, "GIT_CONFIG_GLOBAL": environ["GIT_CONFIG_GLOBAL"]},
+        profile(tmp_path),
+        ws,
+        "echo 'touch ran' > scripts/pre-commit; echo 'touch ran' > .hooks/pre-commit; touch ok",
+    )
+    assert done.stderr.count("Read-only file system") == 2, done.stderr
+    assert (ws / "scripts/pre-commit").read_text() == "#!/bin/sh\nexit 0\n" and (ws / "ok").exists()

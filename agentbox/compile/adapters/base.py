@@ -19,14 +19,26 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from agentbox.harnesses.build_identity import BuildFiles, Identity, identify, single_file
-from agentbox.core.capability import CapabilityReport, Declarations, capability_id, load_declarations
+from agentbox.core.capability import CapabilityReport, Declarations, capability_id, load_declarations, weakest
 from agentbox.errors import HarnessError
 from agentbox.hot import agentbox_home, package_fingerprint, sha256, stat_key, write_json_atomic
 from agentbox.core.intent import ITEMS, PermissionIntent
-from agentbox.core.plan import Artifact, CompileContext, CompileResult, Credential, LayerCoverage, Placeholder, Surface
+from agentbox.core.plan import (
+    Artifact,
+    CompileContext,
+    CompileResult,
+    Credential,
+    KeyApproval,
+    LayerCoverage,
+    Placeholder,
+    RuntimeRequirements,
+    StateFile,
+    Surface,
+)
 from agentbox.core.profile import Profile
+from agentbox.compile.adapters.native import endpoint
 
-__all__ = ["HarnessAdapter", "Probe", "ToolCall", "ToolVocabulary", "WireApi"]
+__all__ = ["Compilation", "HarnessAdapter", "Probe", "ToolCall", "ToolVocabulary", "WireApi"]
 
 WireApi = Literal["anthropic-messages", "openai-responses", "openai-chat"]
 
@@ -75,6 +87,72 @@ class ToolVocabulary(BaseModel):
     never_ran: tuple[str, ...] = ()
 
 
+class Compilation:
+    """The state of one compile, which the adapter's steps fill in and the base turns into a CompileResult.
+
+    Mutable on purpose: each step (`HarnessAdapter.compile_<step>`) adds its item's native keys, owners,
+    mechanism, warnings and errors here, so no step has to hand its part back through return values.
+    """
+
+    def __init__(self, adapter: HarnessAdapter, profile: Profile, context: CompileContext) -> None:
+        self.profile = profile
+        self.context = context
+        self.intent = profile.permission_intent
+        self.version = context.harness_version
+        self.dialect = adapter.declarations.dialect_for(self.version)
+        self.config: dict[str, Any] = {}  # the main native config file, as the adapter builds it
+        self.owners: dict[str, str] = {}  # native key -> the intent item it serves (a config_patch may not undo it)
+        self.warnings: list[str] = []
+        self.errors: list[str] = []
+        self.mechanisms: dict[str, str] = {}  # item -> how this plan enforces it (an item left out: "none")
+        self.env: dict[str, str] = {}  # the harness's environment (also what the sandbox sets)
+        # the model key's variable, which the sandbox passes through (None: no key)
+        self.key_env: str | None = profile.model.api_key_env
+        # the variable the harness sends its model key from, which the model route swaps (None: it sends none)
+        self.credential_env: str | None = profile.model.api_key_env
+        self.artifacts: tuple[Artifact, ...] = ()
+        self.argv: tuple[str, ...] = ()
+        self.key_approvals: tuple[KeyApproval, ...] = ()
+        self.state_files: tuple[StateFile, ...] = ()
+        # item -> [(reason, extra bypass surfaces)]: where this plan compiled only part of the declared mechanism
+        self.degraded: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        # item -> coverage fields replaced: where this plan leaves the item to the OS sandbox altogether
+        self.delegated: dict[str, dict[str, Any]] = {}
+        # what an adapter's steps share beyond these (its own rule lists, a sandbox they fill together)
+        self.native: Any = None
+
+    def degrade(self, item: str, reason: str, extra: tuple[str, ...] = ()) -> None:
+        """Lower the item's declared coverage to at most partial, naming why and what else bypasses it."""
+        self.degraded.setdefault(item, []).append((reason, extra))
+
+    def delegate(self, item: str, reason: str, **also: Any) -> None:
+        """Declare the item unsupported at the harness layer in this plan: the OS sandbox holds it instead.
+        A later call for the same item wins field by field (`also` replaces more coverage fields)."""
+        update = {"support": "unsupported", "bypass_surfaces": (), "reason": reason, **also}
+        self.delegated[item] = {**self.delegated.get(item, {}), **update}
+
+    def primary(self, contributors: list[str]) -> str:
+        """The item a multi-purpose key is recorded under: the first required contributor, else the first."""
+        return next((i for i in contributors if self.intent.item(i).requirement == "required"), contributors[0])
+
+
+def _degrade(cov: LayerCoverage, reason: str, extra: tuple[str, ...]) -> LayerCoverage:
+    """Lower a declared coverage to at most partial where this plan could not compile the full mechanism."""
+    if cov.support == "unsupported":
+        return cov
+    bypass = tuple(dict.fromkeys((*cov.bypass_surfaces, *extra)))
+    # the declared scope describes the whole mechanism (e.g. Bash in Claude Code's sandbox); this plan
+    # compiled only part of it, so `explain` must name what the plan holds, not what the harness could
+    return cov.model_copy(
+        update={
+            "support": weakest(cov.support, "partial"),
+            "bypass_surfaces": bypass,
+            "enforcement_scope": f"{cov.mechanism} only, in this plan",
+            "reason": f"{cov.reason}; {reason}" if cov.reason else reason,
+        }
+    )
+
+
 class HarnessAdapter(ABC):
     name: ClassVar[str]
     binary_name: ClassVar[str]
@@ -92,7 +170,7 @@ class HarnessAdapter(ABC):
 
     @cached_property
     def declarations(self) -> Declarations:
-        return load_declarations(self.name)
+        return load_declarations(self.name, self.data_dir)  # its own data, registered or not
 
     @cached_property
     def tool_vocabulary(self) -> ToolVocabulary:
@@ -229,9 +307,92 @@ class HarnessAdapter(ABC):
         return out
 
     # -- compile ---------------------------------------------------------------------------------
-    @abstractmethod
+    # The steps `compile` runs, in order: the model settings and one per intent item (host_executed is the OS
+    # sandbox's alone). An adapter may reorder them where its native file or its warnings need another order.
+    compile_steps: ClassVar[tuple[str, ...]] = (
+        "model",
+        "workspace",
+        "shell",
+        "command_network",
+        "host_home",
+        "mcp",
+        "environment",
+    )
+
     def compile(self, profile: Profile, context: CompileContext) -> CompileResult:
-        """Pure: the same profile and context always give the same result, byte for byte."""
+        """Pure: the same profile and context always give the same result, byte for byte.
+
+        A template: `start`, each of `compile_steps` (`compile_<step>`), `finish`, then the shared result. An
+        adapter overrides the steps it needs (each contributes nothing by default), or `compile` whole."""
+        c = Compilation(self, profile, context)
+        self.start(c)
+        for step in self.compile_steps:
+            getattr(self, f"compile_{step}")(c)
+        self.finish(c)
+        return self.result(c)
+
+    def start(self, c: Compilation) -> None:
+        """Set up what several steps share (the dialect's switches, the config's first keys)."""
+
+    def compile_model(self, c: Compilation) -> None:
+        """The model, its endpoint and its key."""
+
+    def compile_workspace(self, c: Compilation) -> None:
+        """What the harness's own tools and sandbox may read and write of the workspace."""
+
+    def compile_shell(self, c: Compilation) -> None:
+        """Whether the harness offers its shell, asks before it, or denies it."""
+
+    def compile_command_network(self, c: Compilation) -> None:
+        """What the harness's fetch tools and its commands may reach."""
+
+    def compile_host_home(self, c: Compilation) -> None:
+        """Whether the harness's tools see the user's home."""
+
+    def compile_mcp(self, c: Compilation) -> None:
+        """The allowlisted MCP servers, and of each the allowlisted tools."""
+
+    def compile_environment(self, c: Compilation) -> None:
+        """Which variables the harness hands on to the commands it runs."""
+
+    def finish(self, c: Compilation) -> None:
+        """Render what the steps built into `c.artifacts` (and `c.argv`)."""
+
+    def result(self, c: Compilation) -> CompileResult:
+        """The CompileResult of a finished compilation: what every adapter's result shares."""
+        intent, env = c.intent, dict(sorted(c.env.items()))
+        base_url = c.profile.model.base_url
+        coverage = self.coverage(intent, c.version, c.mechanisms)
+        for item, update in c.delegated.items():
+            coverage[item] = coverage[item].model_copy(update=update)
+        for item, notes in c.degraded.items():
+            for reason, extra in notes:
+                coverage[item] = _degrade(coverage[item], reason, extra)
+        requirements = RuntimeRequirements(
+            workspace=intent.workspace.access,
+            network=intent.command_network.access,
+            allow_domains=intent.command_network.allow_domains,
+            host_home=intent.host_home.access,
+            env_allow=tuple(sorted({*intent.environment.allow, *([c.key_env] if c.key_env else [])})),
+            env_set=env,
+            surfaces=self.surfaces,
+            model_endpoint=endpoint(base_url) if base_url else None,
+        )
+        return CompileResult(
+            harness=self.name,
+            version=c.version,
+            dialect=c.dialect,
+            artifacts=c.artifacts,
+            argv=c.argv,
+            env=env,
+            requirements=requirements,
+            coverage=coverage,
+            warnings=tuple(c.warnings),
+            errors=tuple(c.errors),
+            key_approvals=c.key_approvals,
+            state_files=c.state_files,
+            model_credential=self.model_credential(c.credential_env),
+        )
 
     def model_credential(self, variable: str | None) -> Credential | None:
         """The harness's model key in `variable`, as the model route must swap it (None: the harness reads none)."""

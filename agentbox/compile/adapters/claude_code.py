@@ -21,24 +21,14 @@ compiled here was loaded by the real binaries (docs/harnesses/claude-code.md).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentbox.core.capability import weakest
 from agentbox.egress.policy import DEFAULT_PORTS, parse_entry
-from agentbox.core.intent import PermissionIntent
-from agentbox.core.plan import (
-    CompileContext,
-    CompileResult,
-    KeyApproval,
-    LayerCoverage,
-    Placeholder,
-    RuntimeRequirements,
-    StateFile,
-)
-from agentbox.core.profile import Profile
-from agentbox.compile.adapters.base import HarnessAdapter
-from agentbox.compile.adapters.native import artifact, endpoint
+from agentbox.core.plan import CompileResult, KeyApproval, Placeholder, StateFile
+from agentbox.compile.adapters.base import Compilation, HarnessAdapter
+from agentbox.compile.adapters.native import artifact
 
 __all__ = ["ClaudeCodeAdapter", "ADAPTER", "KEPT_STATE", "SANDBOX_V1", "SANDBOX_V2", "mcp_tool_name"]
 
@@ -126,14 +116,6 @@ def mcp_tool_name(server: str, tool: str | None = None) -> str:
     return f"mcp__{norm(server)}" + (f"__{norm(tool)}" if tool is not None else "")
 
 
-def _primary(intent: PermissionIntent, contributors: list[str]) -> str:
-    """The item a multi-purpose key is recorded under: the first required contributor, else the first."""
-    for item in contributors:
-        if intent.item(item).requirement == "required":
-            return item
-    return contributors[0]
-
-
 def _abs_rule(path: str) -> str:
     """A permission-rule path for an absolute path ('//' marks an absolute path in rule syntax)."""
     return "//" + path.strip("/")
@@ -142,6 +124,34 @@ def _abs_rule(path: str) -> str:
 def _within(child: str, parent: str) -> bool:
     child, parent = child.rstrip("/") or "/", parent.rstrip("/") or "/"
     return child == parent or child.startswith(parent + "/") or parent == "/"
+
+
+@dataclass
+class _Plan:
+    """What the steps of one compile share: the permission rules and the Bash/Monitor sandbox they fill."""
+
+    v2: bool
+    cwd: str  # without a trailing slash, as the rules name it
+    home: str
+    shell_on: bool
+    outer: bool  # an OS sandbox around the run in which Claude Code's own sandbox cannot start
+    sandbox_on: bool
+    unused: str  # why Claude Code's sandbox does not confine shell commands, when it does not
+    rules: dict[str, set[str]] = field(default_factory=lambda: {"allow": set(), "ask": set(), "deny": set()})
+    # rule kind -> the items that added rules of it, in order: the first required one owns the list
+    contributors: dict[str, list[str]] = field(default_factory=lambda: {"deny": [], "allow": [], "ask": []})
+    fs: dict[str, list[str]] = field(
+        default_factory=lambda: {"allowWrite": [], "denyWrite": [], "denyRead": [], "allowRead": []}
+    )
+    network: dict[str, Any] = field(default_factory=dict)
+    sandbox_items: list[str] = field(default_factory=list)  # the items the sandbox serves in this plan
+    servers: dict[str, Any] = field(default_factory=dict)  # mcp.json's servers
+    settings_model: dict[str, Any] = field(default_factory=dict)  # settings.json's model keys, first in the file
+
+    def rule(self, kind: str, item: str, *names: str) -> None:
+        self.rules[kind].update(names)
+        if item not in self.contributors[kind]:
+            self.contributors[kind].append(item)
 
 
 class ClaudeCodeAdapter(HarnessAdapter):
@@ -155,36 +165,17 @@ class ClaudeCodeAdapter(HarnessAdapter):
     key_placeholder = Placeholder(prefix="sk-ant-api03-agentbox-", length=48)
 
     # -- compile ---------------------------------------------------------------------------------
-    def compile(self, profile: Profile, context: CompileContext) -> CompileResult:
-        intent = profile.permission_intent
-        version = context.harness_version
-        dialect = self.declarations.dialect_for(version)
-        v2 = dialect == SANDBOX_V2
-        cwd, home, cfg = context.cwd.rstrip("/") or "/", context.home.rstrip("/") or "/", context.config_home
-        warnings: list[str] = []
-        errors: list[str] = []
-        mechanisms: dict[str, str] = {}
-        degraded: dict[str, list[tuple[str, tuple[str, ...]]]] = {}  # item -> [(reason, extra bypass surfaces)]
+    # The model after the items: its error comes after theirs, and the settings' own keys are laid out in finish.
+    compile_steps = ("workspace", "shell", "command_network", "host_home", "mcp", "model")
 
-        def degrade(item: str, reason: str, extra: tuple[str, ...] = ()) -> None:
-            degraded.setdefault(item, []).append((reason, extra))
-
-        allow: set[str] = set()
-        ask: set[str] = set()
-        deny: set[str] = set()
-        contributors: dict[str, list[str]] = {"deny": [], "allow": [], "ask": []}
-
-        def rule(kind: str, item: str, *names: str) -> None:
-            {"allow": allow, "ask": ask, "deny": deny}[kind].update(names)
-            if item not in contributors[kind]:
-                contributors[kind].append(item)
-
+    def start(self, c: Compilation) -> None:
+        ctx, intent = c.context, c.intent
+        cwd, home = ctx.cwd.rstrip("/") or "/", ctx.home.rstrip("/") or "/"
         if _RULE_UNSAFE.search(cwd) or _RULE_UNSAFE.search(home):
-            errors.append(
+            c.errors.append(
                 f"claude-code: the workspace {cwd!r} or home {home!r} holds a space or parenthesis, "
                 "which Claude Code's path rules cannot express"
             )
-
         # Which items Claude's own sandbox serves: it confines Bash and Monitor, so only with a shell.
         # v1 cannot use it for a read-only or hidden workspace (every sandboxed command fails).
         # Inside an OS sandbox that enforces the command network (Agent-Box's, which refuses every process
@@ -194,10 +185,10 @@ class ClaudeCodeAdapter(HarnessAdapter):
         # every process, so Claude's sandbox is left off there.
         # Its sandbox is bubblewrap too, which needs a user namespace: inside an OS sandbox that refuses them it
         # cannot start at all, so there it is left off whatever the network.
+        v2 = c.dialect == SANDBOX_V2
         shell_on = intent.shell.access != "deny"
-        no_userns = not context.user_namespaces
-        outer = "command_network" in context.sandbox_enforces or no_userns
-        sandbox_on = shell_on and (v2 or intent.workspace.access == "read_write") and not outer
+        no_userns = not ctx.user_namespaces
+        outer = "command_network" in ctx.sandbox_enforces or no_userns
         unused = (
             "Claude Code's sandbox is left off inside the OS sandbox, which refuses it the user namespace it needs"
             if no_userns
@@ -205,227 +196,258 @@ class ClaudeCodeAdapter(HarnessAdapter):
             if outer
             else "Claude Code's sandbox is not used in this plan"
         )
-        sandbox_items: list[str] = []
+        c.native = _Plan(
+            v2=v2,
+            cwd=cwd,
+            home=home,
+            shell_on=shell_on,
+            outer=outer,
+            sandbox_on=shell_on and (v2 or intent.workspace.access == "read_write") and not outer,
+            unused=unused,
+        )
 
-        # workspace -----------------------------------------------------------------------------
-        fs: dict[str, Any] = {"allowWrite": [], "denyWrite": [], "denyRead": [], "allowRead": []}
-        access = intent.workspace.access
+    def compile_workspace(self, c: Compilation) -> None:
+        p: _Plan = c.native
+        access, cwd = c.intent.workspace.access, p.cwd
         if access == "none":
             # The sandbox cannot hide the working directory: denyRead alone leaves it readable and
             # writable (it stays in the write allowlist), denyRead + denyWrite fails every command.
-            rule("deny", "workspace", *FILE_READ_TOOLS, *FILE_WRITE_TOOLS)
-            mechanisms["workspace"] = "file tools denied (Read, Glob, Grep, Edit, Write, NotebookEdit)"
+            p.rule("deny", "workspace", *FILE_READ_TOOLS, *FILE_WRITE_TOOLS)
+            c.mechanisms["workspace"] = "file tools denied (Read, Glob, Grep, Edit, Write, NotebookEdit)"
         elif access == "read_only":
-            rule("deny", "workspace", *FILE_WRITE_TOOLS)
-            if sandbox_on:
-                fs["denyWrite"].append(cwd)
-            mechanisms["workspace"] = "Edit/Write/NotebookEdit denied" + (
-                "; Bash/Monitor sandbox denies writing the workspace" if sandbox_on else ""
+            p.rule("deny", "workspace", *FILE_WRITE_TOOLS)
+            if p.sandbox_on:
+                p.fs["denyWrite"].append(cwd)
+            c.mechanisms["workspace"] = "Edit/Write/NotebookEdit denied" + (
+                "; Bash/Monitor sandbox denies writing the workspace" if p.sandbox_on else ""
             )
         else:
-            rule("allow", "workspace", f"Edit({_abs_rule(cwd)}/**)")
-            mechanisms["workspace"] = (
+            p.rule("allow", "workspace", f"Edit({_abs_rule(cwd)}/**)")
+            c.mechanisms["workspace"] = (
                 f"Edit({_abs_rule(cwd)}/**) allowed; file-tool writes elsewhere ask"
-                + ("; blockWritesOutsideWorkingDirectories" if v2 else "")
-                + ("; Bash/Monitor sandbox writes only the workspace and temp" if sandbox_on else "")
+                + ("; blockWritesOutsideWorkingDirectories" if p.v2 else "")
+                + ("; Bash/Monitor sandbox writes only the workspace and temp" if p.sandbox_on else "")
             )
-        if sandbox_on and access != "none":
-            sandbox_items.append("workspace")
-        elif shell_on and access != "none":
-            degrade(
+        if p.sandbox_on and access != "none":
+            p.sandbox_items.append("workspace")
+        elif p.shell_on and access != "none":
+            c.degrade(
                 "workspace",
-                (unused if outer else "Claude Code's sandbox is not used for this workspace access in this dialect")
+                (p.unused if p.outer else "Claude Code's sandbox is not used for this workspace access in this dialect")
                 + ", so shell commands are not confined",
                 SHELL_TOOLS,
             )
 
-        # shell ---------------------------------------------------------------------------------
-        shell = intent.shell.access
-        rule({"deny": "deny", "ask": "ask", "allow": "allow"}[shell], "shell", *SHELL_TOOLS)
-        mechanisms["shell"] = {
+    def compile_shell(self, c: Compilation) -> None:
+        p: _Plan = c.native
+        shell = c.intent.shell.access
+        p.rule({"deny": "deny", "ask": "ask", "allow": "allow"}[shell], "shell", *SHELL_TOOLS)
+        c.mechanisms["shell"] = {
             "deny": "Bash and Monitor denied (removed from the tool list)",
             "ask": "Bash and Monitor in ask rules (headless: refused); sandbox auto-allow off",
             "allow": "Bash and Monitor allowed",
         }[shell]
 
-        # command network -----------------------------------------------------------------------
-        net = intent.command_network.access
-        network: dict[str, Any] = {}
+    def compile_command_network(self, c: Compilation) -> None:
+        p: _Plan = c.native
+        net, network = c.intent.command_network.access, p.network
         if net == "unrestricted":
-            rule("allow", "command_network", *WEB_TOOLS)
+            p.rule("allow", "command_network", *WEB_TOOLS)
             # The sandbox always isolates the network: without an allowlist it asks about every host
             # (refused in headless runs), so an unrestricted plan allows every domain through its proxy.
             network.update({"allowedDomains": ["*"], "deniedDomains": []})
-            mechanisms["command_network"] = "WebFetch/WebSearch allowed" + (
-                "; Bash/Monitor sandbox proxy allows every domain ('*')" if sandbox_on else ""
+            c.mechanisms["command_network"] = "WebFetch/WebSearch allowed" + (
+                "; Bash/Monitor sandbox proxy allows every domain ('*')" if p.sandbox_on else ""
             )
-        else:
-            hosts: list[str] = []
-            if net == "restricted":
-                for entry in intent.command_network.allow_domains:
-                    parsed = parse_entry(entry)
-                    host = ("*." if parsed.wildcard else "") + parsed.host
-                    if parsed.ports != DEFAULT_PORTS and not outer:  # the OS layer's proxy checks ports
-                        warnings.append(
-                            f"command_network: Claude Code allows domains, not ports: {entry} "
-                            f"allows every port of {host}"
-                        )
-                    if host not in hosts:
-                        hosts.append(host)
-                rule("allow", "command_network", *(f"WebFetch(domain:{h})" for h in hosts))
-                rule("deny", "command_network", "WebSearch")
-            else:
-                rule("deny", "command_network", *WEB_TOOLS)
-            network["allowedDomains"] = hosts
-            network["deniedDomains"] = []
-            if v2:
-                network["strictAllowlist"] = True
-            network["allowAllUnixSockets"] = False
-            network["allowLocalBinding"] = False
-            what = "no domains" if net == "none" else ", ".join(hosts)
-            web = (
-                "WebFetch/WebSearch denied" if net == "none" else "WebFetch allowed for those domains, WebSearch denied"
-            )
-            mechanisms["command_network"] = (
-                f"{web}; Bash/Monitor sandbox proxy allows {what}" + (" (strictAllowlist)" if v2 else "")
-                if sandbox_on
-                else web
-            )
-            if sandbox_on:
-                sandbox_items.append("command_network")
-                if not v2:
-                    degrade(
-                        "command_network",
-                        "this dialect has no network.strictAllowlist: the sandbox asks "
-                        "the user about other hosts in an interactive session",
+            return
+        hosts: list[str] = []
+        if net == "restricted":
+            for entry in c.intent.command_network.allow_domains:
+                parsed = parse_entry(entry)
+                host = ("*." if parsed.wildcard else "") + parsed.host
+                if parsed.ports != DEFAULT_PORTS and not p.outer:  # the OS layer's proxy checks ports
+                    c.warnings.append(
+                        f"command_network: Claude Code allows domains, not ports: {entry} allows every port of {host}"
                     )
-            elif shell_on:
-                degrade("command_network", f"{unused}, so shell commands reach the network", SHELL_TOOLS)
-
-        # host home -----------------------------------------------------------------------------
-        if intent.host_home.access == "hidden":
-            cwd_in_home = _within(cwd, home)
-            if not cwd_in_home:
-                rule("deny", "host_home", f"Read({_abs_rule(home)}/**)", f"Edit({_abs_rule(home)}/**)")
-            else:
-                warnings.append(
-                    "host_home: the workspace lies inside the home, so the file tools' home rules "
-                    "are left out (a deny rule would also hide the workspace)"
-                )
-                degrade("host_home", "the workspace lies inside the home: no file-tool rule hides the home", ("Read",))
-            if sandbox_on:
-                fs["denyRead"].append(home)
-                if cwd_in_home:
-                    fs["allowRead"].append(cwd)
-                sandbox_items.append("host_home")
-            elif shell_on:
-                degrade("host_home", f"{unused}, so shell commands read the home", SHELL_TOOLS)
-            mechanisms["host_home"] = (
-                ", ".join(
-                    p
-                    for p in (
-                        "Read/Edit denied under the home" if not cwd_in_home else "",
-                        "Bash/Monitor sandbox denies reading the home" if sandbox_on else "",
-                    )
-                    if p
-                )
-                or "none"
-            )
+                if host not in hosts:
+                    hosts.append(host)
+            p.rule("allow", "command_network", *(f"WebFetch(domain:{h})" for h in hosts))
+            p.rule("deny", "command_network", "WebSearch")
         else:
-            mechanisms["host_home"] = "none"
+            p.rule("deny", "command_network", *WEB_TOOLS)
+        network["allowedDomains"] = hosts
+        network["deniedDomains"] = []
+        if p.v2:
+            network["strictAllowlist"] = True
+        network["allowAllUnixSockets"] = False
+        network["allowLocalBinding"] = False
+        what = "no domains" if net == "none" else ", ".join(hosts)
+        web = "WebFetch/WebSearch denied" if net == "none" else "WebFetch allowed for those domains, WebSearch denied"
+        c.mechanisms["command_network"] = (
+            f"{web}; Bash/Monitor sandbox proxy allows {what}" + (" (strictAllowlist)" if p.v2 else "")
+            if p.sandbox_on
+            else web
+        )
+        if p.sandbox_on:
+            p.sandbox_items.append("command_network")
+            if not p.v2:
+                c.degrade(
+                    "command_network",
+                    "this dialect has no network.strictAllowlist: the sandbox asks "
+                    "the user about other hosts in an interactive session",
+                )
+        elif p.shell_on:
+            c.degrade("command_network", f"{p.unused}, so shell commands reach the network", SHELL_TOOLS)
 
-        # MCP ------------------------------------------------------------------------------------
-        servers: dict[str, Any] = {}
-        inventory: dict[str, tuple[str, ...]] = dict(getattr(context, "mcp_tools", None) or {})
+    def compile_host_home(self, c: Compilation) -> None:
+        p: _Plan = c.native
+        if c.intent.host_home.access != "hidden":
+            c.mechanisms["host_home"] = "none"
+            return
+        cwd, home = p.cwd, p.home
+        cwd_in_home = _within(cwd, home)
+        if not cwd_in_home:
+            p.rule("deny", "host_home", f"Read({_abs_rule(home)}/**)", f"Edit({_abs_rule(home)}/**)")
+        else:
+            c.warnings.append(
+                "host_home: the workspace lies inside the home, so the file tools' home rules "
+                "are left out (a deny rule would also hide the workspace)"
+            )
+            c.degrade("host_home", "the workspace lies inside the home: no file-tool rule hides the home", ("Read",))
+        if p.sandbox_on:
+            p.fs["denyRead"].append(home)
+            if cwd_in_home:
+                p.fs["allowRead"].append(cwd)
+            p.sandbox_items.append("host_home")
+        elif p.shell_on:
+            c.degrade("host_home", f"{p.unused}, so shell commands read the home", SHELL_TOOLS)
+        c.mechanisms["host_home"] = (
+            ", ".join(
+                part
+                for part in (
+                    "Read/Edit denied under the home" if not cwd_in_home else "",
+                    "Bash/Monitor sandbox denies reading the home" if p.sandbox_on else "",
+                )
+                if part
+            )
+            or "none"
+        )
+
+    def compile_mcp(self, c: Compilation) -> None:
+        p: _Plan = c.native
+        intent, servers = c.intent, p.servers
+        inventory: dict[str, tuple[str, ...]] = dict(getattr(c.context, "mcp_tools", None) or {})
         limited = False
         seen_names: dict[str, str] = {}
         for server in intent.mcp.servers:
-            spec = profile.mcp_servers[server]
+            spec = c.profile.mcp_servers[server]
             native = mcp_tool_name(server)
             if native in seen_names:
-                errors.append(f"mcp: servers {seen_names[native]!r} and {server!r} both become {native} in Claude Code")
+                c.errors.append(
+                    f"mcp: servers {seen_names[native]!r} and {server!r} both become {native} in Claude Code"
+                )
             seen_names[native] = server
             server_entry: dict[str, Any] = {"type": "stdio", "command": spec.command, "args": list(spec.args)}
             server_entry["env"] = dict(sorted(spec.env.items()))
             servers[server] = server_entry
             tools = intent.mcp.allowed_tools(server)
             if tools is None:
-                rule("allow", "mcp", native)
+                p.rule("allow", "mcp", native)
                 continue
             limited = True
-            rule("allow", "mcp", *(mcp_tool_name(server, t) for t in tools))
+            p.rule("allow", "mcp", *(mcp_tool_name(server, t) for t in tools))
             if server in inventory:
                 unlisted = sorted(set(inventory[server]) - set(tools))
-                rule("deny", "mcp", *(mcp_tool_name(server, t) for t in unlisted))
+                p.rule("deny", "mcp", *(mcp_tool_name(server, t) for t in unlisted))
             elif not tools:
-                rule("deny", "mcp", native)
+                p.rule("deny", "mcp", native)
             else:
-                problem = context.mcp_problems.get(server)
+                problem = c.context.mcp_problems.get(server)
                 why = f" (asking server {server!r} for its tools failed: {problem})" if problem else ""
-                warnings.append(
+                c.warnings.append(
                     f"mcp: the tools of server {server!r} are not known at compile time{why}, so its "
                     f"tools outside {', '.join(tools)} cannot be denied: they are offered to the model "
                     "and need approval (refused in headless runs)"
                 )
-                degrade(
+                c.degrade(
                     "mcp",
                     f"a tool allowlist without the server's tool inventory{why}: unlisted tools are "
                     "offered and only need approval",
                 )
         if limited:
-            rule("deny", "mcp", *MCP_RESOURCE_TOOLS)  # resources are not tools on any allowlist
-        mechanisms["mcp"] = (
+            p.rule("deny", "mcp", *MCP_RESOURCE_TOOLS)  # resources are not tools on any allowlist
+        c.mechanisms["mcp"] = (
             (
                 f"--strict-mcp-config with only {', '.join(servers)}"
                 if servers
                 else "--strict-mcp-config with no servers"
             )
             + ("; listed tools allowed, MCP resource tools denied" if limited else "")
-            + ("; unlisted tools denied by name" if limited and "mcp" not in degraded else "")
+            + ("; unlisted tools denied by name" if limited and "mcp" not in c.degraded else "")
         )
-        mechanisms["environment"] = "none"
 
-        # model -----------------------------------------------------------------------------------
-        model = profile.model
-        env: dict[str, str] = {
-            "CLAUDE_CONFIG_DIR": cfg,
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "DISABLE_TELEMETRY": "1",
-            # Send every tool in the first request (2.1.332 otherwise defers some behind ToolSearch),
-            # so the offered tool list is complete and checkable.
-            "ENABLE_TOOL_SEARCH": "false",
-        }
-        settings_model: dict[str, Any] = {}
+    def compile_model(self, c: Compilation) -> None:
+        p: _Plan = c.native
+        model = c.profile.model
+        c.env.update(
+            {
+                "CLAUDE_CONFIG_DIR": c.context.config_home,
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_ERROR_REPORTING": "1",
+                "DISABLE_TELEMETRY": "1",
+                # Send every tool in the first request (2.1.332 otherwise defers some behind ToolSearch),
+                # so the offered tool list is complete and checkable.
+                "ENABLE_TOOL_SEARCH": "false",
+            }
+        )
         if model.provider not in _PROVIDERS:
-            errors.append(
+            c.errors.append(
                 f"model: Claude Code speaks only the Anthropic Messages API; provider {model.provider!r} "
                 "cannot be configured (use provider: default with a base_url)"
             )
         if model.base_url:
-            base_url = self.base_url(profile, context)
+            base_url = self.base_url(c.profile, c.context)
             assert base_url is not None  # model.base_url is set: it is the fallback
-            env["ANTHROPIC_BASE_URL"] = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
+            c.env["ANTHROPIC_BASE_URL"] = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
             if model.name:
                 for tier in ("HAIKU", "OPUS", "SONNET"):  # subagents and background calls ask for a tier
-                    env[f"ANTHROPIC_DEFAULT_{tier}_MODEL"] = model.name
+                    c.env[f"ANTHROPIC_DEFAULT_{tier}_MODEL"] = model.name
         if model.name:
-            settings_model["model"] = model.name
+            p.settings_model["model"] = model.name
         key_var = model.api_key_env or DEFAULT_KEY_VAR
         if key_var not in KEY_VARS:
-            settings_model["apiKeyHelper"] = f"printenv {key_var}"
+            p.settings_model["apiKeyHelper"] = f"printenv {key_var}"
+        c.key_env = c.credential_env = key_var
+        if key_var == DEFAULT_KEY_VAR:
+            # the TUI asks "Detected a custom API key in your environment. Do you want to use this API key?"
+            # and keeps the answer in .claude.json (a "yes" it could not save went on "ANTHROPIC_API_KEY not used
+            # here"). The profile named the key: answer it at every start, for the run's own placeholder (an
+            # answer kept from an earlier run would name another placeholder, so it is not kept: KEPT_STATE).
+            c.key_approvals = (
+                KeyApproval(
+                    file=STATE,
+                    key="customApiKeyResponses",
+                    variable=key_var,
+                    last=20,
+                    template={"approved": ["{key_suffix}"], "rejected": []},
+                ),
+            )
 
-        # settings ------------------------------------------------------------------------------
-        owners: dict[str, str] = {}
-        mode_owner = _primary(intent, ["workspace", "shell", "command_network", "mcp", "host_home"])
+    def finish(self, c: Compilation) -> None:
+        # settings.json's permissions and sandbox serve several items at once: each key is owned by the first
+        # required item among those that contributed to it.
+        p: _Plan = c.native
+        intent, owners, v2, sandbox_on = c.intent, c.owners, p.v2, p.sandbox_on
+        access, shell, net = intent.workspace.access, intent.shell.access, intent.command_network.access
+        mode_owner = c.primary(["workspace", "shell", "command_network", "mcp", "host_home"])
         permissions: dict[str, Any] = {
             "defaultMode": "default",
             "disableBypassPermissionsMode": "disable",
             "disableAutoMode": "disable",
-            "allow": sorted(allow),
-            "ask": sorted(ask),
-            "deny": sorted(deny),
+            "allow": sorted(p.rules["allow"]),
+            "ask": sorted(p.rules["ask"]),
+            "deny": sorted(p.rules["deny"]),
             "additionalDirectories": [],
         }
         if v2 and access != "none":
@@ -434,9 +456,9 @@ class ClaudeCodeAdapter(HarnessAdapter):
         for key in ("defaultMode", "disableBypassPermissionsMode", "disableAutoMode", "additionalDirectories"):
             owners[f"permissions.{key}"] = mode_owner
         for kind in ("allow", "ask", "deny"):
-            owners[f"permissions.{kind}"] = _primary(intent, contributors[kind] or [mode_owner])
+            owners[f"permissions.{kind}"] = c.primary(p.contributors[kind] or [mode_owner])
 
-        required_on_sandbox = [i for i in sandbox_items if intent.item(i).requirement == "required"]
+        required_on_sandbox = [i for i in p.sandbox_items if intent.item(i).requirement == "required"]
         sandbox: dict[str, Any] = {"enabled": sandbox_on}
         if sandbox_on:
             sandbox["failIfUnavailable"] = bool(required_on_sandbox)
@@ -446,15 +468,15 @@ class ClaudeCodeAdapter(HarnessAdapter):
             sandbox["enableWeakerNestedSandbox"] = v2  # 2.1.332 cannot mount /proc inside Agent-Box's bwrap
             if v2:
                 sandbox["allowNestedUserNamespaces"] = False
-            if network:
-                sandbox["network"] = network
-            sandbox["filesystem"] = {k: v for k, v in fs.items() if v or k in ("allowWrite", "denyWrite")}
+            if p.network:
+                sandbox["network"] = p.network
+            sandbox["filesystem"] = {k: v for k, v in p.fs.items() if v or k in ("allowWrite", "denyWrite")}
             if not required_on_sandbox:
-                warnings.append(
+                c.warnings.append(
                     "sandbox: no required item relies on Claude Code's sandbox, so failIfUnavailable is "
                     "off: where it cannot start, commands run unsandboxed"
                 )
-            sb_owner = _primary(intent, sandbox_items or ["shell"])
+            sb_owner = c.primary(p.sandbox_items or ["shell"])
             for key in (
                 "enabled",
                 "failIfUnavailable",
@@ -466,14 +488,14 @@ class ClaudeCodeAdapter(HarnessAdapter):
                 if key in sandbox:
                     owners[f"sandbox.{key}"] = sb_owner
             owners["sandbox.autoAllowBashIfSandboxed"] = "shell"
-            for key in network:
+            for key in p.network:
                 owners[f"sandbox.network.{key}"] = "command_network"
             for key in sandbox["filesystem"]:
                 owners[f"sandbox.filesystem.{key}"] = "host_home" if key.endswith("Read") else "workspace"
         else:
-            owners["sandbox.enabled"] = _primary(intent, ["workspace", "command_network", "host_home"])
+            owners["sandbox.enabled"] = c.primary(["workspace", "command_network", "host_home"])
         settings: dict[str, Any] = {
-            **settings_model,
+            **p.settings_model,
             "permissions": permissions,
             "sandbox": sandbox,
             "disableAllHooks": True,  # no hook (nor a plugin's) runs commands outside the rules
@@ -481,8 +503,9 @@ class ClaudeCodeAdapter(HarnessAdapter):
         }
         owners["disableAllHooks"] = mode_owner
         owners["enableAllProjectMcpServers"] = "mcp"
-        own_api = not model.base_url or urlsplit(model.base_url).hostname == "api.anthropic.com"
-        if (outer and net != "unrestricted") or not own_api:
+        base_url = c.profile.model.base_url
+        own_api = not base_url or urlsplit(base_url).hostname == "api.anthropic.com"
+        if (p.outer and net != "unrestricted") or not own_api:
             # WebFetch first asks claude.ai whether a host is safe. Inside the OS layer's egress proxy that lookup
             # could only fail (the proxy allows the profile's hosts alone, and decides instead); with a model
             # served elsewhere (a gateway, a local model) claude.ai is often out of reach too, and the fetch then
@@ -493,18 +516,19 @@ class ClaudeCodeAdapter(HarnessAdapter):
 
         state = {
             "hasCompletedOnboarding": True,
-            "projects": {cwd: {"hasTrustDialogAccepted": True}},
+            "projects": {p.cwd: {"hasTrustDialogAccepted": True}},
         }
-        artifacts = (
+        c.artifacts = (
             artifact(
                 SETTINGS,
                 settings,
                 dict(sorted((k, v) for k, v in owners.items() if k != "apiKeyHelper" or "apiKeyHelper" in settings)),
             ),
-            artifact(MCP_CONFIG, {"mcpServers": servers}, {"mcpServers": "mcp"}),
+            artifact(MCP_CONFIG, {"mcpServers": p.servers}, {"mcpServers": "mcp"}),
             artifact(STATE, state),
         )
-        argv = (
+        cfg = c.context.config_home
+        c.argv = (
             "--settings",
             f"{cfg}/{SETTINGS}",
             "--setting-sources",
@@ -513,53 +537,7 @@ class ClaudeCodeAdapter(HarnessAdapter):
             f"{cfg}/{MCP_CONFIG}",
             "--strict-mcp-config",
         )
-
-        # coverage ------------------------------------------------------------------------------
-        coverage = self.coverage(intent, version, mechanisms)
-        for item, notes in degraded.items():
-            for reason, extra in notes:
-                coverage[item] = _degrade(coverage[item], reason, extra)
-
-        base_url = model.base_url
-        requirements = RuntimeRequirements(
-            workspace=access,
-            network=net,
-            allow_domains=intent.command_network.allow_domains,
-            host_home=intent.host_home.access,
-            env_allow=tuple(sorted({*intent.environment.allow, key_var})),
-            env_set=dict(sorted(env.items())),
-            surfaces=self.surfaces,
-            model_endpoint=endpoint(base_url) if base_url else None,
-        )
-        return CompileResult(
-            harness=self.name,
-            version=version,
-            dialect=dialect,
-            artifacts=artifacts,
-            argv=argv,
-            env=dict(sorted(env.items())),
-            requirements=requirements,
-            coverage=coverage,
-            warnings=tuple(warnings),
-            errors=tuple(errors),
-            # the TUI asks "Detected a custom API key in your environment. Do you want to use this API key?"
-            # and keeps the answer in .claude.json (a "yes" it could not save went on "ANTHROPIC_API_KEY not used
-            # here"). The profile named the key: answer it at every start, for the run's own placeholder (an answer
-            # kept from an earlier run would name another placeholder, so it is not kept: KEPT_STATE).
-            key_approvals=(
-                KeyApproval(
-                    file=STATE,
-                    key="customApiKeyResponses",
-                    variable=key_var,
-                    last=20,
-                    template={"approved": ["{key_suffix}"], "rejected": []},
-                ),
-            )
-            if key_var == DEFAULT_KEY_VAR
-            else (),
-            state_files=(KEPT_STATE,),
-            model_credential=self.model_credential(key_var),
-        )
+        c.state_files = (KEPT_STATE,)
 
     # -- run -------------------------------------------------------------------------------------
     def headless_argv(self, result: CompileResult, prompt: str) -> list[str]:
@@ -591,23 +569,6 @@ class ClaudeCodeAdapter(HarnessAdapter):
         if "sandbox_enabled" in event and bool(event["sandbox_enabled"]) != settings["sandbox"]["enabled"]:
             problems.append(f"sandbox_enabled is {event['sandbox_enabled']}, not {settings['sandbox']['enabled']}")
         return problems
-
-
-def _degrade(cov: LayerCoverage, reason: str, extra: tuple[str, ...]) -> LayerCoverage:
-    """Lower a declared coverage to at most partial where this plan could not compile the full mechanism."""
-    if cov.support == "unsupported":
-        return cov
-    bypass = tuple(dict.fromkeys((*cov.bypass_surfaces, *extra)))
-    # the declared scope describes the whole mechanism (e.g. Bash in Claude Code's sandbox); this plan
-    # compiled only part of it, so `explain` must name what the plan holds, not what the harness could
-    return cov.model_copy(
-        update={
-            "support": weakest(cov.support, "partial"),
-            "bypass_surfaces": bypass,
-            "enforcement_scope": f"{cov.mechanism} only, in this plan",
-            "reason": f"{cov.reason}; {reason}" if cov.reason else reason,
-        }
-    )
 
 
 ADAPTER = ClaudeCodeAdapter()

@@ -22,11 +22,10 @@ from typing import Any, ClassVar
 
 from agentbox.harnesses.build_identity import BuildFile, BuildFiles, tree
 from agentbox.core.paths import is_within
-from agentbox.core.plan import CompileContext, CompileResult, RuntimeRequirements
-from agentbox.core.profile import Profile
+from agentbox.core.plan import CompileResult
 from agentbox.core.versions import Version
-from agentbox.compile.adapters.base import HarnessAdapter
-from agentbox.compile.adapters.native import artifact, endpoint
+from agentbox.compile.adapters.base import Compilation, HarnessAdapter
+from agentbox.compile.adapters.native import artifact, ordered
 
 __all__ = ["CodexAdapter", "ADAPTER", "CONFIG_FILE", "PERMISSION_PROFILE", "PROVIDER_ID", "COMMAND_ENV"]
 
@@ -86,6 +85,47 @@ _GUARDED = {
 }
 
 
+# config.toml in the order the file has always had: its top-level keys, then its tables
+_CONFIG_ORDER = (
+    "model",
+    "model_provider",
+    "approval_policy",
+    "approvals_reviewer",
+    "sandbox_mode",
+    "default_permissions",
+    "project_doc_max_bytes",
+    "web_search",
+    "check_for_update_on_startup",
+    "allow_login_shell",
+    "model_providers",
+    "sandbox_workspace_write",
+    "permissions",
+    "features",
+    "shell_environment_policy",
+    "mcp_servers",
+    "projects",
+    "analytics",
+    "feedback",
+    "otel",
+)
+
+
+def _proxied(c: Compilation) -> bool:
+    """Inside Agent-Box's sandbox the egress proxy enforces `restricted` for every process; Codex's own network
+    proxy resolves and dials by itself, which that sandbox's network has no route for (seen: "local/private
+    network addresses are blocked"), so commands get the network and the proxy variables."""
+    return (
+        c.intent.command_network.access == "restricted"
+        and "command_network" in c.context.sandbox_enforces
+        and c.dialect != LEGACY
+    )
+
+
+def _nested_off(c: Compilation) -> bool:
+    """Codex's own sandbox cannot start: the OS sandbox refuses it a user namespace (see compile_workspace)."""
+    return not c.context.user_namespaces and c.dialect != LEGACY
+
+
 def _version(version: str | None) -> Version | None:
     return Version.parse(version) if version is not None else None
 
@@ -101,60 +141,61 @@ class CodexAdapter(HarnessAdapter):
     # `codex --version` -> "codex-cli 0.171.0"
     version_pattern: ClassVar[str] = r"codex-cli (?P<version>[0-9]+(?:\.[0-9]+)+)"
 
-    def compile(self, profile: Profile, context: CompileContext) -> CompileResult:
-        intent = profile.permission_intent
-        version = context.harness_version
-        dialect = self.declarations.dialect_for(version)
-        workspace = intent.workspace.access
-        shell = intent.shell.access
-        network = intent.command_network.access
-        home_hidden = intent.host_home.access == "hidden"
-        warnings: list[str] = []
-        errors: list[str] = []
-        owners: dict[str, str] = dict(_GUARDED)
-        mechanisms: dict[str, str] = {}
+    # -- compile ---------------------------------------------------------------------------------
+    # The network before the workspace (the legacy sandbox's warnings come in that order) and the home before
+    # the workspace (its entry comes first in the permission profile's filesystem table).
+    compile_steps = ("model", "shell", "command_network", "host_home", "workspace", "environment", "mcp")
 
-        # Inside Agent-Box's sandbox the egress proxy enforces `restricted` for every process; Codex's own
-        # network proxy resolves and dials by itself, which that sandbox's network has no route for (seen:
-        # "local/private network addresses are blocked"), so commands get the network and the proxy variables.
-        proxied = network == "restricted" and "command_network" in context.sandbox_enforces and dialect != LEGACY
-        nested_off = not context.user_namespaces and dialect != LEGACY
-        if is_within(context.config_home, context.tmpdir):
-            errors.append(
-                f"CODEX_HOME {context.config_home} lies under TMPDIR {context.tmpdir}: Codex then refuses "
+    def start(self, c: Compilation) -> None:
+        ctx = c.context
+        if is_within(ctx.config_home, ctx.tmpdir):
+            c.errors.append(
+                f"CODEX_HOME {ctx.config_home} lies under TMPDIR {ctx.tmpdir}: Codex then refuses "
                 "to create its sandbox helper (execvp codex-linux-sandbox fails); give the run a TMPDIR "
                 "that is not a prefix of the config home"
             )
+        c.owners.update(_GUARDED)
+        c.env.update({"CODEX_HOME": ctx.config_home, "TMPDIR": ctx.tmpdir})
+        c.argv = ("--strict-config",) if _at_least(c.version, _STRICT_CONFIG_FROM) else ()
+        c.config["check_for_update_on_startup"] = False
+        if c.dialect != LEGACY:
+            # One permission profile serves the workspace, the home and the network: each step fills its part.
+            # Without a user namespace it restricts nothing (_NESTED_OFF), so no step adds to its filesystem.
+            root = "write" if _nested_off(c) else "read"
+            c.config["default_permissions"] = PERMISSION_PROFILE
+            c.config["permissions"] = {PERMISSION_PROFILE: {"filesystem": {":root": root}, "network": {}}}
+            prefix = f"permissions.{PERMISSION_PROFILE}"
+            c.owners[f"{prefix}.filesystem"] = "workspace"
+            c.owners[f"{prefix}.network"] = "command_network"
+            c.owners["permissions"] = "workspace"  # a second profile, or one that replaces ours
 
-        top: dict[str, Any] = {}
-        tables: dict[str, Any] = {}
-
-        # -- model ---------------------------------------------------------------------------------
-        model = profile.model
-        model_endpoint = None
+    def compile_model(self, c: Compilation) -> None:
+        model = c.profile.model
         if model.name:
-            top["model"] = model.name
+            c.config["model"] = model.name
         if model.base_url:
-            top["model_provider"] = PROVIDER_ID
+            c.config["model_provider"] = PROVIDER_ID
             provider: dict[str, Any] = {
                 "name": model.provider if model.provider != "default" else PROVIDER_ID,
-                "base_url": self.base_url(profile, context),
+                "base_url": self.base_url(c.profile, c.context),
                 "wire_api": "responses",
             }
             if model.api_key_env:
                 provider["env_key"] = model.api_key_env
-            tables["model_providers"] = {PROVIDER_ID: provider}
-            model_endpoint = endpoint(model.base_url)
+            c.config["model_providers"] = {PROVIDER_ID: provider}
         elif model.api_key_env and model.api_key_env != "CODEX_API_KEY":
-            warnings.append(
+            c.warnings.append(
                 f"model.api_key_env {model.api_key_env}: Codex's built-in provider reads its key from "
                 "its login or CODEX_API_KEY, not from this variable; set model.base_url to use it"
             )
+        # only a custom provider reads its key from a named variable (the built-in one reads its login)
+        c.credential_env = model.api_key_env if model.base_url else None
 
-        # -- approvals and the shell tool ----------------------------------------------------------
+    def compile_shell(self, c: Compilation) -> None:
+        shell = c.intent.shell.access
         if shell == "ask":
-            approval = "untrusted" if dialect in (LEGACY, PROFILES) else "on-request"
-            warnings.append(
+            approval = "untrusted" if c.dialect in (LEGACY, PROFILES) else "on-request"
+            c.warnings.append(
                 f"shell: ask compiles to approval_policy {approval!r}, which asks only in the interactive "
                 "TUI; `codex exec` forces approval never and runs sandboxed commands without asking"
                 + (
@@ -163,88 +204,47 @@ class CodexAdapter(HarnessAdapter):
                     else "; on-request asks only when the model requests an unsandboxed command"
                 )
             )
-            mechanisms["shell"] = f"approval_policy = {approval} (TUI only; codex exec never asks)"
+            c.mechanisms["shell"] = f"approval_policy = {approval} (TUI only; codex exec never asks)"
         else:
             approval = "never"
-            mechanisms["shell"] = (
+            c.mechanisms["shell"] = (
                 "features.shell_tool = false: exec_command/write_stdin/shell are not offered "
                 "and calls to them are refused"
                 if shell == "deny"
                 else "shell tool enabled"
             )
-        top["approval_policy"] = approval
-        owners["approval_policy"] = "shell"
-        if dialect != LEGACY:
-            top["approvals_reviewer"] = "user"  # never an automatic reviewer that may approve an escalation
-            owners["approvals_reviewer"] = "shell"
+        c.config["approval_policy"] = approval
+        c.owners["approval_policy"] = "shell"
+        if c.dialect != LEGACY:
+            c.config["approvals_reviewer"] = "user"  # never an automatic reviewer that may approve an escalation
+            c.owners["approvals_reviewer"] = "shell"
 
-        # -- file system and network: profile or legacy sandbox -------------------------------------
-        if dialect == LEGACY:
-            top["sandbox_mode"] = _LEGACY_SANDBOX[workspace]
-            if workspace == "read_write":
-                tables["sandbox_workspace_write"] = {
-                    "writable_roots": [],
-                    "network_access": network != "none",
-                    "exclude_tmpdir_env_var": False,
-                    "exclude_slash_tmp": True,
-                }
-                owners["sandbox_workspace_write.network_access"] = "command_network"
-            elif network != "none":
-                warnings.append("codex legacy read-only sandbox also blocks the network of commands")
-            if workspace == "none":
-                warnings.append("codex legacy sandbox cannot hide the workspace from commands; compiled read-only")
-            mechanisms["workspace"] = f"sandbox_mode = {top['sandbox_mode']}"
-            mechanisms["command_network"] = (
+    def compile_command_network(self, c: Compilation) -> None:
+        network, workspace = c.intent.command_network.access, c.intent.workspace.access
+        if c.dialect == LEGACY:
+            # the legacy sandbox_mode decides the network too (compile_workspace writes it)
+            if workspace != "read_write" and network != "none":
+                c.warnings.append("codex legacy read-only sandbox also blocks the network of commands")
+            c.mechanisms["command_network"] = (
                 "sandbox_workspace_write.network_access = false"
                 if workspace == "read_write" and network == "none"
                 else "read-only sandbox: no network"
                 if workspace != "read_write"
                 else "sandbox_workspace_write.network_access = true"
             )
-            mechanisms["host_home"] = "none (the legacy sandbox lets commands read the whole disk)"
         else:
-            prefix = f"permissions.{PERMISSION_PROFILE}"
-            filesystem: dict[str, Any] = {":root": "read"}
-            if home_hidden:
-                filesystem[context.home] = "deny"
-                owners[f"{prefix}.filesystem.{context.home}"] = "host_home"
-                mechanisms["host_home"] = f"permission profile: {context.home} = deny"
-            else:
-                mechanisms["host_home"] = "home readable"
-            if workspace == "read_write":
-                filesystem[":tmpdir"] = "write"
-            filesystem[":workspace_roots"] = {".": _WORKSPACE_ACCESS[workspace]}
+            proxied, nested_off = _proxied(c), _nested_off(c)
             net: dict[str, Any] = {"enabled": network != "none"}
             if network == "restricted" and not proxied:
-                net["domains"] = {domain: "allow" for domain in intent.command_network.allow_domains}
-                warnings.append(
+                net["domains"] = {domain: "allow" for domain in c.intent.command_network.allow_domains}
+                c.warnings.append(
                     "command_network: restricted relies on Codex's experimental network proxy "
                     "(features.network_proxy); its domain rules are not verified here"
                 )
             if nested_off:
-                # Codex's Linux sandbox is bubblewrap, which needs a user namespace: inside an OS sandbox that
-                # refuses them every command fails ("bwrap: Creating new namespace failed ... ENOSPC"), and its
-                # Landlock fallback refuses a restricted file system ("filesystem-restricted execution requires
-                # bubblewrap", 0.171.0). A profile with nothing to restrict runs commands without it; the OS
-                # sandbox holds the workspace, the home and the network for every process instead.
-                filesystem = {":root": "write"}
                 net = {"enabled": True}
-                for item in ("workspace", "command_network", "host_home"):
-                    mechanisms[item] = _NESTED_OFF
-            top["default_permissions"] = PERMISSION_PROFILE
-            if workspace == "none":
-                # Codex reads AGENTS.md through the same profile and refuses to start on a denied cwd.
-                top["project_doc_max_bytes"] = 0
-                owners["project_doc_max_bytes"] = "workspace"
-            tables["permissions"] = {PERMISSION_PROFILE: {"filesystem": filesystem, "network": net}}
-            owners[f"{prefix}.filesystem"] = "workspace"
-            owners[f"{prefix}.network"] = "command_network"
-            owners["permissions"] = "workspace"  # a second profile, or one that replaces ours
-            mechanisms["workspace"] = (
-                f"permission profile {PERMISSION_PROFILE}: :workspace_roots = "
-                f"{_WORKSPACE_ACCESS[workspace]}, :root = read"
-            )
-            mechanisms["command_network"] = (
+                c.delegate("command_network", _NESTED_OFF, enforcement_scope="")
+            c.mechanisms["command_network"] = (
                 "permission profile network.enabled = false"
                 if network == "none"
                 else _LEFT_TO_SANDBOX
@@ -253,36 +253,83 @@ class CodexAdapter(HarnessAdapter):
                 if network == "restricted"
                 else "network enabled"
             )
-
+            if proxied:
+                c.delegate(
+                    "command_network",
+                    "left to the OS sandbox's egress proxy, to which Codex's network proxy cannot chain",
+                )
+            c.config["permissions"][PERMISSION_PROFILE]["network"] = net
         if network != "unrestricted":
-            top["web_search"] = "disabled"
-            owners["web_search"] = "command_network"
-            mechanisms["command_network"] += "; web_search = disabled"
-        top["check_for_update_on_startup"] = False
-        if dialect != LEGACY:
-            top["allow_login_shell"] = False  # a login shell re-reads profile files that can add variables
-            owners["allow_login_shell"] = "environment"
+            c.config["web_search"] = "disabled"
+            c.owners["web_search"] = "command_network"
+            c.mechanisms["command_network"] += "; web_search = disabled"
 
-        features: dict[str, bool] = {"shell_tool": shell != "deny"}
-        owners["features.shell_tool"] = "shell"
-        for feature, item in _FEATURES_OFF.items():
-            features[feature] = False
-            owners[f"features.{feature}"] = item
-        if dialect != LEGACY:
-            features["network_proxy"] = network == "restricted" and not proxied
-            owners["features.network_proxy"] = "command_network"
-        tables["features"] = features
+    def compile_host_home(self, c: Compilation) -> None:
+        home = c.context.home
+        if c.dialect == LEGACY:
+            c.mechanisms["host_home"] = "none (the legacy sandbox lets commands read the whole disk)"
+            return
+        hidden, nested_off = c.intent.host_home.access == "hidden", _nested_off(c)
+        if hidden:
+            if not nested_off:
+                c.config["permissions"][PERMISSION_PROFILE]["filesystem"][home] = "deny"
+            c.owners[f"permissions.{PERMISSION_PROFILE}.filesystem.{home}"] = "host_home"
+        if nested_off:
+            c.mechanisms["host_home"] = _NESTED_OFF
+            c.delegate("host_home", _NESTED_OFF, enforcement_scope="")
+        else:
+            c.mechanisms["host_home"] = f"permission profile: {home} = deny" if hidden else "home readable"
 
-        # -- environment of commands ---------------------------------------------------------------
-        keep = sorted(set(COMMAND_ENV) | set(intent.environment.allow) | set(context.sandbox_env))
-        tables["shell_environment_policy"] = {"inherit": "all", "ignore_default_excludes": True, "include_only": keep}
-        owners["shell_environment_policy"] = "environment"
-        mechanisms["environment"] = "shell_environment_policy.include_only = " + ", ".join(keep)
+    def compile_workspace(self, c: Compilation) -> None:
+        workspace, network = c.intent.workspace.access, c.intent.command_network.access
+        if c.dialect == LEGACY:
+            c.config["sandbox_mode"] = _LEGACY_SANDBOX[workspace]
+            if workspace == "read_write":
+                c.config["sandbox_workspace_write"] = {
+                    "writable_roots": [],
+                    "network_access": network != "none",
+                    "exclude_tmpdir_env_var": False,
+                    "exclude_slash_tmp": True,
+                }
+                c.owners["sandbox_workspace_write.network_access"] = "command_network"
+            if workspace == "none":
+                c.warnings.append("codex legacy sandbox cannot hide the workspace from commands; compiled read-only")
+            c.mechanisms["workspace"] = f"sandbox_mode = {c.config['sandbox_mode']}"
+            return
+        if _nested_off(c):
+            # Codex's Linux sandbox is bubblewrap, which needs a user namespace: inside an OS sandbox that
+            # refuses them every command fails ("bwrap: Creating new namespace failed ... ENOSPC"), and its
+            # Landlock fallback refuses a restricted file system ("filesystem-restricted execution requires
+            # bubblewrap", 0.171.0). A profile with nothing to restrict runs commands without it; the OS
+            # sandbox holds the workspace, the home and the network for every process instead.
+            c.delegate("workspace", _NESTED_OFF, enforcement_scope="")
+        else:
+            filesystem = c.config["permissions"][PERMISSION_PROFILE]["filesystem"]
+            if workspace == "read_write":
+                filesystem[":tmpdir"] = "write"
+            filesystem[":workspace_roots"] = {".": _WORKSPACE_ACCESS[workspace]}
+        # (the mechanism names the profile even when it restricts nothing; the coverage says so)
+        c.mechanisms["workspace"] = (
+            f"permission profile {PERMISSION_PROFILE}: :workspace_roots = {_WORKSPACE_ACCESS[workspace]}, :root = read"
+        )
+        if workspace == "none":
+            # Codex reads AGENTS.md through the same profile and refuses to start on a denied cwd.
+            c.config["project_doc_max_bytes"] = 0
+            c.owners["project_doc_max_bytes"] = "workspace"
 
-        # -- MCP -----------------------------------------------------------------------------------
+    def compile_environment(self, c: Compilation) -> None:
+        if c.dialect != LEGACY:
+            c.config["allow_login_shell"] = False  # a login shell re-reads profile files that can add variables
+            c.owners["allow_login_shell"] = "environment"
+        keep = sorted(set(COMMAND_ENV) | set(c.intent.environment.allow) | set(c.context.sandbox_env))
+        c.config["shell_environment_policy"] = {"inherit": "all", "ignore_default_excludes": True, "include_only": keep}
+        c.owners["shell_environment_policy"] = "environment"
+        c.mechanisms["environment"] = "shell_environment_policy.include_only = " + ", ".join(keep)
+
+    def compile_mcp(self, c: Compilation) -> None:
         servers: dict[str, Any] = {}
-        for server in intent.mcp.servers:
-            spec = profile.mcp_servers[server]
+        for server in c.intent.mcp.servers:
+            spec = c.profile.mcp_servers[server]
             entry: dict[str, Any] = {"command": spec.command, "required": True}  # fail loudly, never run without it
             if spec.args:
                 entry["args"] = list(spec.args)
@@ -290,10 +337,10 @@ class CodexAdapter(HarnessAdapter):
                 entry["env"] = dict(sorted(spec.env.items()))
             # Codex starts MCP servers with a few safe variables only: hand on, by name, the OS sandbox's (the
             # egress proxy's, the run CA's) and the profile's secrets (placeholders, swapped in by the proxy)
-            forwarded = sorted((set(context.sandbox_env) | set(profile.secrets)) - set(spec.env))
+            forwarded = sorted((set(c.context.sandbox_env) | set(c.profile.secrets)) - set(spec.env))
             if forwarded:
                 entry["env_vars"] = forwarded
-            tools = intent.mcp.allowed_tools(server)
+            tools = c.intent.mcp.allowed_tools(server)
             if tools is None:
                 entry["default_tools_approval_mode"] = "approve"
             else:
@@ -301,76 +348,34 @@ class CodexAdapter(HarnessAdapter):
                 entry["tools"] = {tool: {"approval_mode": "approve"} for tool in tools}
             servers[server] = entry
         if servers:
-            tables["mcp_servers"] = servers
-        mechanisms["mcp"] = (
+            c.config["mcp_servers"] = servers
+        c.mechanisms["mcp"] = (
             "[mcp_servers] holds only " + ", ".join(servers) + " (enabled_tools where listed); "
             if servers
             else "no [mcp_servers]; "
         ) + "apps, plugins and tool suggestions off"
 
+    def finish(self, c: Compilation) -> None:
+        # One [features] table serves several items: the shell tool, surfaces that would add tools or run code
+        # outside the intent (_FEATURES_OFF), and Codex's network proxy.
+        features: dict[str, bool] = {"shell_tool": c.intent.shell.access != "deny"}
+        c.owners["features.shell_tool"] = "shell"
+        for feature, item in _FEATURES_OFF.items():
+            features[feature] = False
+            c.owners[f"features.{feature}"] = item
+        if c.dialect != LEGACY:
+            features["network_proxy"] = c.intent.command_network.access == "restricted" and not _proxied(c)
+            c.owners["features.network_proxy"] = "command_network"
+        c.config["features"] = features
         # An explicit "untrusted" keeps a repository's .codex config, hooks and exec policies unloaded
         # (the sandbox masks them too); the 0.171 TUI then opens with one "Open restricted" prompt.
-        tables["projects"] = {context.cwd: {"trust_level": "untrusted"}}
-        owners["projects"] = "workspace"
-        tables["analytics"] = {"enabled": False}
-        tables["feedback"] = {"enabled": False}
-        tables["otel"] = {"exporter": "none"}
-
+        c.config["projects"] = {c.context.cwd: {"trust_level": "untrusted"}}
+        c.owners["projects"] = "workspace"
+        c.config["analytics"] = {"enabled": False}
+        c.config["feedback"] = {"enabled": False}
+        c.config["otel"] = {"exporter": "none"}
         # Owners name sections as well as leaves: core treats a changed key under an owned section as owned.
-        config = artifact(CONFIG_FILE, {**top, **tables}, dict(sorted(owners.items())))
-
-        env_allow = set(intent.environment.allow)
-        if model.api_key_env:
-            env_allow.add(model.api_key_env)
-        env = {"CODEX_HOME": context.config_home, "TMPDIR": context.tmpdir}
-        requirements = RuntimeRequirements(
-            workspace=workspace,
-            network=network,
-            allow_domains=intent.command_network.allow_domains,
-            host_home=intent.host_home.access,
-            env_allow=tuple(sorted(env_allow)),
-            env_set=env,
-            surfaces=self.surfaces,
-            model_endpoint=model_endpoint,
-        )
-        argv = ("--strict-config",) if _at_least(version, _STRICT_CONFIG_FROM) else ()
-        # only a custom provider reads its key from a named variable (the built-in one reads its login)
-        key = self.model_credential(model.api_key_env) if model.base_url else None
-        return CompileResult(
-            model_credential=key,
-            harness=self.name,
-            version=version,
-            dialect=dialect,
-            artifacts=(config,),
-            argv=argv,
-            env=env,
-            requirements=requirements,
-            coverage=self._coverage(intent, version, mechanisms, proxied, nested_off),
-            warnings=tuple(warnings),
-            errors=tuple(errors),
-        )
-
-    def _coverage(self, intent, version: str | None, mechanisms: dict[str, str], proxied: bool, nested_off: bool):
-        coverage = self.coverage(intent, version, mechanisms)
-        if nested_off:
-            for item in ("workspace", "command_network", "host_home"):
-                coverage[item] = coverage[item].model_copy(
-                    update={
-                        "support": "unsupported",
-                        "bypass_surfaces": (),
-                        "enforcement_scope": "",
-                        "reason": _NESTED_OFF,
-                    }
-                )
-        if proxied:
-            coverage["command_network"] = coverage["command_network"].model_copy(
-                update={
-                    "support": "unsupported",
-                    "bypass_surfaces": (),
-                    "reason": "left to the OS sandbox's egress proxy, to which Codex's network proxy cannot chain",
-                }
-            )
-        return coverage
+        c.artifacts = (artifact(CONFIG_FILE, ordered(c.config, _CONFIG_ORDER), dict(sorted(c.owners.items()))),)
 
     def interactive_argv(self, result: CompileResult, extra: list[str]) -> list[str]:
         own = ["--no-daemon"] if _at_least(result.version, _NO_DAEMON_FROM) else []

@@ -20,10 +20,10 @@ from typing import Any
 from agentbox.harnesses.build_identity import BuildFiles, python_distribution
 from agentbox.harnesses.packages import PACKAGES
 from agentbox.core.intent import PermissionIntent
-from agentbox.core.plan import Artifact, CompileContext, CompileResult, RuntimeRequirements
+from agentbox.core.plan import Artifact, CompileResult
 from agentbox.core.profile import Profile
-from agentbox.compile.adapters.base import HarnessAdapter, ToolCall, ToolVocabulary
-from agentbox.compile.adapters.native import artifact, endpoint, parse
+from agentbox.compile.adapters.base import Compilation, HarnessAdapter, ToolCall, ToolVocabulary
+from agentbox.compile.adapters.native import artifact, ordered, parse
 
 __all__ = ["HermesAdapter", "ADAPTER", "BASE_TOOLSETS", "PROVIDER_NAME"]
 
@@ -90,11 +90,22 @@ APPROVAL_TIMEOUT = 60  # seconds a prompt waits (Hermes's default, set explicitl
 # then denied with the same answer: a headless run denies after 1 s instead (0.19.0)
 HEADLESS_APPROVAL_TIMEOUT = 1
 MCP_DISCOVERY_TIMEOUT = 30  # seconds; 0.19 stops waiting the instant discovery completes
-
-
-def _primary(intent: PermissionIntent, contributors: list[str]) -> str:
-    """The item a multi-purpose key is recorded under: the first required contributor, else the first."""
-    return next((i for i in contributors if intent.item(i).requirement == "required"), contributors[0])
+# config.yaml's top-level keys, in the order the file has always had
+_CONFIG_ORDER = (
+    "model",
+    "providers",
+    "platform_toolsets",
+    "agent",
+    "approvals",
+    "command_allowlist",
+    "hooks",
+    "hooks_auto_accept",
+    "terminal",
+    "mcp_servers",
+    "mcp",
+    "mcp_discovery_timeout",
+    "security",
+)
 
 
 class HermesAdapter(HarnessAdapter):
@@ -104,28 +115,92 @@ class HermesAdapter(HarnessAdapter):
     version_pattern = r"Hermes Agent v(?P<version>[0-9]+(?:\.[0-9]+)+)"
 
     # -- compile ---------------------------------------------------------------------------------
-    def compile(self, profile: Profile, context: CompileContext) -> CompileResult:
-        intent = profile.permission_intent
-        version = context.harness_version
-        dialect = self.declarations.dialect_for(version)
-        deny_rules = dialect == DENY_RULES
-        owners: dict[str, str] = {}
-        warnings: list[str] = []
-        errors: list[str] = []
+    # The MCP servers first: their warnings and errors come before the model's, and the shell's last.
+    compile_steps = ("mcp", "model", "shell", "workspace", "command_network")
 
+    def start(self, c: Compilation) -> None:
+        c.env["HERMES_HOME"] = c.context.config_home
+
+    def compile_mcp(self, c: Compilation) -> None:
+        servers = self._mcp_servers(c.profile, c.warnings, c.errors, c.context.sandbox_env)
+        c.config["mcp_servers"] = servers
+        c.config["mcp"] = {"auto_reload_on_config_change": False}
+        if servers:
+            # 0.19 discovers MCP servers in the background and snapshots the tools after this wait
+            # (default 1.5 s): a slower stdio server would silently be missing.
+            c.config["mcp_discovery_timeout"] = MCP_DISCOVERY_TIMEOUT
+        c.owners["mcp.auto_reload_on_config_change"] = "mcp"
+        c.mechanisms["mcp"] = (
+            f"mcp_servers holds only {', '.join(servers)}; tools.include where tools are listed"
+            if servers
+            else "no mcp_servers; platform toolsets carry no_mcp"
+        )
+
+    def compile_model(self, c: Compilation) -> None:
+        c.config.update(self._model(c.profile, c.warnings, self.base_url(c.profile, c.context)))
+
+    def compile_shell(self, c: Compilation) -> None:
+        shell, deny_rules = c.intent.shell.access, c.dialect == DENY_RULES
+        approvals: dict[str, Any] = {
+            "mode": "off" if shell == "allow" else "manual",
+            "timeout": APPROVAL_TIMEOUT,
+            "cron_mode": "deny",
+        }
+        if deny_rules:
+            approvals["deny"] = ["*"] if shell == "deny" else []
+        c.config["approvals"] = approvals
+        c.config["command_allowlist"] = []
+        c.config["hooks"] = {}  # shell hooks run commands on agent events: a shell nobody has to call
+        c.config["hooks_auto_accept"] = False
+        c.owners.update({f"approvals.{k}": "shell" for k in approvals})
+        c.owners.update({"command_allowlist": "shell", "hooks": "shell", "hooks_auto_accept": "shell"})
+        if shell == "ask":
+            c.warnings.append(
+                "shell ask: Hermes asks only for commands on its dangerous-pattern list; other commands "
+                "run unasked, and a headless run denies a dangerous one after approvals.timeout"
+            )
+        c.mechanisms["shell"] = {
+            "deny": "terminal and code_execution toolsets left out and disabled"
+            + (", approvals.deny ['*']" if deny_rules else ""),
+            "ask": "approvals.mode manual (asks only for commands on Hermes's dangerous-pattern list)",
+            "allow": "approvals.mode off",
+        }[shell]
+
+    def compile_workspace(self, c: Compilation) -> None:
+        c.config["terminal"] = {"backend": "local", "cwd": c.context.cwd}  # docker/ssh would run commands elsewhere
+        c.owners.update({"terminal.backend": "workspace", "terminal.cwd": "workspace"})
+        # Lazy installs pip-install into Hermes's own venv at run time (seen: edge-tts on a first run);
+        # tirith downloads a binary from GitHub into $HERMES_HOME/bin. Neither belongs in a plan.
+        c.config["security"] = {"allow_lazy_installs": False, "tirith_enabled": False}
+        c.owners["security.allow_lazy_installs"] = "workspace"
+        # One root only: before 0.18 Hermes read HERMES_WRITE_SAFE_ROOT as a single path.
+        access = c.intent.workspace.access
+        c.env["HERMES_WRITE_SAFE_ROOT"] = c.context.cwd if access == "read_write" else c.context.tmpdir
+        c.mechanisms["workspace"] = {
+            "none": "file toolset removed; HERMES_WRITE_SAFE_ROOT is the temp dir",
+            "read_only": "HERMES_WRITE_SAFE_ROOT (the temp dir) refuses write_file/patch in the workspace",
+            "read_write": "HERMES_WRITE_SAFE_ROOT confines write_file/patch to the workspace",
+        }[access]
+
+    def compile_command_network(self, c: Compilation) -> None:
+        c.mechanisms["command_network"] = (
+            "none" if c.intent.command_network.access == "unrestricted" else "web and browser toolsets removed"
+        )
+
+    def finish(self, c: Compilation) -> None:
+        # The toolset lists serve several items at once: each restrictive value takes its toolsets away, and
+        # the allowlisted MCP servers are toolsets too.
+        intent, servers = c.intent, c.config["mcp_servers"]
         removed = {item: ts for item, ts in _REMOVED.items() if self._restricts(intent, item)}
         disabled = sorted({t for ts in removed.values() for t in ts})
-        mcp_servers = self._mcp_servers(profile, warnings, errors, context.sandbox_env)
-        toolsets = [*(t for t in BASE_TOOLSETS if t not in disabled), *(sorted(mcp_servers) or ["no_mcp"])]
-
-        config: dict[str, Any] = self._model(profile, warnings, self.base_url(profile, context))
-        config["platform_toolsets"] = {"cli": list(toolsets), "acp": list(toolsets)}
+        toolsets = [*(t for t in BASE_TOOLSETS if t not in disabled), *(sorted(servers) or ["no_mcp"])]
+        c.config["platform_toolsets"] = {"cli": list(toolsets), "acp": list(toolsets)}
         # coding_context "focus" swaps toolsets. environment_probe runs python3, python and `python3 -m pip` at
         # every start to describe the host's Python in the system prompt: programs nobody asked for, and about a
         # tenth of a start's CPU (docs/harnesses/hermes.md).
-        config["agent"] = {"disabled_toolsets": disabled, "coding_context": "off", "environment_probe": False}
-        toolset_owner = _primary(intent, [*removed, "mcp"])
-        owners.update(
+        c.config["agent"] = {"disabled_toolsets": disabled, "coding_context": "off", "environment_probe": False}
+        toolset_owner = c.primary([*removed, "mcp"])
+        c.owners.update(
             {
                 "platform_toolsets.cli": toolset_owner,
                 "platform_toolsets.acp": toolset_owner,
@@ -133,71 +208,11 @@ class HermesAdapter(HarnessAdapter):
             }
         )
         if disabled:
-            owners["agent.disabled_toolsets"] = _primary(intent, list(removed))
-
-        approvals: dict[str, Any] = {
-            "mode": "off" if intent.shell.access == "allow" else "manual",
-            "timeout": APPROVAL_TIMEOUT,
-            "cron_mode": "deny",
-        }
-        if deny_rules:
-            approvals["deny"] = ["*"] if intent.shell.access == "deny" else []
-        config["approvals"] = approvals
-        config["command_allowlist"] = []
-        config["hooks"] = {}  # shell hooks run commands on agent events: a shell nobody has to call
-        config["hooks_auto_accept"] = False
-        owners.update({f"approvals.{k}": "shell" for k in approvals})
-        owners.update({"command_allowlist": "shell", "hooks": "shell", "hooks_auto_accept": "shell"})
-
-        config["terminal"] = {"backend": "local", "cwd": context.cwd}  # docker/ssh would run commands elsewhere
-        owners.update({"terminal.backend": "workspace", "terminal.cwd": "workspace"})
-        config["mcp_servers"] = mcp_servers
-        config["mcp"] = {"auto_reload_on_config_change": False}
-        if mcp_servers:
-            # 0.19 discovers MCP servers in the background and snapshots the tools after this wait
-            # (default 1.5 s): a slower stdio server would silently be missing.
-            config["mcp_discovery_timeout"] = MCP_DISCOVERY_TIMEOUT
+            c.owners["agent.disabled_toolsets"] = c.primary(list(removed))
         # A stdio MCP server is a command Hermes starts: with the shell denied, adding one is a shell.
-        owners["mcp_servers"] = _primary(intent, ["mcp", "shell"] if "shell" in removed else ["mcp"])
-        owners["mcp.auto_reload_on_config_change"] = "mcp"
-        # Lazy installs pip-install into Hermes's own venv at run time (seen: edge-tts on a first run);
-        # tirith downloads a binary from GitHub into $HERMES_HOME/bin. Neither belongs in a plan.
-        config["security"] = {"allow_lazy_installs": False, "tirith_enabled": False}
-        owners["security.allow_lazy_installs"] = "workspace"
-
-        # One root only: before 0.18 Hermes read HERMES_WRITE_SAFE_ROOT as a single path.
-        safe_root = context.cwd if intent.workspace.access == "read_write" else context.tmpdir
-        env = {"HERMES_HOME": context.config_home, "HERMES_WRITE_SAFE_ROOT": safe_root}
-        if intent.shell.access == "ask":
-            warnings.append(
-                "shell ask: Hermes asks only for commands on its dangerous-pattern list; other commands "
-                "run unasked, and a headless run denies a dangerous one after approvals.timeout"
-            )
-
-        key_env = [profile.model.api_key_env] if profile.model.api_key_env else []
-        requirements = RuntimeRequirements(
-            workspace=intent.workspace.access,
-            network=intent.command_network.access,
-            allow_domains=intent.command_network.allow_domains,
-            host_home=intent.host_home.access,
-            env_allow=tuple(sorted({*intent.environment.allow, *key_env})),
-            env_set=dict(sorted(env.items())),
-            surfaces=self.surfaces,
-            model_endpoint=endpoint(profile.model.base_url) if profile.model.base_url else None,
-        )
-        mechanisms = self._mechanisms(intent, deny_rules, mcp_servers)
-        return CompileResult(
-            harness=self.name,
-            version=version,
-            dialect=dialect,
-            artifacts=(artifact(CONFIG, config, dict(sorted(owners.items()))),),
-            env=dict(sorted(env.items())),
-            requirements=requirements,
-            coverage=self.coverage(intent, version, mechanisms),
-            warnings=tuple(warnings),
-            errors=tuple(errors),
-            model_credential=self.model_credential(profile.model.api_key_env),
-        )
+        c.owners["mcp_servers"] = c.primary(["mcp", "shell"] if "shell" in removed else ["mcp"])
+        config = ordered(c.config, _CONFIG_ORDER)
+        c.artifacts = (artifact(CONFIG, config, dict(sorted(c.owners.items()))),)
 
     @staticmethod
     def _restricts(intent: PermissionIntent, item: str) -> bool:
@@ -264,32 +279,6 @@ class HermesAdapter(HarnessAdapter):
         if m.name:
             model["default"] = m.name
         return {"model": model} if model else {}
-
-    @staticmethod
-    def _mechanisms(intent: PermissionIntent, deny_rules: bool, mcp_servers: dict[str, Any]) -> dict[str, str]:
-        shell_deny = "terminal and code_execution toolsets left out and disabled"
-        return {
-            "workspace": {
-                "none": "file toolset removed; HERMES_WRITE_SAFE_ROOT is the temp dir",
-                "read_only": "HERMES_WRITE_SAFE_ROOT (the temp dir) refuses write_file/patch in the workspace",
-                "read_write": "HERMES_WRITE_SAFE_ROOT confines write_file/patch to the workspace",
-            }[intent.workspace.access],
-            "shell": {
-                "deny": shell_deny + (", approvals.deny ['*']" if deny_rules else ""),
-                "ask": "approvals.mode manual (asks only for commands on Hermes's dangerous-pattern list)",
-                "allow": "approvals.mode off",
-            }[intent.shell.access],
-            "command_network": (
-                "none" if intent.command_network.access == "unrestricted" else "web and browser toolsets removed"
-            ),
-            "mcp": (
-                f"mcp_servers holds only {', '.join(mcp_servers)}; tools.include where tools are listed"
-                if mcp_servers
-                else "no mcp_servers; platform toolsets carry no_mcp"
-            ),
-            "host_home": "none",
-            "environment": "none",
-        }
 
     # -- run -------------------------------------------------------------------------------------
     def headless_argv(self, result: CompileResult, prompt: str) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from agentbox.core.plan import Artifact, CompileResult
 
-__all__ = ["render", "parse", "deep_merge", "flatten", "merge_into_artifact", "artifact", "endpoint"]
+__all__ = ["render", "parse", "deep_merge", "flatten", "merge_into_artifact", "artifact", "endpoint", "ordered"]
 
 
 def render(path: str, data: Any) -> str:
@@ -40,6 +40,12 @@ def parse(path: str, text: str) -> Any:
 
 def artifact(path: str, data: Any, owners: dict[str, str] | None = None) -> Artifact:
     return Artifact(path=path, content=render(path, data), owners=owners or {})
+
+
+def ordered(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """`data` with its keys in the order of `keys`, any others after them: a native file keeps one layout
+    whatever order the compile steps wrote its keys in."""
+    return {**{key: data[key] for key in keys if key in data}, **data}
 
 
 def deep_merge(base: Any, patch: Any) -> Any:

@@ -29,10 +29,10 @@ import re
 from typing import Any
 
 from agentbox.core.intent import PermissionIntent
-from agentbox.core.plan import Artifact, CompileContext, CompileResult, RuntimeRequirements
+from agentbox.core.plan import Artifact, CompileResult
 from agentbox.core.profile import Profile
-from agentbox.compile.adapters.base import HarnessAdapter
-from agentbox.compile.adapters.native import artifact, merge_into_artifact, endpoint
+from agentbox.compile.adapters.base import Compilation, HarnessAdapter
+from agentbox.compile.adapters.native import artifact, ordered, merge_into_artifact
 
 __all__ = ["OpenCodeAdapter", "ADAPTER", "CONFIG", "PROVIDER_ID", "tool_id"]
 
@@ -77,6 +77,36 @@ _BUILTIN_KEYS = frozenset(
 )
 
 
+# Built-in rules no intent item decides, after every other rule.
+_FIXED_RULES = {
+    "task": "allow",  # subagents get the same top-level rules (checked per agent)
+    "todowrite": "allow",
+    "todoread": "allow",
+    "question": "deny",
+    "doom_loop": "ask",
+    "plan_enter": "deny",
+    "plan_exit": "deny",
+}
+# opencode.json's top-level keys, in the order the file has always had
+_CONFIG_ORDER = (
+    "$schema",
+    "provider",
+    "enabled_providers",
+    "model",
+    "small_model",
+    "autoupdate",
+    "share",
+    "default_agent",
+    "mcp",
+    "permission",
+)
+
+
+def _v1(c: Compilation) -> str:
+    """How the mechanisms name the config this dialect reads."""
+    return f"V1 permission ({c.dialect})"
+
+
 def _sanitize(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", name)
 
@@ -93,102 +123,134 @@ class OpenCodeAdapter(HarnessAdapter):
     version_pattern = r"(?m)^\s*v?(?P<version>[0-9]+(?:\.[0-9]+)+)\s*$"
 
     # -- compile ---------------------------------------------------------------------------------
-    def compile(self, profile: Profile, context: CompileContext) -> CompileResult:
-        intent = profile.permission_intent
-        version = context.harness_version
-        dialect = self.declarations.dialect_for(version)
-        warnings: list[str] = []
-        errors: list[str] = []
-        owners: dict[str, str] = {}
+    # The MCP servers before the built-in rules: `read` carries their resource rules, and last match wins.
+    compile_steps = ("model", "mcp", "workspace", "shell", "command_network", "host_home", "environment")
 
-        config: dict[str, Any] = {"$schema": SCHEMA}
-        model_config, model_env = self._model(profile, warnings, errors, self.base_url(profile, context))
-        config.update(model_config)
+    def start(self, c: Compilation) -> None:
+        c.config["$schema"] = SCHEMA
         # Sharing uploads the session to OpenCode's servers; updates download a new binary.
-        config["autoupdate"] = False
-        config["share"] = "disabled"
-        owners["share"] = "command_network"
-        config["default_agent"] = "build"
+        c.config["autoupdate"] = False
+        c.config["share"] = "disabled"
+        c.owners["share"] = "command_network"
+        c.config["default_agent"] = "build"
+        home = c.context.config_home
+        c.env.update(
+            {
+                "OPENCODE_CONFIG": posixpath.join(home, CONFIG),
+                # every file OpenCode writes (sessions db, logs, tool output, locks, caches) stays private
+                "XDG_CONFIG_HOME": posixpath.join(home, "xdg", "config"),
+                "XDG_DATA_HOME": posixpath.join(home, "xdg", "data"),
+                "XDG_CACHE_HOME": posixpath.join(home, "xdg", "cache"),
+                "XDG_STATE_HOME": posixpath.join(home, "xdg", "state"),
+                "TMPDIR": c.context.tmpdir,
+                # project opencode.json(c) and .opencode/ would merge over OPENCODE_CONFIG
+                "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
+                "OPENCODE_PURE": "1",  # no external plugins (code run inside the harness)
+                "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                "OPENCODE_DISABLE_SHARE": "1",
+                "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_CLAUDE_CODE": "1",  # ~/.claude/CLAUDE.md and ~/.claude skills
+                "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",  # ~/.agents skills
+            }
+        )
 
-        mcp, mcp_allow, mcp_read = self._mcp(profile, intent, warnings, errors)
+    def compile_model(self, c: Compilation) -> None:
+        model_config, model_env = self._model(c.profile, c.warnings, c.errors, self.base_url(c.profile, c.context))
+        c.config.update(model_config)
+        c.env.update(model_env)
+
+    def compile_mcp(self, c: Compilation) -> None:
+        mcp, mcp_allow, mcp_read = self._mcp(c.profile, c.intent, c.warnings, c.errors)
         if mcp:
-            config["mcp"] = mcp
-        owners["mcp"] = "mcp"
+            c.config["mcp"] = mcp
+        c.owners["mcp"] = "mcp"
+        permission: dict[str, Any] = {"*": "deny"}  # the default that hides every tool not allowlisted
+        permission.update(dict.fromkeys(mcp_allow, "allow"))
+        # the resource rules, which the workspace's `read` rule extends (or drops with the file tools)
+        permission["read"] = mcp_read
+        c.config["permission"] = permission
+        c.owners.update({f"permission.{key}": "mcp" for key in ("*", *mcp_allow)})
+        c.mechanisms["mcp"] = (
+            f"mcp block holds only allowlisted servers; permission '*': deny, allow {', '.join(mcp_allow)}; "
+            "MCP resources readable only for wholly allowed servers"
+            if mcp_allow
+            else "no mcp servers; permission '*': deny"
+        )
 
-        permission: dict[str, Any] = {"*": "deny"}
-        owners["permission.*"] = "mcp"  # the default that hides every tool not allowlisted
-        for key in mcp_allow:
-            permission[key] = "allow"
-            owners[f"permission.{key}"] = "mcp"
+    def compile_workspace(self, c: Compilation) -> None:
+        ws, rules = c.intent.workspace.access, c.config["permission"]
+        if ws == "none":
+            rules["read"] = "deny"
+        else:
+            # OpenCode's own defaults for .env files, kept (ask is refused by `opencode run`)
+            rules["read"] = {"*": "allow", "*.env": "ask", "*.env.*": "ask", "*.env.example": "allow", **rules["read"]}
+        for tool in _FILE_READ_TOOLS:
+            rules[tool] = "deny" if ws == "none" else "allow"
+        rules["edit"] = "allow" if ws == "read_write" else "deny"  # also write and apply_patch
+        rules["external_directory"] = "deny"
+        c.mechanisms["workspace"] = {
+            "none": f"{_v1(c)}: read, glob, grep, list, edit denied (tools removed); external_directory deny",
+            "read_only": f"{_v1(c)}: edit denied (edit, write, apply_patch removed); external_directory deny",
+            "read_write": f"{_v1(c)}: read and edit allowed; external_directory deny",
+        }[ws]
+
+    def compile_shell(self, c: Compilation) -> None:
+        c.config["permission"]["bash"] = c.intent.shell.access
+        c.mechanisms["shell"] = {
+            "deny": f"{_v1(c)}: bash denied (removed from every agent's tool list)",
+            "ask": f"{_v1(c)}: bash ask (the TUI asks; `opencode run` auto-rejects)",
+            "allow": f"{_v1(c)}: bash allow",
+        }[c.intent.shell.access]
+
+    def compile_command_network(self, c: Compilation) -> None:
+        net, rules = c.intent.command_network.access, c.config["permission"]
         # webfetch takes only allow / ask / deny (1.18.16, 1.18.33 reject a per-URL object at start-up), so a
         # domain allowlist cannot be written for it; inside an OS sandbox whose egress proxy enforces the
         # allowlist for every process, webfetch is allowed and the proxy decides its hosts.
-        proxied = intent.command_network.access == "restricted" and "command_network" in context.sandbox_enforces
-        permission.update(self._builtins(intent, mcp_read, proxied))
-        for key in permission:
-            if key in _OWNED_BUILTINS:
-                owners[f"permission.{key}"] = _OWNED_BUILTINS[key]
-        config["permission"] = permission
-
-        env = {
-            "OPENCODE_CONFIG": posixpath.join(context.config_home, CONFIG),
-            # every file OpenCode writes (sessions db, logs, tool output, locks, caches) stays private
-            "XDG_CONFIG_HOME": posixpath.join(context.config_home, "xdg", "config"),
-            "XDG_DATA_HOME": posixpath.join(context.config_home, "xdg", "data"),
-            "XDG_CACHE_HOME": posixpath.join(context.config_home, "xdg", "cache"),
-            "XDG_STATE_HOME": posixpath.join(context.config_home, "xdg", "state"),
-            "TMPDIR": context.tmpdir,
-            # project opencode.json(c) and .opencode/ would merge over OPENCODE_CONFIG
-            "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
-            "OPENCODE_PURE": "1",  # no external plugins (code run inside the harness)
-            "OPENCODE_DISABLE_AUTOUPDATE": "1",
-            "OPENCODE_DISABLE_SHARE": "1",
-            "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-            "OPENCODE_DISABLE_CLAUDE_CODE": "1",  # ~/.claude/CLAUDE.md and ~/.claude skills
-            "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",  # ~/.agents skills
-            **model_env,
-        }
-        if intent.command_network.access == "restricted" and not proxied:
-            warnings.append(
+        proxied = net == "restricted" and "command_network" in c.context.sandbox_enforces
+        rules["webfetch"] = "allow" if net == "unrestricted" or proxied else "deny"
+        rules["websearch"] = "allow" if net == "unrestricted" else "deny"
+        rules["codesearch"] = "allow" if net == "unrestricted" else "deny"
+        if net == "restricted" and not proxied:
+            c.warnings.append(
                 "command_network: OpenCode's webfetch permission takes no per-host rule, so restricted "
                 "leaves webfetch denied"
             )
-        for name in intent.environment.allow:
+        c.mechanisms["command_network"] = {
+            "none": f"{_v1(c)}: webfetch, websearch, codesearch denied; share disabled",
+            "restricted": (
+                f"{_v1(c)}: webfetch allowed (the OS sandbox's egress proxy decides its hosts)"
+                if proxied
+                else f"{_v1(c)}: webfetch denied (no per-host rule exists)"
+            )
+            + "; websearch, codesearch denied",
+            "unrestricted": f"{_v1(c)}: webfetch allow",
+        }[net]
+
+    def compile_host_home(self, c: Compilation) -> None:
+        c.mechanisms["host_home"] = (
+            f"{_v1(c)}: external_directory deny; OPENCODE_DISABLE_CLAUDE_CODE, OPENCODE_DISABLE_EXTERNAL_SKILLS"
+        )
+
+    def compile_environment(self, c: Compilation) -> None:
+        for name in c.intent.environment.allow:
             if name.startswith("OPENCODE_"):
-                warnings.append(
+                c.warnings.append(
                     f"environment: {name} is passed through, and OpenCode reads OPENCODE_* variables as "
                     "configuration (OPENCODE_PERMISSION merges over every config file)"
                 )
 
-        mechanisms = self._mechanisms(intent, dialect, mcp_allow, proxied)
-        base_url = profile.model.base_url
-        requirements = RuntimeRequirements(
-            workspace=intent.workspace.access,
-            network=intent.command_network.access,
-            allow_domains=intent.command_network.allow_domains,
-            host_home=intent.host_home.access,
-            env_allow=tuple(
-                sorted({*intent.environment.allow, *([profile.model.api_key_env] if profile.model.api_key_env else [])})
-            ),
-            env_set=dict(sorted(env.items())),
-            surfaces=self.surfaces,
-            model_endpoint=endpoint(base_url) if base_url else None,
-        )
-        return CompileResult(
-            harness=self.name,
-            version=version,
-            dialect=dialect,
-            artifacts=(
-                artifact(CONFIG, config, dict(sorted(owners.items()))),
-                *self._plugin_sdk_marked_installed(version),
-            ),
-            argv=(),
-            env=dict(sorted(env.items())),
-            requirements=requirements,
-            coverage=self.coverage(intent, version, mechanisms),
-            warnings=tuple(warnings),
-            errors=tuple(errors),
-            model_credential=self.model_credential(profile.model.api_key_env),
+    def finish(self, c: Compilation) -> None:
+        permission = c.config["permission"]
+        # Every built-in rule is written after the MCP allows (last match wins); these serve no one item.
+        permission.update(_FIXED_RULES)
+        for key in permission:
+            if key in _OWNED_BUILTINS:
+                c.owners[f"permission.{key}"] = _OWNED_BUILTINS[key]
+        config = ordered(c.config, _CONFIG_ORDER)
+        c.artifacts = (
+            artifact(CONFIG, config, dict(sorted(c.owners.items()))),
+            *self._plugin_sdk_marked_installed(c.version),
         )
 
     @staticmethod
@@ -318,67 +380,6 @@ class OpenCodeAdapter(HarnessAdapter):
                         "(OpenCode names MCP tools <server>_<tool>)"
                     )
         return sorted(set(problems))
-
-    @staticmethod
-    def _builtins(intent: PermissionIntent, mcp_read: dict[str, str], proxied: bool) -> dict[str, Any]:
-        ws, shell, net = intent.workspace.access, intent.shell.access, intent.command_network.access
-        rules: dict[str, Any] = {}
-        if ws == "none":
-            rules["read"] = "deny"
-        else:
-            # OpenCode's own defaults for .env files, kept (ask is refused by `opencode run`)
-            rules["read"] = {"*": "allow", "*.env": "ask", "*.env.*": "ask", "*.env.example": "allow", **mcp_read}
-        for tool in _FILE_READ_TOOLS:
-            rules[tool] = "deny" if ws == "none" else "allow"
-        rules["edit"] = "allow" if ws == "read_write" else "deny"  # also write and apply_patch
-        rules["external_directory"] = "deny"
-        rules["bash"] = shell
-        rules["webfetch"] = "allow" if net == "unrestricted" or proxied else "deny"
-        rules["websearch"] = "allow" if net == "unrestricted" else "deny"
-        rules["codesearch"] = "allow" if net == "unrestricted" else "deny"
-        rules["task"] = "allow"  # subagents get the same top-level rules (checked per agent)
-        rules["todowrite"] = "allow"
-        rules["todoread"] = "allow"
-        rules["question"] = "deny"
-        rules["doom_loop"] = "ask"
-        rules["plan_enter"] = "deny"
-        rules["plan_exit"] = "deny"
-        return rules
-
-    @staticmethod
-    def _mechanisms(intent: PermissionIntent, dialect: str, mcp_allow: list[str], proxied: bool) -> dict[str, str]:
-        v1 = f"V1 permission ({dialect})"
-        net = intent.command_network
-        return {
-            "workspace": {
-                "none": f"{v1}: read, glob, grep, list, edit denied (tools removed); external_directory deny",
-                "read_only": f"{v1}: edit denied (edit, write, apply_patch removed); external_directory deny",
-                "read_write": f"{v1}: read and edit allowed; external_directory deny",
-            }[intent.workspace.access],
-            "shell": {
-                "deny": f"{v1}: bash denied (removed from every agent's tool list)",
-                "ask": f"{v1}: bash ask (the TUI asks; `opencode run` auto-rejects)",
-                "allow": f"{v1}: bash allow",
-            }[intent.shell.access],
-            "command_network": {
-                "none": f"{v1}: webfetch, websearch, codesearch denied; share disabled",
-                "restricted": (
-                    f"{v1}: webfetch allowed (the OS sandbox's egress proxy decides its hosts)"
-                    if proxied
-                    else f"{v1}: webfetch denied (no per-host rule exists)"
-                )
-                + "; websearch, codesearch denied",
-                "unrestricted": f"{v1}: webfetch allow",
-            }[net.access],
-            "mcp": (
-                f"mcp block holds only allowlisted servers; permission '*': deny, allow {', '.join(mcp_allow)}; "
-                "MCP resources readable only for wholly allowed servers"
-                if mcp_allow
-                else "no mcp servers; permission '*': deny"
-            ),
-            "host_home": f"{v1}: external_directory deny; OPENCODE_DISABLE_CLAUDE_CODE, OPENCODE_DISABLE_EXTERNAL_SKILLS",
-            "environment": "none",
-        }
 
     # -- overrides -------------------------------------------------------------------------------
     def apply_patch(self, result: CompileResult, patch: dict[str, Any]) -> tuple[CompileResult, list[str]]:

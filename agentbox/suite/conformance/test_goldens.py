@@ -21,7 +21,7 @@ from agentbox.core.profile import HARNESSES
 from agentbox.compile.compiler import credentials_of, sandbox_facts
 from agentbox.core.plan import CompileContext
 from agentbox.core.profile import Profile
-from agentbox.sandbox import bwrap
+from agentbox.sandbox.backend import SandboxRequest, get_backend
 from agentbox.core.versions import Version, in_range
 
 HERE = Path(__file__).parent
@@ -76,8 +76,8 @@ def render_case(harness: str, version: str, intent_name: str) -> dict[str, str]:
         ),
     )
     result, credentials = credentials_of(adapter.compile(profile, context), profile)
-    sandbox = bwrap.compile_bwrap(
-        bwrap.SandboxRequest(
+    sandbox = get_backend().compile(
+        SandboxRequest(
             requirements=result.requirements, workspace=context.cwd, home=context.home, credentials=credentials
         )
     )
