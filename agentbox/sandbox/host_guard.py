@@ -206,19 +206,26 @@ def _regular(path: str) -> bool:
 
 
 def _git_pointers(
-    ws: str, gitdir: str, worktree: str, user: list[tuple[str, str, str]] | None = None, home: str | None = None
+    ws: str,
+    gitdir: str,
+    worktree: str,
+    user: list[tuple[str, str, str]] | None = None,
+    home: str | None = None,
+    folders: set[str] | None = None,
 ) -> list[str]:
     """What else inside the workspace a repository makes git run or read as config: its common folder (a
     worktree's `commondir`), every file its config includes (and what they include, whatever the include's
     condition), and core.hooksPath, read by git itself (one-line sections, includes of includes), and by a plain
     reading of `path =` lines besides (an includeIf whose condition git cannot judge from a lone file). `user`: the
     entries of the user's own git config (`_user_git_config`), whose relative core.hooksPath names a folder of this
-    repository's worktree too; `home`: the launcher's home, for a `~` in a path."""
+    repository's worktree too; `home`: the launcher's home, for a `~` in a path; `folders` gains the paths that name
+    a folder (the common folder, a hooks folder), for a placeholder of the right kind where one is absent."""
     out = []
     lines = _lines(os.path.join(gitdir, "commondir"))
     common = os.path.normpath(os.path.join(gitdir, lines[0].strip())) if lines else None
     if common:
         out.append(common)
+    named_folders = {common} if common else set()
     # a linked worktree reads the common repository's config, then its own config.worktree
     configs = [
         os.path.join(d, name)
@@ -229,12 +236,19 @@ def _git_pointers(
     read = set(configs)
     for key, value, origin in entries:  # grows with what each included file holds
         path = _git_path(key, value, origin, worktree, home)
-        out += [origin, path]
+        out += [origin, path, _git_program(key, value, worktree, home)]
+        if key == "core.hookspath":
+            named_folders.add(path)
         if path and key != "core.hookspath" and path not in read:
             read.add(path)
             entries += _git_config(path)
     for key, value, origin in user or ():  # what it includes was read once, with it
-        out += [origin, _git_path(key, value, origin, worktree, home)]
+        path = _git_path(key, value, origin, worktree, home)
+        out += [origin, path, _git_program(key, value, worktree, home)]
+        if key == "core.hookspath":
+            named_folders.add(path)
+    if folders is not None:
+        folders.update(p for p in named_folders if p)
     return [p for p in dict.fromkeys(out) if p and is_within(p, ws) and p != ws and p not in configs]
 
 
@@ -246,6 +260,31 @@ def _git_path(key: str, value: str, origin: str, worktree: str, home: str | None
     if key.endswith(".path") and key.startswith("include") and origin:
         return os.path.normpath(os.path.join(os.path.dirname(origin), _expand(value, home)))
     return ""  # not a path, or a relative include from the command line, which git refuses
+
+
+# Settings whose value is a command git runs from the worktree (a hook by another name): a program they name by a
+# path inside the workspace is host-executed (core.fsmonitor = ./tools/watch, a filter's clean command, an alias)
+_COMMAND_KEYS = (
+    "core.fsmonitor",
+    "core.sshcommand",
+    "core.editor",
+    "core.pager",
+    "core.askpass",
+    "sequence.editor",
+    "gpg.program",
+)
+_COMMAND_SUFFIXES = (".command", ".textconv", ".clean", ".smudge", ".process", ".driver", ".program")
+
+
+def _git_program(key: str, value: str, worktree: str, home: str | None) -> str:
+    """The program a command-valued git setting names by a path (relative to the worktree, where git runs it); ""
+    for any other entry, and for a command found on PATH (no slash) or a builtin (`core.fsmonitor = true`)."""
+    shell = value.startswith("!") and (key.startswith("alias.") or key.endswith(".helper"))
+    if not (shell or key in _COMMAND_KEYS or (key.count(".") >= 2 and key.endswith(_COMMAND_SUFFIXES))):
+        return ""
+    words = (value[1:] if shell else value).split()
+    first = _expand(words[0].strip("'\""), home) if words else ""
+    return os.path.normpath(os.path.join(worktree, first)) if "/" in first else ""
 
 
 def _expand(value: str, home: str | None) -> str:
@@ -391,6 +430,7 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
     environ: Mapping[str, str] = spec.get("environ") or os.environ  # the launcher's (git reads its config by it)
     user: list[tuple[str, str, str]] | None = None
     unchecked = set(spec.get("unchecked", ()))  # what the mutation check takes out (agentbox.testing.weakened)
+    named_folders: set[str] = set()  # what git config names as a folder (`_git_pointers`)
     stack = [(ws, 0, False)]
     while stack:
         folder, depth, git_only = stack.pop()
@@ -423,15 +463,25 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
                             existing[gitdir] = "directory"
                     if gitdir and user is None:  # the user's own git config, read once for every repository
                         user = [] if "user-git-config" in unchecked else _user_git_config(environ)
-                    pointed = _git_pointers(ws, gitdir, folder, user, environ.get("HOME")) if gitdir else []
+                    pointed = (
+                        _git_pointers(ws, gitdir, folder, user, environ.get("HOME"), named_folders) if gitdir else []
+                    )
                 elif name == ".yarnrc.yml":
                     pointed = _yarn_pointers(ws, path)
                 else:
                     pointed = []
                 for p in pointed:
-                    if os.path.lexists(p) and not _opted_out(os.path.relpath(p, ws), writable):
+                    if _opted_out(os.path.relpath(p, ws), writable):
+                        continue
+                    if os.path.lexists(p):
                         _no_link_on_the_way(ws, p, writable)
                         existing[p] = "directory" if os.path.isdir(p) else "file"
+                    elif (first := _first_missing(ws, p)) and not any(a[0] == first for a in absent):
+                        _no_link_on_the_way(ws, os.path.dirname(first), writable)
+                        # named but absent (a hooks folder not made yet, a program): an empty read-only placeholder
+                        # holds its first missing name, so the run can make nothing there
+                        kind = "directory" if first != p or p in named_folders else "file"
+                        absent.append((first, kind, ""))
                 continue  # a protected folder is read-only whole: nothing below it needs a scan
             if e.is_dir(follow_symlinks=False) and depth + 1 < git_depth:
                 shallow = depth + 1 < spec["depth"] and name not in skip and not git_only
@@ -485,6 +535,18 @@ def _path_folders(ws: str, path: str | None, writable: set[str]) -> list[tuple[s
             continue  # a file where the folder would be: nothing can be created below it
         out.append((first, os.path.lexists(first)))
     return out
+
+
+def _first_missing(ws: str, path: str) -> str | None:
+    """The first name of `path` below the workspace that does not exist, when the folder above it does (and is no
+    link): where a placeholder holds the whole path; None when nothing can be made there."""
+    first = path
+    while not os.path.lexists(os.path.dirname(first)):
+        first = os.path.dirname(first)
+    parent = os.path.dirname(first)
+    if first == ws or not is_within(first, ws) or not os.path.isdir(parent) or os.path.islink(parent):
+        return None
+    return first
 
 
 def _gitfile_target(path: str) -> str | None:

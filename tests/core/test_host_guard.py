@@ -596,6 +596,25 @@ def test_a_relative_hooks_path_of_the_users_global_config_is_held_in_every_repos
     assert str(ws / ".hooks") not in dict(scan({**spec(ws), "environ": {"HOME": str(tmp_path / "nohome")}})[0])
 
 
+def test_a_hooks_folder_the_users_config_names_but_the_worktree_lacks_is_held_by_a_folder_placeholder(tmp_path, ws):
+    (ws / ".git").mkdir()
+    environ = global_config(tmp_path, "[core]\n\thooksPath = .hooks\n")
+    assert (str(ws / ".hooks"), "directory", "") in scan({**spec(ws), "environ": environ})[1]
+
+
+def test_a_program_a_command_setting_names_in_the_worktree_is_held_and_an_absent_one_at_its_first_missing_name(
+    tmp_path, ws
+):
+    (ws / ".git").mkdir()
+    (ws / "tools").mkdir()
+    (ws / "tools/watch").write_text("#!/bin/sh\n")
+    text = '[core]\n\tfsmonitor = ./tools/watch\n[alias]\n\tst = !bin/st --short\n[filter "x"]\n\tclean = gzip -c\n'
+    existing, absent = scan({**spec(ws), "environ": global_config(tmp_path, text)})
+    assert (str(ws / "tools/watch"), "file") in existing
+    assert (str(ws / "bin"), "directory", "") in absent  # bin/st: the run may make neither the folder nor the program
+    assert not any("gzip" in p for p, _ in existing)  # found on PATH: nothing of the workspace
+
+
 def test_the_users_global_config_is_found_by_the_launchers_home_and_xdg_config_home(tmp_path, ws):
     (ws / ".git").mkdir()
     (ws / "a").mkdir()
