@@ -201,7 +201,7 @@ def _regular(path: str) -> bool:
     """Whether `path` is a regular file (not a FIFO a run made to stall the next start's read)."""
     try:
         return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL byte in a path read from a file the run wrote
         return False
 
 
@@ -236,7 +236,7 @@ def _git_pointers(
     read = set(configs)
     for key, value, origin in entries:  # grows with what each included file holds
         path = _git_path(key, value, origin, worktree, home)
-        out += [origin, path, _git_program(key, value, worktree, home)]
+        out += [origin, path, *_git_programs(key, value, worktree, home)]
         if key == "core.hookspath":
             named_folders.add(path)
         if path and key != "core.hookspath" and path not in read:
@@ -244,7 +244,7 @@ def _git_pointers(
             entries += _git_config(path)
     for key, value, origin in user or ():  # what it includes was read once, with it
         path = _git_path(key, value, origin, worktree, home)
-        out += [origin, path, _git_program(key, value, worktree, home)]
+        out += [origin, path, *_git_programs(key, value, worktree, home)]
         if key == "core.hookspath":
             named_folders.add(path)
     if folders is not None:
@@ -276,15 +276,15 @@ _COMMAND_KEYS = (
 _COMMAND_SUFFIXES = (".command", ".textconv", ".clean", ".smudge", ".process", ".driver", ".program")
 
 
-def _git_program(key: str, value: str, worktree: str, home: str | None) -> str:
-    """The program a command-valued git setting names by a path (relative to the worktree, where git runs it); ""
-    for any other entry, and for a command found on PATH (no slash) or a builtin (`core.fsmonitor = true`)."""
+def _git_programs(key: str, value: str, worktree: str, home: str | None) -> list[str]:
+    """What a command-valued git setting names by a path (relative to the worktree, where git runs it): the program,
+    and the scripts its words name (`python3 tools/strip.py`); none for any other entry, and for words without a
+    slash (a command found on PATH, a builtin such as `core.fsmonitor = true`)."""
     shell = value.startswith("!") and (key.startswith("alias.") or key.endswith(".helper"))
     if not (shell or key in _COMMAND_KEYS or (key.count(".") >= 2 and key.endswith(_COMMAND_SUFFIXES))):
-        return ""
-    words = (value[1:] if shell else value).split()
-    first = _expand(words[0].strip("'\""), home) if words else ""
-    return os.path.normpath(os.path.join(worktree, first)) if "/" in first else ""
+        return []
+    words = [_expand(w.strip("'\""), home) for w in (value[1:] if shell else value).split()]
+    return [os.path.normpath(os.path.join(worktree, w)) for w in words if "/" in w and not w.startswith("-")]
 
 
 def _expand(value: str, home: str | None) -> str:
@@ -431,6 +431,26 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
     user: list[tuple[str, str, str]] | None = None
     unchecked = set(spec.get("unchecked", ()))  # what the mutation check takes out (agentbox.testing.weakened)
     named_folders: set[str] = set()  # what git config names as a folder (`_git_pointers`)
+
+    def hold(pointed: list[str]) -> None:
+        """Hold what a held file names for a host program to run or read (git's pointers, yarn's)."""
+        for p in pointed:
+            if _opted_out(os.path.relpath(p, ws), writable):
+                continue
+            if os.path.lexists(p):
+                _no_link_on_the_way(ws, p, writable)
+                existing[p] = "directory" if os.path.isdir(p) else "file"
+            elif (first := _first_missing(ws, p)) and not any(a[0] == first for a in absent):
+                _no_link_on_the_way(ws, os.path.dirname(first), writable)
+                # named but absent (a hooks folder not made yet, a program): an empty read-only placeholder
+                # holds its first missing name, so the run can make nothing there
+                absent.append((first, "directory" if first != p or p in named_folders else "file", ""))
+
+    # a repository around the workspace (the workspace a folder of a larger checkout): its config, outside the
+    # run's reach, may still name hooks or programs inside the workspace, which git on the host runs there
+    if (around := _enclosing_repository(ws)) is not None:
+        user = [] if "user-git-config" in unchecked else _user_git_config(environ)
+        hold(_git_pointers(ws, around[0], around[1], user, environ.get("HOME"), named_folders))
     stack = [(ws, 0, False)]
     while stack:
         folder, depth, git_only = stack.pop()
@@ -466,22 +486,21 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
                     pointed = (
                         _git_pointers(ws, gitdir, folder, user, environ.get("HOME"), named_folders) if gitdir else []
                     )
+                elif name == "HEAD" and _bare(entries):
+                    # a bare repository (a local mirror pushed to): git runs its hooks and reads its config there;
+                    # held whole like a .git, or its hooks and config where it is the workspace itself
+                    held = [folder] if folder != ws else [os.path.join(ws, n) for n in ("hooks", "config")]
+                    existing.update(
+                        {h: "directory" if os.path.isdir(h) else "file" for h in held if os.path.lexists(h)}
+                    )
+                    if user is None:
+                        user = [] if "user-git-config" in unchecked else _user_git_config(environ)
+                    pointed = _git_pointers(ws, folder, folder, user, environ.get("HOME"), named_folders)
                 elif name == ".yarnrc.yml":
                     pointed = _yarn_pointers(ws, path)
                 else:
                     pointed = []
-                for p in pointed:
-                    if _opted_out(os.path.relpath(p, ws), writable):
-                        continue
-                    if os.path.lexists(p):
-                        _no_link_on_the_way(ws, p, writable)
-                        existing[p] = "directory" if os.path.isdir(p) else "file"
-                    elif (first := _first_missing(ws, p)) and not any(a[0] == first for a in absent):
-                        _no_link_on_the_way(ws, os.path.dirname(first), writable)
-                        # named but absent (a hooks folder not made yet, a program): an empty read-only placeholder
-                        # holds its first missing name, so the run can make nothing there
-                        kind = "directory" if first != p or p in named_folders else "file"
-                        absent.append((first, kind, ""))
+                hold(pointed)
                 continue  # a protected folder is read-only whole: nothing below it needs a scan
             if e.is_dir(follow_symlinks=False) and depth + 1 < git_depth:
                 shallow = depth + 1 < spec["depth"] and name not in skip and not git_only
@@ -537,6 +556,26 @@ def _path_folders(ws: str, path: str | None, writable: set[str]) -> list[tuple[s
     return out
 
 
+def _enclosing_repository(ws: str) -> tuple[str, str] | None:
+    """(gitdir, worktree) of the repository git finds above the workspace, as git looks for it (the nearest .git of
+    a folder above); None when there is none."""
+    folder = os.path.dirname(ws)
+    while True:
+        dot = os.path.join(folder, ".git")
+        if os.path.isdir(dot):
+            return dot, folder
+        if _regular(dot) and (target := _gitfile_target(dot)):
+            return target, folder
+        if folder == os.path.dirname(folder):
+            return None
+        folder = os.path.dirname(folder)
+
+
+def _bare(entries: dict[str, os.DirEntry[str]]) -> bool:
+    """Whether a folder holding these entries is a bare repository to git: HEAD with objects/ and refs/ beside it."""
+    return all(n in entries and entries[n].is_dir(follow_symlinks=False) for n in ("objects", "refs"))
+
+
 def _first_missing(ws: str, path: str) -> str | None:
     """The first name of `path` below the workspace that does not exist, when the folder above it does (and is no
     link): where a placeholder holds the whole path; None when nothing can be made there."""
@@ -554,6 +593,8 @@ def _gitfile_target(path: str) -> str | None:
     if not lines or not lines[0].startswith("gitdir:"):
         return None
     target = lines[0][len("gitdir:") :].strip()
+    if "\0" in target:
+        return None  # no path: git refuses it too
     return os.path.normpath(os.path.join(os.path.dirname(path), target))
 
 
@@ -661,6 +702,10 @@ class Guard:
         # the run
         self._held = {self.args[i + 2] for i, a in enumerate(self.args) if a in ("--ro-bind", "--bind")}
         self._held |= {p for p, _ in scanned[0]} | {a[0] for a in scanned[1]}
+        # what each held path was at the start: one replaced on the host meanwhile (a concurrent run that does not
+        # hold it, the user's own git checkout) takes its read-only mount away inside this run, which may then
+        # write the new one
+        self._inodes = {p: _inode(p) for p, kind in scanned[0] if kind == "file"}  # a folder's ctime moves with use
 
     def newcomers(self) -> list[str]:
         """The host-executed paths the workspace holds now that it did not hold when the run started, where
@@ -670,7 +715,10 @@ class Guard:
             found, _ = scan(self._spec)
         except SandboxError as exc:  # a link at such a name: the scan stops at it, and says where it is
             return [str(exc).split(" (sandbox layer)")[0]]
+        except (OSError, ValueError) as exc:  # what the run left cannot be read: say so, never end the cleanup
+            return [f"the workspace {self._spec['workspace']} could not be scanned after the run ({exc})"]
         fresh = [p for p, _ in found if p not in self._held]
+        fresh += [p for p, before in self._inodes.items() if before is not None and _inode(p) not in (before, None)]
         # one line per new place, not one per file in it: a new repository is its .git
         return [p for p in fresh if not any(p != q and is_within(p, q) for q in fresh)]
 
@@ -715,6 +763,15 @@ class Guard:
                 pass
 
 
+def _inode(path: str) -> tuple[int, int, int] | None:
+    """What a file is, not what it holds: a new file at the name (its inode may be the old one's) has a new ctime."""
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino, info.st_ctime_ns
+
+
 def _alive(folder: str, run: str) -> str:
     return os.path.join(folder, f"run-{run}.alive")
 
@@ -756,26 +813,47 @@ def _locked(path: str) -> bool:
 
 def _remove_placeholders(record: dict[str, dict]) -> list[str]:
     """Remove each placeholder that is still what bwrap made (an empty folder, an empty file), never through a link:
-    a folder on the way that became a link on the host would aim the removal outside the workspace."""
+    each folder on the way is opened without following one, and the name removed in the folder so opened, so a
+    folder swapped for a link meanwhile (a rename by another run) cannot aim the removal outside the workspace."""
     left: list[str] = []
     for path, entry in sorted(record.items(), key=lambda item: -len(item[0])):
-        parent = os.path.dirname(path)
         try:
-            if os.path.realpath(parent) != parent:
-                if os.path.lexists(path):
-                    left.append(path)
-                continue
-            if entry.get("kind") == "directory":
-                os.rmdir(path)
-            elif os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
-                os.unlink(path)
-            elif os.path.lexists(path):
+            folder = _open_folder(os.path.dirname(path))
+        except FileNotFoundError:
+            continue
+        except OSError:  # a link on the way (ELOOP, ENOTDIR): what it leads to is not the placeholder
+            left.append(path)
+            continue
+        name = os.path.basename(path)
+        try:
+            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            if entry.get("kind") == "directory" and stat.S_ISDIR(info.st_mode):
+                os.rmdir(name, dir_fd=folder)
+            elif stat.S_ISREG(info.st_mode) and info.st_size == 0:
+                os.unlink(name, dir_fd=folder)
+            else:
                 left.append(path)
         except FileNotFoundError:
             pass
         except OSError:
             left.append(path)
+        finally:
+            os.close(folder)
     return sorted(left)
+
+
+def _open_folder(path: str) -> int:
+    """A descriptor of the folder at `path`, opened one name at a time from the root without following a link."""
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in (p for p in path.split("/") if p):
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 _OPEN = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC

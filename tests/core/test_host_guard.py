@@ -676,3 +676,52 @@ def test_a_run_cannot_rewrite_a_hook_through_the_link_it_was_installed_by_nor_on
     )
     assert done.stderr.count("Read-only file system") == 2, done.stderr
     assert (ws / "scripts/pre-commit").read_text() == "#!/bin/sh\nexit 0\n" and (ws / "ok").exists()
+
+
+def test_a_bare_repository_in_the_workspace_is_held_whole_so_its_hooks_and_config_stay_the_hosts(ws):
+    for name in ("objects", "refs", "hooks"):
+        (ws / "mirror.git" / name).mkdir(parents=True)
+    (ws / "mirror.git/HEAD").write_text("ref: refs/heads/main\n")
+    (ws / "mirror.git/config").write_text("[core]\n\tbare = true\n")
+    assert (str(ws / "mirror.git"), "directory") in scan(spec(ws))[0]
+
+
+def test_a_repository_around_the_workspace_has_what_its_config_names_inside_the_workspace_held(tmp_path):
+    (tmp_path / "checkout/.git").mkdir(parents=True)
+    (tmp_path / "checkout/.git/config").write_text("[core]\n\thooksPath = app/hooks\n")
+    ws = tmp_path / "checkout/app"
+    (ws / "hooks").mkdir(parents=True)
+    assert (str(ws / "hooks"), "directory") in scan(spec(ws))[0]
+
+
+def test_a_script_a_command_setting_hands_to_an_interpreter_is_held_too(tmp_path, ws):
+    (ws / ".git").mkdir()
+    (ws / "tools").mkdir()
+    (ws / "tools/strip.py").write_text("print()\n")
+    environ = global_config(tmp_path, '[filter "nb"]\n\tclean = python3 tools/strip.py --keep\n')
+    assert (str(ws / "tools/strip.py"), "file") in scan({**spec(ws), "environ": environ})[0]
+
+
+def test_a_git_file_with_a_nul_byte_is_no_repository_and_stops_no_scan(ws):
+    (ws / "sub").mkdir()
+    (ws / "sub/.git").write_bytes(b"gitdir: a\0b\n")
+    scan(spec(ws))  # neither at the start nor at the end's check: no exception
+
+
+def test_a_held_file_replaced_on_the_host_during_the_run_is_named_after_it(tmp_path, ws):
+    (ws / ".envrc").write_text("export A=1\n")
+    guard = Guard(spec(ws), [], str(tmp_path / "run"))
+    (ws / ".envrc").unlink()  # its mount is gone with the file: the run may write the new one
+    (ws / ".envrc").write_text("export A=2\n")
+    assert guard.newcomers() == [str(ws / ".envrc")]
+    guard.release()
+
+
+def test_the_end_of_a_run_opens_no_folder_through_a_link_on_the_way(tmp_path):
+    from agentbox.sandbox.host_guard import _open_folder
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    os.close(_open_folder(str(tmp_path / "real")))
+    with pytest.raises(OSError):
+        _open_folder(str(tmp_path / "link"))
