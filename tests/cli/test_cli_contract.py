@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from agentbox.harnesses import installs
-from agentbox.cli import _parser, main
+from agentbox.cli import main
 from agentbox.cli.completion import walk
+from agentbox.cli.parser import build_parser
 from agentbox.run.runs import RunStore
 
 REPO = Path(__file__).resolve().parents[2]
-COMMANDS = {" ".join(path): parser for path, parser in walk(_parser())}
+COMMANDS = {" ".join(path): parser for path, parser in walk(build_parser())}
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:

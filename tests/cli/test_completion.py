@@ -8,10 +8,11 @@ import subprocess
 
 import pytest
 
-from agentbox.cli import _parser, main
+from agentbox.cli import main
 from agentbox.cli.completion import nodes, script
+from agentbox.cli.parser import build_parser
 
-PARSER = _parser()
+PARSER = build_parser()
 
 
 def complete_in_bash(tmp_path, *words: str) -> list[str]:

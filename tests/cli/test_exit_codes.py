@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agentbox.cli import EXIT_CODES, main
+from agentbox.cli import main
+from agentbox.cli.parser import EXIT_CODES
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 # "Exit codes: 0 ok, 2 bad input (...), 3 a required item cannot be enforced (...), 4 sandbox ..., 5 harness ..."
