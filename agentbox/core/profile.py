@@ -5,9 +5,20 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
 
 from agentbox.errors import InputError
 from agentbox.core.intent import PermissionIntent
@@ -15,6 +26,7 @@ from agentbox.core.registry import harness_names
 
 __all__ = [
     "HARNESSES",
+    "HarnessName",
     "ModelSettings",
     "McpServer",
     "NativeOverride",
@@ -26,12 +38,38 @@ __all__ = [
     "validation_message",
 ]
 
-# the registered harnesses (`agentbox.core.registry`): a profile, a matrix or a baseline may name only these
+# the harnesses registered when this module was imported (`agentbox.core.registry`); a name is validated against
+# the registry itself (`HarnessName`), so one registered later can be named too
 HARNESSES = harness_names()
-if TYPE_CHECKING:
-    HarnessName = str
-else:
-    HarnessName = Literal[HARNESSES]  # validated, and enumerated in the JSON Schemas, from the registry
+
+
+class _Registered:
+    """A harness name as pydantic validates it: one the registry knows when the value is validated (a harness
+    registered after this module was imported included); a JSON Schema exported enumerates those registered then."""
+
+    @staticmethod
+    def _check(value: Any) -> str:
+        names = harness_names()
+        if isinstance(value, str) and value in names:
+            return value
+        quoted = [repr(n) for n in names]
+        expected = f"{', '.join(quoted[:-1])} or {quoted[-1]}" if len(quoted) > 1 else "".join(quoted)
+        # pydantic's error for a value outside a Literal, word for word; `allowed` gives schema_hints its hint
+        raise PydanticCustomError(
+            "literal_error", "Input should be {expected}", {"expected": expected, "allowed": names}
+        )
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(self._check)
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return handler(core_schema.literal_schema(list(harness_names())))
+
+
+# a profile, a matrix or a baseline may name only a registered harness
+HarnessName = Annotated[str, _Registered()]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

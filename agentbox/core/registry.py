@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["GROUP", "harness_names", "adapter", "data_dir", "PACKAGED_DATA"]
 
 GROUP = "agentbox.harnesses"
-# Where the packaged harnesses keep their data (declarations, vocabulary, install recipe, ACP entry); an
-# adapter of another distribution names its own folder of the same layout (`HarnessAdapter.data_dir`).
+# Where the packaged harnesses keep their data (declarations, vocabulary, install recipe, ACP entry, TUI
+# script); an adapter of another distribution names its own folder of the same layout (`HarnessAdapter.data_dir`).
 PACKAGED_DATA = Path(__file__).parents[1] / "data"
 
 

@@ -2,7 +2,8 @@
 
 A typo (`permision_intent:`, `harness: codx`) is the commonest bad input; pydantic names what is wrong,
 this names what was probably meant, from the model's own field names (or Literal values) at the place
-of the error, so the hint can never drift from the schema.
+of the error, so the hint can never drift from the schema. A validator whose values are known only when it
+runs (the registered harnesses) raises pydantic's Literal error with them in its context (`allowed`).
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ def _hint(err: ErrorDetails, model: type[BaseModel]) -> str:
             return f"; did you mean `{near[0]}`?" if near else f" (allowed: {', '.join(names)})"
     if err["type"] == "literal_error" and isinstance(err.get("input"), str):
         ann = _annotation_at(model, loc)
-        if get_origin(ann) is Literal:  # pydantic's message already lists the allowed values
-            near = difflib.get_close_matches(err["input"], [str(v) for v in get_args(ann)], n=1)
+        allowed = err.get("ctx", {}).get("allowed")
+        if allowed is None and get_origin(ann) is Literal:
+            allowed = get_args(ann)
+        if allowed is not None:  # pydantic's message already lists the allowed values
+            near = difflib.get_close_matches(err["input"], [str(v) for v in allowed], n=1)
             return f"; did you mean `{near[0]}`?" if near else ""
     return ""
 

@@ -22,8 +22,10 @@ from typing import Annotated, Iterable, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from agentbox.errors import InputError
-from agentbox.core.profile import HARNESSES, HarnessName
+from agentbox.core.profile import HarnessName
+from agentbox.core.registry import harness_names
 from agentbox.core.versions import Version
+from agentbox.harnesses.acp_entries import acp_adapter
 
 __all__ = [
     "Matrix",
@@ -105,7 +107,7 @@ def load_matrix(path: str | Path) -> Matrix:
         raise InputError(f"cannot read: {exc.strerror}", file=str(path)) from None
     path = str(path)
     matrix = parse(text, path).validate(Matrix)
-    adapters = set(PACKAGES()) - set(HARNESSES)
+    adapters = set(PACKAGES()) - set(harness_names())
     unknown = sorted(set(matrix.acp_adapters) - adapters)
     if unknown:
         raise InputError(
@@ -116,8 +118,6 @@ def load_matrix(path: str | Path) -> Matrix:
 
 def cells(matrices: Iterable[Matrix]) -> list[Cell]:
     """Every harness version of the matrices, once, in harness order then version order."""
-    from agentbox.harnesses.acp import acp_adapter
-
     found: dict[tuple[str, Version], Cell] = {}
     for matrix in matrices:
         for name, versions in matrix.harnesses.items():
@@ -130,7 +130,8 @@ def cells(matrices: Iterable[Matrix]) -> list[Cell]:
                     found[key] = Cell(
                         harness=name, version=version, id=ident, tox_env=ident, install=(f"{name}@{version}", *extra)
                     )
-    return [found[k] for k in sorted(found, key=lambda k: (HARNESSES.index(k[0]), k[1]))]
+    order = harness_names()
+    return [found[k] for k in sorted(found, key=lambda k: (order.index(k[0]), k[1]))]
 
 
 def default_matrices(root: str | Path = ".") -> list[Path]:

@@ -1,15 +1,23 @@
 """How each harness's interactive TUI is driven: what shows it is ready, its first-run dialogs, how it asks for a
-permission and how that is declined, its quit command. Data about the harnesses' TUIs, read by the suite's TUI
-driver (`agentbox.testing.tui`) and by the launch and `prove`, which say when a harness has no driver.
+permission and how that is declined, its quit command. The shape of a TUI script and its lookup; the scripts are
+data about the harnesses (`tui.yaml`: the packaged data folder's, and each registered harness's own, beside its
+declarations), read by the suite's TUI driver (`agentbox.testing.tui`) and by the launch and `prove`, which say
+when a harness has no driver. Nothing here names a harness.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import NamedTuple
+from functools import lru_cache
+from typing import Annotated, Any, NamedTuple
 
-__all__ = ["Dialog", "TuiScript", "SCRIPTS", "dialogs_for", "unsupported", "words"]
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from agentbox.core.registry import PACKAGED_DATA, data_dir, harness_names
+
+__all__ = ["Dialog", "TuiScript", "scripts", "dialogs_for", "unsupported", "words"]
+
+_FILE = "tui.yaml"  # in the packaged data folder, and in a registered harness's own
 
 
 def words(text: str) -> str:
@@ -17,84 +25,57 @@ def words(text: str) -> str:
     return r"(?:\s|\x1b\[[0-9;]*[A-Za-z])+".join(re.escape(w) for w in text.split())
 
 
+def _screen(value: Any) -> Any:
+    """A screen pattern as the data file may write it: a regex, or `{words: TEXT}` for `words(TEXT)`."""
+    if isinstance(value, dict) and set(value) == {"words"} and isinstance(value["words"], str):
+        return words(value["words"])
+    return value
+
+
+Screen = Annotated[str, BeforeValidator(_screen)]  # a regex matched against the terminal's output
+
+
 class Dialog(NamedTuple):
     """A first-run dialog: the regex that shows it, the keys that pass it, and (when the TUI raises it only for some
     models) a regex the profile's model name must match for it to come."""
 
-    pattern: str
+    pattern: Screen
     keys: str
     model: str | None = None
 
 
-@dataclass(frozen=True)
-class TuiScript:
-    ready: str  # a regex that shows the input box is up
+class TuiScript(BaseModel):
+    """One harness's entry of `tui.yaml`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    ready: Screen  # shows the input box is up
     quit: str  # the TUI's own quit command
     dialogs: tuple[Dialog, ...] = ()  # first-run dialogs, in the order they come
-    permission: str | None = None  # a regex for a permission dialog the TUI raises mid-run
+    permission: Screen | None = None  # a permission dialog the TUI raises mid-run
     decline: str = "\x1b"  # the keys that answer it "no"
-    declined: str | None = None  # a regex that shows a declined dialog ended the turn (the model is not asked on)
+    declined: Screen | None = None  # shows a declined dialog ended the turn (the model is not asked on)
     echo: bool = False  # submit only once the typed prompt is drawn (a TUI that takes fast input for a paste)
     # a TUI still busy when the prompt was submitted may keep it in the input box with a hint (`busy`) and want
     # other keys (`queue`) to take it once it is free
-    busy: str | None = None
+    busy: Screen | None = None
     queue: str = "\t"
 
 
-SCRIPTS = {
-    # Claude Code 2.1.x: a permission dialog ends in "Do you want to proceed?" (or "...make this edit"); Esc
-    # declines it, which interrupts the whole turn ("Interrupted · What should Claude do instead?"): the model is
-    # not asked again until the person types, so the run ends there.
-    "claude-code": TuiScript(
-        ready=words("for shortcuts"),
-        quit="/exit",
-        permission=words("Do you want"),
-        declined=words("What should Claude do instead?"),
-    ),
-    # Codex 0.171: the compiled project is untrusted, so it first asks how to open it ("Open restricted",
-    # Enter); after the input box is drawn it offers a model migration ("Meet GPT-6 Sol": "2. Use existing
-    # model", then Enter); it reads fast input as a paste, where Enter is a newline, so the prompt is
-    # submitted once it is drawn. Under `shell: ask` (approval_policy untrusted) it raised no dialog for a
-    # workspace write (docs/harnesses/codex.md), only for a command it deems dangerous (`rm -rf`).
-    "codex": TuiScript(
-        ready=words("Ask Codex to do anything"),
-        quit="/quit",
-        # the migration is offered from a catalogued model (gpt-5.5), not from one Codex does not
-        # know (`setup.uncatalogued_model`: "scripted")
-        dialogs=(Dialog(words("Open restricted"), "\r"), Dialog(words("Use existing model"), "2\r", model=r"^gpt-")),
-        echo=True,
-        # under `shell: ask` a dangerous command raises "Would you like to run the following
-        # command? ... 3. No, and tell Codex what to do differently (esc)"; Esc prints "You canceled
-        # the request to run ..." and "Conversation interrupted": the turn ends there (0.171.0)
-        permission=words("Would you like to run the following command?"),
-        declined=words("Conversation interrupted"),
-        # Enter while it still works on something of its own leaves the prompt in the box with "tab
-        # to queue message": Tab queues it, sent once the TUI is free
-        busy=words("tab to queue message"),
-    ),
-    # OpenCode 1.18.33: no first-run dialog; the input box says "Ask anything". Enter typed in the same burst as a
-    # slash command is lost (the command's completion list is still opening), so input is submitted once drawn. An
-    # `ask` raises "Permission required ... Allow once / Allow always / Reject"; Esc rejects it, which stops the
-    # agent loop (OpenCode's default, `continue_loop_on_deny` unset): the rejected call is struck through, the
-    # model is not asked again, and the step's token count is drawn in the sidebar as it ends.
-    "opencode": TuiScript(
-        ready=words("Ask anything"),
-        quit="/exit",
-        permission=words("Permission required"),
-        declined=r"[0-9][0-9,]* tokens",
-        echo=True,
-    ),
-    # Hermes 0.19.0 (`hermes`, its prompt_toolkit CLI): no first-run dialog; ready once it says "Type your message
-    # or /help for commands". A dangerous command under approvals.mode manual raises "1. Allow once 2. Allow for
-    # this session 3. Add to permanent allowlist 4. Deny"; "4" denies at once, and the refusal ("BLOCKED: User
-    # denied this command ...") goes back to the model, which then says its closing words.
-    "hermes": TuiScript(
-        ready=words("Type your message"), quit="/exit", permission=words("Add to permanent allowlist"), decline="4"
-    ),
-}
+@lru_cache(maxsize=None)
+def scripts() -> dict[str, TuiScript]:
+    """Every registered harness's TUI script: the packaged ones, then each registered harness's own (its data
+    folder); a harness without one has no TUI driver."""
+    import yaml
 
-# Why a harness has no TUI driver yet (its TUI evidence is then missing, and the claims say so).
-_UNSUPPORTED: dict[str, str] = {}
+    found: dict[str, TuiScript] = {}
+    files = [f / _FILE for f in dict.fromkeys([PACKAGED_DATA, *(data_dir(n) for n in harness_names())])]
+    for path in (p for p in files if p.is_file()):
+        raw = yaml.safe_load(path.read_text()) or {}
+        found.update({name: TuiScript.model_validate(spec) for name, spec in raw.items()})
+    unknown = sorted(set(found) - set(harness_names()))
+    if unknown:
+        raise ValueError(f"{', '.join(map(str, files))}: unknown harness(es): {', '.join(unknown)}")
+    return found
 
 
 def dialogs_for(script: TuiScript, model: str | None) -> tuple[Dialog, ...]:
@@ -104,6 +85,4 @@ def dialogs_for(script: TuiScript, model: str | None) -> tuple[Dialog, ...]:
 
 def unsupported(harness: str) -> str | None:
     """Why `harness` cannot be driven through its TUI, or None when it can."""
-    if harness in SCRIPTS:
-        return None
-    return _UNSUPPORTED.get(harness, "no driver for its TUI")
+    return None if harness in scripts() else "no driver for its TUI"

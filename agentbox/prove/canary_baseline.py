@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, Union
 
@@ -41,7 +42,7 @@ from pydantic.json_schema import SkipJsonSchema
 from agentbox.prove.claims_diff import State
 from agentbox.errors import InputError
 from agentbox.prove.evidence import Layer
-from agentbox.core.profile import HARNESSES
+from agentbox.core.registry import harness_names
 
 __all__ = [
     "FailureKey",
@@ -249,12 +250,17 @@ def _first_format(entries: Any) -> list[tuple[str, str, str]]:
 
 _TAGS = {"vector", "claim", "untested_range", "test"}
 _TARGET = re.compile(r"^(?P<harness>[a-z][a-z0-9-]*)@(?P<version>[^:]+):(?P<rest>.*)$")
-# A harness vector test's parametrize id: [VECTOR-HARNESS-VERSION-LAYER]; versions start with a digit.
-_VECTOR_RUN = re.compile(
-    r"^(?P<vector>.+?)-(?P<harness>"
-    + "|".join(map(re.escape, HARNESSES))
-    + r")-(?P<version>[0-9][0-9A-Za-z.+-]*)-(?P<layer>harness|composed)$"
-)
+
+
+@lru_cache(maxsize=None)
+def _vector_run_pattern(harnesses: tuple[str, ...]) -> re.Pattern[str]:
+    """A harness vector test's parametrize id, [VECTOR-HARNESS-VERSION-LAYER], for the harnesses registered now;
+    versions start with a digit."""
+    return re.compile(
+        r"^(?P<vector>.+?)-(?P<harness>"
+        + "|".join(map(re.escape, harnesses))
+        + r")-(?P<version>[0-9][0-9A-Za-z.+-]*)-(?P<layer>harness|composed)$"
+    )
 
 
 def migration(fid: str, reason: str) -> str:
@@ -286,7 +292,7 @@ def migration(fid: str, reason: str) -> str:
 def vector_run(nodeid: str) -> dict[str, str] | None:
     """harness, version, vector and layer of a harness vector test's node id; None for any other test."""
     m = re.search(r"\[(?P<params>[^\[\]]+)\]$", nodeid)
-    run = _VECTOR_RUN.match(m["params"]) if m else None
+    run = _vector_run_pattern(harness_names()).match(m["params"]) if m else None
     if run is None:
         return None
     return {"harness": run["harness"], "version": run["version"], "vector": run["vector"], "layer": run["layer"]}

@@ -101,8 +101,9 @@ class AgentBoxSession:
 
     def _resolve(self) -> list[HarnessTarget]:
         from agentbox.harnesses.installs import find_binary, installed
-        from agentbox.core.profile import HARNESSES
+        from agentbox.core.registry import harness_names
 
+        known = harness_names()  # asked now: a harness registered after the plugin loaded counts too
         specs = list(self.config.getoption("--agentbox-harness"))
         matrix = self.config.getoption("--agentbox-matrix")
         if matrix:
@@ -113,13 +114,11 @@ class AgentBoxSession:
                 loaded = load_matrix(matrix)
             except InputError as exc:
                 raise pytest.UsageError(f"--agentbox-matrix: {exc}") from None
-            specs += [
-                f"{name}@{v}" for name, versions in loaded.harnesses.items() if name in HARNESSES for v in versions
-            ]
+            specs += [f"{name}@{v}" for name, versions in loaded.harnesses.items() if name in known for v in versions]
         out: list[HarnessTarget] = []
         if not specs:
             for inst in installed(probe=False):
-                if inst.name in HARNESSES and inst.source == "agentbox":
+                if inst.name in known and inst.source == "agentbox":
                     out.append(HarnessTarget(inst.name, inst.version, inst.binary))
             if not out and self.require_harnesses:
                 raise pytest.UsageError(
@@ -129,9 +128,9 @@ class AgentBoxSession:
             return sorted(out, key=lambda t: (t.name, t.version))
         for spec in specs:
             name, _, version = spec.partition("@")
-            if name not in HARNESSES:
+            if name not in known:
                 raise pytest.UsageError(
-                    f"--agentbox-harness {spec}: unknown harness {name!r}; known: {', '.join(HARNESSES)}"
+                    f"--agentbox-harness {spec}: unknown harness {name!r}; known: {', '.join(known)}"
                 )
             found = find_binary(name, version or None)
             out.append(

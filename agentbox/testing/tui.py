@@ -5,7 +5,7 @@ Code's interactive permission modes and dialogs, Codex's TUI approvals), so evid
 here too: the run's plan is the same, only the harness's argv is its interactive one. The driver types the
 prompt, declines every permission dialog the TUI raises (a person who was asked and said no: the refusal
 reaches the model as the tool's result), waits for the scripted model's closing words, then quits with the
-TUI's own command. How to drive each TUI is data about the harness (`agentbox.harnesses.tui.SCRIPTS`).
+TUI's own command. How to drive each TUI is data about the harness (its `tui.yaml`, `agentbox.harnesses.tui`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from agentbox.harnesses.tui import SCRIPTS, Dialog, TuiScript, dialogs_for, unsupported, words
+from agentbox.harnesses.tui import Dialog, TuiScript, dialogs_for, scripts, unsupported, words
 
 # Appended to the screen text when the driver declined dialogs: the refusal that may end a run early
 DECLINED_NOTE = "[tui: {n} permission dialog(s) declined]"
@@ -27,7 +27,7 @@ __all__ = [
     "dialogs_for",
     "submit",
     "TuiScript",
-    "SCRIPTS",
+    "scripts",
     "Tail",
     "words",
     "plain",
@@ -105,7 +105,7 @@ def exchange(run, harness_name: str, prompt: str, answer: str, timeout: float) -
 
     from agentbox.testing import terminal
 
-    script = SCRIPTS[harness_name]
+    script = scripts()[harness_name]
     env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}
     start = time.monotonic()
     child = terminal.spawn(
@@ -148,7 +148,7 @@ def drive(req, harness_name: str, binary: str, done_text: str):
     from agentbox.run.harness_run import RunOutcome, kill_marked, prepared, NAMESPACE_GRACE
     from agentbox.testing import terminal
 
-    script = SCRIPTS[harness_name]
+    script = scripts()[harness_name]
     adapter = get_adapter(harness_name)
     screen: list[str] = []
     with prepared(req, command=lambda native: [binary, *adapter.interactive_argv(native, [])]) as run:

@@ -85,19 +85,15 @@ def packaged(request: pytest.FixtureRequest) -> HarnessAdapter:
 def profile_for(adapter: HarnessAdapter, intent_name: str) -> Profile:
     intent = INTENTS[intent_name]
     servers = {k: v for k, v in GOLDEN_CONTEXT["mcp_servers"].items() if k in intent.get("mcp", {}).get("servers", [])}
-    # The profile schema enumerates the harnesses registered when it was imported; an adapter registered later
-    # (the mini one) gets a profile validated under a known name, then renamed to its own.
-    known = adapter.name if adapter.name in PACKAGED else PACKAGED[0]
-    profile = Profile.model_validate(
+    return Profile.model_validate(
         {
             "name": "contract",
-            "harness": known,
+            "harness": adapter.name,
             "model": GOLDEN_CONTEXT["models"][adapter.tool_vocabulary.wire_api],
             "permission_intent": intent,
             "mcp_servers": servers,
         }
     )
-    return profile.model_copy(update={"harness": adapter.name})
 
 
 def newest_tested(adapter: HarnessAdapter) -> str:

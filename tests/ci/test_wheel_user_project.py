@@ -47,6 +47,7 @@ SHIPPED = (
     "agentbox/data/seccomp/*.yaml",
     "agentbox/data/matrices/*.yaml",
     "agentbox/data/packages.yaml",  # where `harness install` fetches from
+    "agentbox/data/tui.yaml",  # how the launch and the suite drive each TUI
     "agentbox/schemas/*.json",
     "agentbox/report/templates/*.j2",
     "agentbox/sandbox/inner_relay.py",

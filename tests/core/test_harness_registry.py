@@ -11,18 +11,52 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
+
+from agentbox.core import registry
+from agentbox.core.profile import Profile, validation_message
+from agentbox.core.schema_hints import describe
+from agentbox.harnesses import tui
 
 SUPPORT = Path(__file__).parents[1] / "support"  # holds mini_harness, the adapter and its data folder
+
+
+def _distribution(site: Path, name: str, entry_points: str) -> None:
+    """An installed distribution `name` whose entry points are `entry_points` (lines of the harnesses' group)."""
+    dist = site / f"{name.replace('-', '_')}-1.0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0.0\n")
+    (dist / "entry_points.txt").write_text(f"[agentbox.harnesses]\n{entry_points}\n")
+
+
+def _forget_registered() -> None:
+    """The registry and what is read through it are cached per process: a distribution installed since is seen
+    once these are dropped."""
+    registry._entries.cache_clear()
+    registry.adapter.cache_clear()
+    tui.scripts.cache_clear()
+
+
+@pytest.fixture
+def register(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Installs, inside this process, a distribution registering `entry_points`; what it registers is forgotten after
+    the test."""
+
+    def install(name: str, entry_points: str) -> None:
+        _distribution(tmp_path / "in-process", name, entry_points)
+        monkeypatch.syspath_prepend(str(tmp_path / "in-process"))
+        _forget_registered()
+
+    yield install
+    monkeypatch.undo()
+    _forget_registered()
 
 
 @pytest.fixture
 def place(tmp_path: Path) -> dict:
     """A machine where a distribution `mini-harness` is installed beside Agent-Box, and its harness 1.0.0 is
     installed where `agent-box harness install` puts one (its recipe, data/packages.yaml, says npm)."""
-    dist = tmp_path / "site" / "mini_harness-1.0.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mini-harness\nVersion: 1.0.0\n")
-    (dist / "entry_points.txt").write_text("[agentbox.harnesses]\nmini = mini_harness:ADAPTER\n")
+    _distribution(tmp_path / "site", "mini-harness", "mini = mini_harness:ADAPTER")
     binary = tmp_path / "home" / "harnesses" / "mini" / "1.0.0" / "node_modules" / ".bin" / "mini"
     binary.parent.mkdir(parents=True)
     binary.write_text('#!/bin/sh\necho "mini 1.0.0"\n')
@@ -96,3 +130,44 @@ def test_without_its_entry_point_a_profile_naming_it_is_refused_with_the_harness
     done = _agent_box(place, "permission", "compile", str(place["root"] / "mini.yaml"), "--json")
     assert done.returncode == 2
     assert "harness: Input should be 'claude-code', 'codex', 'hermes' or 'opencode'" in done.stderr
+
+
+def test_a_profile_names_a_harness_registered_after_the_profile_schema_was_built(register):
+    profile = {"name": "mini-worker", "harness": "mini", "native_overrides": {"mini": {}}}
+    with pytest.raises(ValidationError) as refused:
+        Profile.model_validate(profile)
+    assert validation_message(refused.value).startswith("harness: Input should be 'claude-code', 'codex', 'hermes'")
+    register("mini-harness", "mini = mini_harness:ADAPTER")
+    assert Profile.model_validate(profile).harness == "mini"
+    with pytest.raises(ValidationError) as refused:
+        Profile.model_validate({**profile, "harness": "minii"})
+    # the message and its hint list it with the packaged ones
+    assert validation_message(refused.value) == (
+        "harness: Input should be 'claude-code', 'codex', 'hermes', 'mini' or 'opencode'"
+    )
+    assert describe(refused.value.errors()[0], Profile)[1].endswith("; did you mean `mini`?")
+    assert Profile.model_json_schema()["properties"]["harness"]["enum"] == [*registry.harness_names()]
+
+
+def test_a_harness_drives_its_tui_with_the_script_of_its_own_data_folder(register, tmp_path):
+    """A harness's TUI script is data beside its declarations (`tui.yaml`); one without it says why it has none."""
+    package = tmp_path / "in-process" / "tui_harness"
+    (package / "data").mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from pathlib import Path\n\nfrom mini_harness import MiniAdapter\n\n\n"
+        "class TuiAdapter(MiniAdapter):\n    name = 'tuiful'\n    data_dir = Path(__file__).parent / 'data'\n\n\n"
+        "ADAPTER = TuiAdapter()\n"
+    )
+    (package / "data" / "tui.yaml").write_text(
+        "tuiful:\n  ready: {words: Say something}\n  quit: /bye\n  dialogs: [{pattern: 'Trust\\?', keys: y}]\n"
+    )
+    register("tui-harness", "tuiful = tui_harness:ADAPTER\nmini = mini_harness:ADAPTER")
+    script = tui.scripts()["tuiful"]
+    assert (script.ready, script.quit, script.dialogs) == (
+        tui.words("Say something"),
+        "/bye",
+        (tui.Dialog(r"Trust\?", "y"),),
+    )
+    assert tui.unsupported("tuiful") is None
+    assert tui.unsupported("mini") == "no driver for its TUI"
+    assert tui.scripts()["codex"].quit == "/quit"  # the packaged harnesses' scripts still come from their own

@@ -5,16 +5,27 @@ from __future__ import annotations
 import re
 
 import pytest
+from pydantic import ValidationError
 
 from agentbox.compile.adapters import get_adapter
-from agentbox.testing.tui import DECLINED, DECLINED_NOTE, SCRIPTS, readable, unsupported, words
+from agentbox.testing.tui import (
+    DECLINED,
+    DECLINED_NOTE,
+    Dialog,
+    TuiScript,
+    dialogs_for,
+    readable,
+    scripts,
+    unsupported,
+    words,
+)
 
 
 @pytest.mark.parametrize("name", ["claude-code", "codex", "opencode", "hermes"])
 def test_a_harness_either_has_a_tui_driver_or_says_why_not(name):
     get_adapter(name)  # a real adapter name
-    assert (unsupported(name) is None) is (name in SCRIPTS)
-    if name not in SCRIPTS:
+    assert (unsupported(name) is None) is (name in scripts())
+    if name not in scripts():
         assert unsupported(name)
 
 
@@ -41,9 +52,9 @@ def test_a_spinner_is_not_words():
     assert readable(["\u25a0\u2b1d\u2b1d esc interrupt \u25a0\u25a0\u2b1d"]) == "esc interrupt"
 
 
-@pytest.mark.parametrize("name", sorted(SCRIPTS))
+@pytest.mark.parametrize("name", sorted(scripts()))
 def test_each_driver_declines_dialogs_with_keys_and_knows_its_quit_command(name):
-    script = SCRIPTS[name]
+    script = scripts()[name]
     assert script.quit.startswith("/")
     assert script.decline
     if script.declined is not None:
@@ -53,13 +64,21 @@ def test_each_driver_declines_dialogs_with_keys_and_knows_its_quit_command(name)
 def test_an_opencode_turn_ended_by_a_declined_dialog_is_seen_in_its_token_count():
     # the sidebar after Esc rejected a bash call (1.18.33): the step's tokens are drawn as it ends
     drawn = "\x1b[5;121H\x1b[38;2;128;128;128m\x1b[48;2;20;20;20m7,434 tokens\x1b[0m"
-    assert re.search(SCRIPTS["opencode"].declined, drawn)
+    assert re.search(scripts()["opencode"].declined, drawn)
 
 
 def test_codex_offers_its_model_migration_only_from_a_model_it_knows():
-    from agentbox.testing.tui import SCRIPTS, dialogs_for
-
-    codex = SCRIPTS["codex"]
+    codex = scripts()["codex"]
     assert dialogs_for(codex, "gpt-5.5") == codex.dialogs
     # `setup.uncatalogued_model`: no migration dialog comes, and waiting for one timed the run out
     assert [d.keys for d in dialogs_for(codex, "scripted")] == ["\r"]
+
+
+def test_a_screen_pattern_of_the_data_is_a_regex_or_the_words_the_screen_draws():
+    script = TuiScript.model_validate(
+        {"ready": {"words": "Ask anything"}, "quit": "/exit", "declined": "[0-9]+ tokens", "dialogs": [["a b", "\r"]]}
+    )
+    assert (script.ready, script.declined) == (words("Ask anything"), "[0-9]+ tokens")
+    assert script.dialogs == (Dialog("a b", "\r"),)  # a regex, kept as written
+    with pytest.raises(ValidationError, match="unknown"):
+        TuiScript.model_validate({"ready": "x", "quit": "/exit", "unknown": 1})

@@ -164,8 +164,8 @@ class HarnessAdapter(ABC):
     key_placeholder: ClassVar[Placeholder] = Placeholder(prefix="sk-agentbox-", length=48)
 
     # The adapter's data, in the packaged layout: capabilities/NAME.yaml (declarations), vocabulary/NAME.yaml,
-    # packages.yaml (its install recipe), acp.yaml (its ACP entry, when it has one). An adapter of another
-    # distribution points this at a folder of its own.
+    # packages.yaml (its install recipe), acp.yaml (its ACP entry, when it has one), tui.yaml (how its TUI is
+    # driven, when it can be). An adapter of another distribution points this at a folder of its own.
     data_dir: ClassVar[Path] = Path(__file__).parents[2] / "data"
 
     @cached_property
