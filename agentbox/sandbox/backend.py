@@ -1,8 +1,9 @@
 """The sandbox backend contract: what compiling, running and proving ask of an OS sandbox, found by its name.
 
 A backend compiles a run's requirements into a SandboxPlan (the argv up to `--`), declares what it enforces
-of each intent item (its capability declarations, and the coverage of one request at one version), and names
-its installed program and version (the identity evidence is keyed by). Code outside `agentbox/sandbox/` asks
+of each intent item (its capability declarations, and the coverage of one request at one version), names
+its installed program and version (the identity evidence is keyed by), and wraps a single command to start
+locked down on the host outside any run (an MCP server asked for its tools before a compile). Code outside `agentbox/sandbox/` asks
 `get_backend(name)` for one, by the name a plan or an evidence record carries (`DEFAULT_BACKEND` where a default
 is meant), and never imports a backend's module. bubblewrap (`bwrap`) is the first.
 """
@@ -10,6 +11,7 @@ is meant), and never imports a backend's module. bubblewrap (`bwrap`) is the fir
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -21,7 +23,14 @@ if TYPE_CHECKING:
     from agentbox.core.plan import Credential, LayerCoverage, RuntimeRequirements, SandboxPlan
     from agentbox.sandbox.surfaces import Mask
 
-__all__ = ["SandboxRequest", "SandboxBackend", "get_backend", "known_backends", "DEFAULT_BACKEND"]
+__all__ = [
+    "SandboxRequest",
+    "LockedDownCommand",
+    "SandboxBackend",
+    "get_backend",
+    "known_backends",
+    "DEFAULT_BACKEND",
+]
 
 # name -> "module:attribute" of its implementation, imported on first use
 _BACKENDS = {"bwrap": "agentbox.sandbox.bwrap:BACKEND"}
@@ -41,6 +50,15 @@ class SandboxRequest:
     config_files: tuple[str, ...] = ()  # compiled artifacts, relative to the config home: bound read-only
     extra_env: dict[str, str] = field(default_factory=dict)
     credentials: tuple[Credential, ...] = ()  # secrets the sandbox sees as placeholders (the egress proxy swaps)
+
+
+@dataclass(frozen=True)
+class LockedDownCommand:
+    """A command as the backend starts it locked down: the argv to execute (the backend's own program first, the
+    command after it) and the environment to start that argv with."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
 
 
 class SandboxBackend(Protocol):
@@ -91,6 +109,22 @@ class SandboxBackend(Protocol):
 
     def model_route_url(self, req: RuntimeRequirements, base_url: str | None) -> str | None:
         """The base URL a harness inside uses for its model, or None without a base URL."""
+        ...
+
+    def locked_down_command(
+        self,
+        command: str,
+        args: Sequence[str],
+        env: Mapping[str, str],
+        home: str | None = None,
+        bind_back: Callable[[tuple[str, ...]], Iterable[str]] | None = None,
+    ) -> LockedDownCommand:
+        """`command args` wrapped to start on the host, outside any run, where it can change nothing and learn no
+        more than a run could: host read-only, no network, no capability, the run's system-call denylist with new
+        unix sockets refused, AGENTBOX_HOME hidden, and `home` hidden unless None. `env`: what the command is to
+        see of the environment; `bind_back`: given the folders hidden, those below them the command needs in order
+        to start (its install), bound back read-only. A SandboxError when the backend is not installed: the command
+        is then never started."""
         ...
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,9 +35,10 @@ from agentbox.core.plan import (
     SandboxPlan,
 )
 from agentbox.sandbox import landlock_scope, unix_filter
-from agentbox.sandbox.backend import SandboxRequest
+from agentbox.sandbox.backend import LockedDownCommand, SandboxRequest
 from agentbox.sandbox.relay import RELAY_DIR
-from agentbox.sandbox.session import BASE_ENV
+from agentbox.sandbox.session import BASE_ENV, hide_state, state_home
+from agentbox.sandbox.syscall_filter import host_program_path
 
 __all__ = [
     "SandboxRequest",
@@ -53,6 +56,7 @@ __all__ = [
     "enforced_items",
     "sandbox_env_names",
     "model_route_url",
+    "locked_down_command",
     "BACKEND",
 ]
 
@@ -492,6 +496,119 @@ def bwrap_binary() -> str:
     return path
 
 
+# the folder that holds the `agentbox` package: a command started from this interpreter imports it from there
+_SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# the loader of the seccomp program that a locked-down command starts under, run by path
+_UNIX_FILTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unix_filter.py")
+
+
+def locked_down_command(
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    home: str | None = None,
+    bind_back: Callable[[tuple[str, ...]], Iterable[str]] | None = None,
+) -> LockedDownCommand:
+    """`command args` in a locked-down bubblewrap (host read-only, /proc read-only, private /tmp and /run, `home`
+    hidden unless None and AGENTBOX_HOME always, no network, its own user namespace with no capability, and the
+    run's seccomp denylist with new unix sockets refused), for a command started on the host outside any run (an
+    MCP server asked for its tools): it may be a file a run could have rewritten, and what it answers may come
+    back into a run's config. `bind_back`: given the hidden folders, those below them it needs (its install)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxError(
+            "bubblewrap is not installed (bwrap not on PATH), and the server is never started "
+            "outside it: apt-get install bubblewrap"
+        )
+    # Folders a server expects under /tmp exist again, empty, on the private /tmp: what it writes
+    # there at start-up (a log, a marker) never reaches the host.
+    # Elsewhere, a file the server would create (an absolute argument that does not exist yet) gets
+    # an empty private folder in place of its parent.
+    dirs = sorted({os.path.dirname(a) for a in args if a.startswith("/tmp/") and os.path.dirname(a) != "/tmp"})
+    made = [x for d in dirs for x in ("--dir", d)]
+    fresh = sorted(
+        {
+            os.path.dirname(a)
+            for a in args
+            if os.path.isabs(a)
+            and not a.startswith("/tmp/")
+            and not os.path.exists(a)
+            and os.path.isdir(os.path.dirname(a))
+            and os.path.dirname(a) != "/"
+        }
+    )
+    made += [x for d in fresh for x in ("--tmpfs", d)]
+    # What the server reads here it may hand back in its tool names, which the compile writes into the run's
+    # config: so it sees no more than the run will, the home hidden when the profile hides it, and never
+    # AGENTBOX_HOME (every profile's kept answers).
+    hidden = ("/tmp", *((os.path.abspath(home),) if home and os.path.abspath(home) != "/" else ()))
+    # A server started from this interpreter (`python -m ...`) must still find its packages when they
+    # live under a hidden folder (an editable install in a temporary checkout, a PYTHONPATH entry).
+    keep = sorted(
+        {
+            p
+            for p in (*sys.path, _SOURCE_ROOT)
+            if os.path.isdir(p) and any(is_within(p, h) for h in hidden) and p not in hidden
+        }
+    )
+    # the server's own install, when it lies in a hidden folder, as the run's sandbox binds it
+    keep += [d for d in (bind_back(hidden) if bind_back else ()) if d not in keep]
+    made += [x for d in keep for x in ("--ro-bind", d, d)]
+    # the seccomp program is loaded inside, by path (the MCP client cannot hand bwrap a descriptor), from the cache
+    # under AGENTBOX_HOME, bound read-only wherever it lies
+    program = host_program_path(deny_unix=True)
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    base = [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--remount-ro",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        *(x for h in hidden[1:] for x in ("--tmpfs", h)),
+    ]
+    base += hide_state(base, state_home())
+    argv = [
+        bwrap,
+        *base,
+        "--tmpfs",
+        "/run",
+        *made,
+        "--ro-bind",
+        program,
+        program,
+        "--ro-bind",
+        _UNIX_FILTER,
+        _UNIX_FILTER,
+        "--unshare-user",
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--die-with-parent",
+        "--new-session",
+        "--",
+        python,
+        "-I",
+        "-S",
+        _UNIX_FILTER,
+        program,
+        "--",
+        command,
+        *args,
+    ]
+    # bubblewrap hands its own environment on to the command
+    return LockedDownCommand(argv=tuple(argv), env=dict(env))
+
+
 class BwrapBackend:
     """bubblewrap as a SandboxBackend (agentbox.sandbox.backend): this module's functions, by the contract's names."""
 
@@ -525,6 +642,16 @@ class BwrapBackend:
 
     def model_route_url(self, req: RuntimeRequirements, base_url: str | None) -> str | None:
         return model_route_url(req, base_url)
+
+    def locked_down_command(
+        self,
+        command: str,
+        args: Sequence[str],
+        env: Mapping[str, str],
+        home: str | None = None,
+        bind_back: Callable[[tuple[str, ...]], Iterable[str]] | None = None,
+    ) -> LockedDownCommand:
+        return locked_down_command(command, args, env, home, bind_back)
 
 
 BACKEND = BwrapBackend()

@@ -20,11 +20,12 @@ import fcntl
 import json
 import os
 import stat
-from typing import TYPE_CHECKING  # loaded already: the command line imports it
 
 from agentbox.errors import SandboxError
 from agentbox.core.paths import is_within
 
+# `typing` itself is not imported: it costs ~3 ms of the measured hot paths (benchmarks/sandbox_run.py)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
@@ -57,15 +58,20 @@ def _link_refused(ws: str, here: str) -> SandboxError:
     )
 
 
-def _resolve(ws: str, path: str, held: Callable[[str], bool]) -> str:
-    """Where `path` leads, every link on the way followed as the kernel follows it; a link met in the workspace
-    where the run could replace it (outside what `held` says is held) is refused, wherever it leads."""
+def _resolve(ws: str, path: str, held: Callable[[str], bool], stepped: set[str] | None = None) -> str:
+    """Where the absolute `path` leads, as the kernel resolves it: name by name, each link followed where it is met
+    (at most 40, as the kernel), `..` taken from where the names before it led, not from how they are spelled. A
+    link met in the workspace where the run could replace it (outside what `held` says is held) is refused,
+    wherever it leads. `stepped` gains the folders of the workspace that a `..` steps out of: what the path leads
+    to depends on them too (replaced by a link, one would lead it elsewhere)."""
     out, todo, hops = "/", path.split("/")[::-1], 0
     while todo:
         part = todo.pop()
         if part in ("", "."):
             continue
         if part == "..":
+            if stepped is not None and out != ws and is_within(out, ws):
+                stepped.add(out)
             out = os.path.dirname(out)  # `out` is a real path: its parent is the folder `..` names
             continue
         here = os.path.join(out, part)
@@ -92,10 +98,12 @@ _GIT_DATA = frozenset({"objects", "refs", "logs", "lfs", "annex"})
 
 def _followed(ws: str, existing: dict[str, str], writable: set[str]) -> None:
     """Add to `existing` what a host program reading a held path follows out of it: the target, in the workspace,
-    of every symbolic link in a held folder (walked whole but for git's data, a target folder walked in turn), so
-    that the run cannot rewrite it through its own name. A file held under one name and reachable under another
-    the walk did not find (a hard link elsewhere in the workspace) refuses the run, as does a link into the
-    workspace that leads nowhere (the run could make what it names) or to the workspace itself (not to be held)."""
+    of every symbolic link in a held folder (walked whole but for git's data, a target folder walked in turn), and
+    every folder of the workspace its target steps out of with `..`, so that the run can neither rewrite it through
+    its own name nor lead the link elsewhere. A file held under one name and reachable under another the walk did
+    not find (a hard link elsewhere in the workspace) refuses the run, as does a link into the workspace that
+    leads nowhere (the run could make what it names), or through a folder that does not exist, or to the
+    workspace itself (not to be held)."""
     folders = [p for p, kind in existing.items() if kind == "directory"]
     cut = len(ws) + 1  # every held path lies in the workspace: its name there is what follows the cut
 
@@ -104,6 +112,11 @@ def _followed(ws: str, existing: dict[str, str], writable: set[str]) -> None:
 
     def freed(path: str) -> bool:
         return bool(writable) and _opted_out(path[cut:], writable)
+
+    def hold(folder: str) -> None:
+        existing[folder] = "directory"
+        folders.append(folder)
+        todo.append((folder, True))
 
     names: dict[tuple[int, int], set[str]] = {}  # files with more than one name: the names the walk found
     todo, walked = [(p, existing[p] == "directory") for p in sorted(existing, reverse=True)], set()
@@ -124,7 +137,20 @@ def _followed(ws: str, existing: dict[str, str], writable: set[str]) -> None:
             if freed(e.path) or git_data and e.name in _GIT_DATA:
                 continue
             if e.is_symlink():
-                target = _resolve(ws, e.path, lambda p: held(p) or freed(p))
+                stepped: set[str] = set()
+                target = _resolve(ws, e.path, lambda p: held(p) or freed(p), stepped)
+                for out_of in sorted(stepped):
+                    if held(out_of) or freed(out_of) or _pinned(out_of, existing):
+                        continue
+                    if not os.path.isdir(out_of):
+                        what = "is no folder" if os.path.lexists(out_of) else "does not exist"
+                        raise SandboxError(
+                            f"host-executed path {e.path} is a symbolic link that steps back (..) out of {out_of}, "
+                            f"which {what} (sandbox layer): the run could make it a link, and lead the link "
+                            "elsewhere; write the link's target without `..`, or make it writable by name "
+                            f"(host_executed: {{writable: [{e.path[cut:]}]}})"
+                        )
+                    hold(out_of)
                 if not is_within(target, ws) or held(target) or freed(target):
                     continue
                 if target == ws or not os.path.exists(target):
@@ -135,15 +161,22 @@ def _followed(ws: str, existing: dict[str, str], writable: set[str]) -> None:
                         "with what it points at, or make it writable by name "
                         f"(host_executed: {{writable: [{e.path[cut:]}]}})"
                     )
-                existing[target] = "directory" if os.path.isdir(target) else "file"
-                if existing[target] == "directory":
-                    folders.append(target)
-                todo.append((target, existing[target] == "directory"))
+                if os.path.isdir(target):
+                    hold(target)
+                else:
+                    existing[target] = "file"
+                    todo.append((target, False))
             elif e.is_dir(follow_symlinks=False):
                 todo.append((e.path, True))
             elif e.is_file(follow_symlinks=False):
                 _count_names(e.path, names)
     _no_other_name(ws, names, walked)
+
+
+def _pinned(folder: str, held: Mapping[str, str]) -> bool:
+    """Whether the run cannot replace `folder` of the workspace: it is held, or lies above a held path (each folder
+    between the workspace and a held path is bound over itself, so it can be neither removed nor renamed)."""
+    return folder in held or any(p != folder and is_within(p, folder) for p in held)
 
 
 def _no_other_name(ws: str, names: dict[tuple[int, int], set[str]], walked: set[str]) -> None:
@@ -209,6 +242,7 @@ def _git_pointers(
     ws: str,
     gitdir: str,
     worktree: str,
+    resolve: Callable[[str], str],
     user: list[tuple[str, str, str]] | None = None,
     home: str | None = None,
     folders: set[str] | None = None,
@@ -216,13 +250,15 @@ def _git_pointers(
     """What else inside the workspace a repository makes git run or read as config: its common folder (a
     worktree's `commondir`), every file its config includes (and what they include, whatever the include's
     condition), and core.hooksPath, read by git itself (one-line sections, includes of includes), and by a plain
-    reading of `path =` lines besides (an includeIf whose condition git cannot judge from a lone file). `user`: the
-    entries of the user's own git config (`_user_git_config`), whose relative core.hooksPath names a folder of this
-    repository's worktree too; `home`: the launcher's home, for a `~` in a path; `folders` gains the paths that name
-    a folder (the common folder, a hooks folder), for a placeholder of the right kind where one is absent."""
+    reading of `path =` lines besides (an includeIf whose condition git cannot judge from a lone file). Each is
+    where `resolve` says the path git is given leads (git hands it to the kernel as it is: `x/../hooks` is the
+    folder above where the link `x` leads, not `hooks`). `user`: the entries of the user's own git config
+    (`_user_git_config`), whose relative core.hooksPath names a folder of this repository's worktree too; `home`:
+    the launcher's home, for a `~` in a path; `folders` gains the paths that name a folder (the common folder, a
+    hooks folder), for a placeholder of the right kind where one is absent."""
     out = []
     lines = _lines(os.path.join(gitdir, "commondir"))
-    common = os.path.normpath(os.path.join(gitdir, lines[0].strip())) if lines else None
+    common = resolve(os.path.join(gitdir, lines[0].strip())) if lines else None
     if common:
         out.append(common)
     named_folders = {common} if common else set()
@@ -235,16 +271,16 @@ def _git_pointers(
     entries = [entry for config in configs for entry in _git_config(config)]
     read = set(configs)
     for key, value, origin in entries:  # grows with what each included file holds
-        path = _git_path(key, value, origin, worktree, home)
-        out += [origin, path, *_git_programs(key, value, worktree, home)]
+        path = _resolved(resolve, _git_path(key, value, origin, worktree, home))
+        out += [_resolved(resolve, origin), path, *map(resolve, _git_programs(key, value, worktree, home))]
         if key == "core.hookspath":
             named_folders.add(path)
         if path and key != "core.hookspath" and path not in read:
             read.add(path)
             entries += _git_config(path)
     for key, value, origin in user or ():  # what it includes was read once, with it
-        path = _git_path(key, value, origin, worktree, home)
-        out += [origin, path, *_git_programs(key, value, worktree, home)]
+        path = _resolved(resolve, _git_path(key, value, origin, worktree, home))
+        out += [_resolved(resolve, origin), path, *map(resolve, _git_programs(key, value, worktree, home))]
         if key == "core.hookspath":
             named_folders.add(path)
     if folders is not None:
@@ -252,13 +288,18 @@ def _git_pointers(
     return [p for p in dict.fromkeys(out) if p and is_within(p, ws) and p != ws and p not in configs]
 
 
+def _resolved(resolve: Callable[[str], str], path: str) -> str:
+    return resolve(path) if path else ""
+
+
 def _git_path(key: str, value: str, origin: str, worktree: str, home: str | None) -> str:
     """The path a git config entry names for git to run or read: core.hooksPath (relative to the worktree, where
-    git runs hooks) or an include's path (relative to the file that includes it); "" for any other entry."""
+    git runs hooks) or an include's path (relative to the file that includes it); "" for any other entry. Spelled
+    as git hands it to the kernel, never normalised: where it leads is the kernel's answer (`_resolve`)."""
     if key == "core.hookspath":
-        return os.path.normpath(os.path.join(worktree, _expand(value, home)))
+        return os.path.join(worktree, _expand(value, home))
     if key.endswith(".path") and key.startswith("include") and origin:
-        return os.path.normpath(os.path.join(os.path.dirname(origin), _expand(value, home)))
+        return os.path.join(os.path.dirname(origin), _expand(value, home))
     return ""  # not a path, or a relative include from the command line, which git refuses
 
 
@@ -284,7 +325,7 @@ def _git_programs(key: str, value: str, worktree: str, home: str | None) -> list
     if not (shell or key in _COMMAND_KEYS or (key.count(".") >= 2 and key.endswith(_COMMAND_SUFFIXES))):
         return []
     words = [_expand(w.strip("'\""), home) for w in (value[1:] if shell else value).split()]
-    return [os.path.normpath(os.path.join(worktree, w)) for w in words if "/" in w and not w.startswith("-")]
+    return [os.path.join(worktree, w) for w in words if "/" in w and not w.startswith("-")]
 
 
 def _expand(value: str, home: str | None) -> str:
@@ -334,13 +375,14 @@ def _user_git_config(environ: Mapping[str, str]) -> list[tuple[str, str, str]]:
     if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
         files.append(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
     out = _git_list([], env, "the user's git config", cwd="/")
-    read = {*files, *(origin for _, _, origin in out)}
+    # each file read once, whatever the spelling it is named by (an include of an include of itself ends)
+    read = {os.path.realpath(f) for f in (*files, *(origin for _, _, origin in out))}
     out += [entry for f in files for entry in _plain_git_config(f)]
     for key, value, origin in out:  # grows with what each include adds
         path = "" if key == "core.hookspath" else _git_path(key, value, origin, "/", home)
-        if path and path not in read:
-            read.add(path)
-            out += _git_config(path)
+        if path and os.path.realpath(path) not in read:
+            read.add(os.path.realpath(path))
+            out += _git_config(path)  # as git names it: its entries' origin is then that spelling, to resolve
     return out
 
 
@@ -431,6 +473,30 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
     user: list[tuple[str, str, str]] | None = None
     unchecked = set(spec.get("unchecked", ()))  # what the mutation check takes out (agentbox.testing.weakened)
     named_folders: set[str] = set()  # what git config names as a folder (`_git_pointers`)
+    stepped: set[str] = set()  # the folders a configured path steps out of with `..` (`_resolve`)
+
+    def freed(path: str) -> bool:
+        return _opted_out(os.path.relpath(path, ws), writable)
+
+    def resolve(path: str) -> str:
+        """Where a path git is given leads, as the kernel resolves it; a link on the way in the workspace is refused
+        unless the profile frees it by name (the run could lead the path anywhere through it). A freed link that
+        the path ends at is the path's answer itself, not followed: what it points to is the run's to choose."""
+        if not os.path.isabs(path):
+            return os.path.normpath(path)
+        name = os.path.basename(path)
+        if name not in ("", ".", ".."):
+            last = os.path.join(_resolve(ws, os.path.dirname(path), freed, stepped), name)
+            if is_within(last, ws) and os.path.islink(last) and freed(last):
+                return last
+        return _resolve(ws, path, freed, stepped)
+
+    def users() -> list[tuple[str, str, str]]:
+        """The user's own git config, read once for every repository of the scan."""
+        nonlocal user
+        if user is None:
+            user = [] if "user-git-config" in unchecked else _user_git_config(environ)
+        return user
 
     def hold(pointed: list[str]) -> None:
         """Hold what a held file names for a host program to run or read (git's pointers, yarn's)."""
@@ -442,6 +508,9 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
                 existing[p] = "directory" if os.path.isdir(p) else "file"
             elif (first := _first_missing(ws, p)) and not any(a[0] == first for a in absent):
                 _no_link_on_the_way(ws, os.path.dirname(first), writable)
+                if os.path.lexists(first):  # a file where a folder of it would be: held, so it stays no folder
+                    existing[first] = "file"
+                    continue
                 # named but absent (a hooks folder not made yet, a program): an empty read-only placeholder
                 # holds its first missing name, so the run can make nothing there
                 absent.append((first, "directory" if first != p or p in named_folders else "file", ""))
@@ -449,8 +518,7 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
     # a repository around the workspace (the workspace a folder of a larger checkout): its config, outside the
     # run's reach, may still name hooks or programs inside the workspace, which git on the host runs there
     if (around := _enclosing_repository(ws)) is not None:
-        user = [] if "user-git-config" in unchecked else _user_git_config(environ)
-        hold(_git_pointers(ws, around[0], around[1], user, environ.get("HOME"), named_folders))
+        hold(_git_pointers(ws, resolve(around[0]), around[1], resolve, users(), environ.get("HOME"), named_folders))
     stack = [(ws, 0, False)]
     while stack:
         folder, depth, git_only = stack.pop()
@@ -474,17 +542,15 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
                 if name == ".git":
                     gitdir = path if existing[path] == "directory" else _gitfile_target(path)
                     if gitdir and gitdir != path:
-                        if is_within(gitdir, ws) and "gitdir-link" not in unchecked:
-                            # a link the run could point at a repository of its own
-                            _no_link_on_the_way(ws, gitdir, writable)
-                        elif is_within(real := os.path.realpath(gitdir), ws):
-                            gitdir = real  # named from outside, through links the run cannot change
+                        # where git finds it (through links named from outside, which the run cannot change); a
+                        # link in the workspace is refused: the run could point it at a repository of its own
+                        gitdir = resolve(gitdir) if "gitdir-link" not in unchecked else os.path.realpath(gitdir)
                         if is_within(gitdir, ws) and gitdir != ws:
                             existing[gitdir] = "directory"
-                    if gitdir and user is None:  # the user's own git config, read once for every repository
-                        user = [] if "user-git-config" in unchecked else _user_git_config(environ)
                     pointed = (
-                        _git_pointers(ws, gitdir, folder, user, environ.get("HOME"), named_folders) if gitdir else []
+                        _git_pointers(ws, gitdir, folder, resolve, users(), environ.get("HOME"), named_folders)
+                        if gitdir
+                        else []
                     )
                 elif name == "HEAD" and _bare(entries):
                     # a bare repository (a local mirror pushed to): git runs its hooks and reads its config there;
@@ -493,9 +559,7 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
                     existing.update(
                         {h: "directory" if os.path.isdir(h) else "file" for h in held if os.path.lexists(h)}
                     )
-                    if user is None:
-                        user = [] if "user-git-config" in unchecked else _user_git_config(environ)
-                    pointed = _git_pointers(ws, folder, folder, user, environ.get("HOME"), named_folders)
+                    pointed = _git_pointers(ws, folder, folder, resolve, users(), environ.get("HOME"), named_folders)
                 elif name == ".yarnrc.yml":
                     pointed = _yarn_pointers(ws, path)
                 else:
@@ -509,23 +573,32 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
             for name, kind in sorted(wanted.items()):
                 if name not in entries and not _opted_out(os.path.relpath(os.path.join(folder, name), ws), writable):
                     absent.append((os.path.join(folder, name), kind, files.get(name) or ""))
-    for folder, there in _path_folders(ws, spec.get("path"), writable):
-        if there:
-            existing[folder] = "directory"
+    for folder, kind in _path_folders(ws, spec.get("path"), writable, stepped):
+        if kind is not None:
+            existing[folder] = kind
         elif not any(a[0] == folder for a in absent):
             absent.append((folder, "directory", ""))
+    # What a path leads to through `..` depends on the folder it steps out of: one the run could replace with a link
+    # would lead it elsewhere, so it is held too, unless something held already keeps it in place.
+    places = {**existing, **{a[0]: a[1] for a in absent}}
+    kept = [p for p, kind in places.items() if kind == "directory"]
+    loose = [f for f in sorted(stepped) if not _pinned(f, places) and not any(is_within(f, k) for k in kept)]
+    named_folders.update(loose)
+    hold(loose)
     if "followed" not in unchecked:
         _followed(ws, existing, writable)
     return sorted(existing.items()), absent
 
 
-def _path_folders(ws: str, path: str | None, writable: set[str]) -> list[tuple[str, bool]]:
-    """The folders of the launcher's PATH that lie in the workspace, each with whether it exists (an absent one
-    is held at its first missing folder, so the run cannot make it): a program the run left there would run on
-    the host in place of the one the user meant (`git`, `ls`) at the next command a shell there resolves. A
-    relative entry (".", an empty one) makes every folder such a place, and the workspace root cannot be held in a
-    writable run: both are refused."""
-    out: list[tuple[str, bool]] = []
+def _path_folders(ws: str, path: str | None, writable: set[str], stepped: set[str]) -> list[tuple[str, str | None]]:
+    """The folders of the launcher's PATH that lie in the workspace, where a shell finds them (each link followed as
+    met, one in the workspace refused), each with the kind of what is there: a program the run left there would run
+    on the host in place of the one the user meant (`git`, `ls`) at the next command a shell there resolves. An
+    absent one (None) is held at its first missing folder, so the run cannot make it; a file where the folder would
+    be is held as it is, so the run cannot replace it with the folder. A relative entry (".", an empty one) makes
+    every folder such a place, and the workspace root cannot be held in a writable run: both are refused.
+    `stepped` gains the folders of the workspace an entry steps out of with `..`."""
+    out: list[tuple[str, str | None]] = []
     for entry in (path or "").split(os.pathsep) if path is not None else ():
         if not entry or not os.path.isabs(entry):
             raise SandboxError(
@@ -534,9 +607,7 @@ def _path_folders(ws: str, path: str | None, writable: set[str]) -> list[tuple[s
                 "place of the one meant; remove the entry from PATH, or let the run write what the host executes "
                 "(host_executed: writable)"
             )
-        spelled, real = os.path.abspath(entry), os.path.realpath(entry)
-        if is_within(spelled, ws):
-            _no_link_on_the_way(ws, spelled)
+        real = _resolve(ws, entry, lambda here: False, stepped)
         if not is_within(real, ws):
             continue
         if real == ws:
@@ -547,12 +618,9 @@ def _path_folders(ws: str, path: str | None, writable: set[str]) -> list[tuple[s
             )
         if _opted_out(os.path.relpath(real, ws), writable):
             continue
-        first = real
-        while not os.path.lexists(os.path.dirname(first)):
-            first = os.path.dirname(first)
-        if os.path.lexists(first) and not os.path.isdir(first):
-            continue  # a file where the folder would be: nothing can be created below it
-        out.append((first, os.path.lexists(first)))
+        first = _first_missing(ws, real)
+        if first is not None:
+            out.append((first, ("directory" if os.path.isdir(first) else "file") if os.path.lexists(first) else None))
     return out
 
 
@@ -577,12 +645,16 @@ def _bare(entries: dict[str, os.DirEntry[str]]) -> bool:
 
 
 def _first_missing(ws: str, path: str) -> str | None:
-    """The first name of `path` below the workspace that does not exist, when the folder above it does (and is no
-    link): where a placeholder holds the whole path; None when nothing can be made there."""
+    """Where a hold keeps the run from making `path`: its first name below the workspace that does not exist, when
+    the folder above it does (and is no link), where a placeholder holds the whole path; or the file that stands
+    where a folder of it would be, to hold as it is (the run could replace it with that folder); `path` itself
+    when it exists. None when nothing can be made there."""
     first = path
     while not os.path.lexists(os.path.dirname(first)):
         first = os.path.dirname(first)
     parent = os.path.dirname(first)
+    if os.path.lexists(parent) and not os.path.isdir(parent) and not os.path.islink(parent):
+        first, parent = parent, os.path.dirname(parent)
     if first == ws or not is_within(first, ws) or not os.path.isdir(parent) or os.path.islink(parent):
         return None
     return first
@@ -595,7 +667,7 @@ def _gitfile_target(path: str) -> str | None:
     target = lines[0][len("gitdir:") :].strip()
     if "\0" in target:
         return None  # no path: git refuses it too
-    return os.path.normpath(os.path.join(os.path.dirname(path), target))
+    return os.path.join(os.path.dirname(path), target)  # as git hands it to the kernel: resolved by the caller
 
 
 def guard_args(
@@ -673,10 +745,11 @@ class Guard:
     instant. A placeholder is removed when its last living holder ends: removing a mount point on the host takes the
     mount away inside every run that still holds it, and frees the name to them."""
 
-    def __init__(self, spec: dict, argv: list[str], run_dir: str, path: str | None = None):
-        """`path`: the launcher's PATH (its folders in the workspace are held too)."""
+    def __init__(self, spec: dict, argv: list[str], run_dir: str, path: str | None = None, folder: str | None = None):
+        """`path`: the launcher's PATH (its folders in the workspace are held too); `folder`: the record's folder, when
+        the caller found it already (`guard_folder`: the start checks it lies where the run cannot write)."""
         spec = {**spec, "path": path}
-        folder = guard_folder()
+        folder = folder or guard_folder()
         self._folder = folder
         self._record = os.path.join(folder, "placeholders.json")
         self._lock = os.path.join(folder, "placeholders.lock")

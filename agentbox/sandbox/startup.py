@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from agentbox.egress.inside import LOG_NAME, MODEL_PORT_TOKEN, PROXY_PORT_TOKEN
-from agentbox.sandbox.host_guard import Guard
+from agentbox.sandbox.host_guard import Guard, guard_folder
 from agentbox.sandbox.session import RUN_DIR, copy_decisions, kill_marked, python_for_sandbox, sandbox_argv, state_home
 
 __all__ = [
@@ -207,7 +207,9 @@ class Started:
         from agentbox.sandbox.credentials import issue
         from agentbox.sandbox.session import refuse_writable_state
 
-        refuse_writable_state(entry, run_dir, os.environ if source is None else source)  # before the run exists
+        # the record of held placeholders, found once: checked out of the run's reach, then used by its guard
+        guards = guard_folder() if entry.get("host_executed") else None
+        refuse_writable_state(entry, run_dir, os.environ if source is None else source, guards)  # before the run exists
         self.guard = None
         self.notes: list[str] = []  # what went wrong during the run (the proxy's death)
         self.fd: int | None = None
@@ -253,6 +255,7 @@ class Started:
                     [a.replace(RUN_DIR, run_dir) for a in entry["argv"]],
                     run_dir,
                     launcher.get("PATH"),
+                    guards,
                 )
             self.fd = filter_fd(entry)
             self.argv = [

@@ -570,7 +570,8 @@ def test_a_git_file_naming_its_repository_through_a_link_in_the_workspace_is_ref
     (ws / ".git").write_text("gitdir: store/repo.git\n")
     with pytest.raises(SandboxError, match=rf"host-executed path {ws}/store is a symbolic link"):
         scan(spec(ws))
-    assert (str(ws / "store/repo.git"), "directory") in scan(spec(ws, writable=["store"]))[0]  # as the refusal says
+    # freed as the refusal says: the repository is held where git finds it now, through the link
+    assert (str(ws / "vault/repo.git"), "directory") in scan(spec(ws, writable=["store"]))[0]
 
 
 def test_a_git_file_naming_a_repository_of_the_workspace_through_a_link_outside_holds_the_repository(tmp_path, ws):
@@ -725,3 +726,185 @@ def test_the_end_of_a_run_opens_no_folder_through_a_link_on_the_way(tmp_path):
     os.close(_open_folder(str(tmp_path / "real")))
     with pytest.raises(OSError):
         _open_folder(str(tmp_path / "link"))
+
+
+# A path git is given (core.hooksPath, an include's path, a .git file's gitdir) goes to the kernel as it is spelled:
+# `x/../hooks`, where `x` is a link, is the folder above where `x` leads, not `hooks`. The guard resolves such a path
+# as the kernel does, and holds what git then uses.
+
+
+def linked(ws, hooks_path="x/../hooks"):
+    """A repository whose hooks path steps back out of the link `x -> sub/deeper`, with a hooks folder both where
+    the path's spelling and where the kernel leads; each hook notes which one ran."""
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    subprocess.run(["git", "-C", str(ws), "config", "core.hooksPath", hooks_path], check=True)
+    (ws / "sub/deeper").mkdir(parents=True)
+    (ws / "x").symlink_to("sub/deeper")
+    for hooks in ("hooks", "sub/hooks"):
+        (ws / hooks).mkdir()
+        (ws / hooks / "pre-commit").write_text(f"#!/bin/sh\necho {hooks} >> {ws}/.ran\n")
+        (ws / hooks / "pre-commit").chmod(0o755)
+
+
+def git_env(tmp_path):
+    return {
+        **os.environ,
+        "HOME": str(tmp_path / "nohome"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+
+
+def test_a_hooks_path_that_steps_out_of_a_link_is_not_the_folder_its_spelling_names_but_where_git_runs_hooks(
+    tmp_path, ws
+):
+    from agentbox.sandbox.host_guard import _resolve
+
+    linked(ws)
+    git = ["git", "-C", str(ws), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True, env=git_env(tmp_path))
+    assert (ws / ".ran").read_text() == "sub/hooks\n"  # the hook git ran
+    named = subprocess.run([*git, "rev-parse", "--git-path", "hooks"], capture_output=True, text=True, check=True)
+    assert named.stdout.strip() == "x/../hooks"  # what git hands the kernel, relative to the worktree
+    assert os.path.normpath(os.path.join(ws, named.stdout.strip())) == str(ws / "hooks")  # the textual answer: wrong
+    assert os.path.realpath(os.path.join(ws, named.stdout.strip())) == str(ws / "sub/hooks")
+    assert _resolve(str(ws), f"{ws}/x/../hooks", lambda p: True) == str(ws / "sub/hooks")
+
+
+def test_a_hooks_path_through_a_link_the_run_could_replace_is_refused_and_one_freed_by_name_holds_where_it_leads(ws):
+    linked(ws)
+    with pytest.raises(SandboxError, match=rf"host-executed path {ws}/x is a symbolic link \(sandbox layer\)"):
+        scan(spec(ws))  # the run could point `x` at a folder of its own, and the hooks with it
+    existing = dict(scan(spec(ws, writable=["x"]))[0])  # as the refusal says
+    assert existing[str(ws / "sub/hooks")] == "directory" and str(ws / "hooks") not in existing
+    assert (
+        existing[str(ws / "sub/deeper")] == "directory"
+    )  # what `..` stepped out of: replaced, it would lead elsewhere
+
+
+def test_a_hooks_path_through_a_link_outside_the_workspace_holds_the_hooks_folder_the_link_leads_to_in_it(tmp_path, ws):
+    (ws / ".git").mkdir()
+    (ws / "sub/deeper").mkdir(parents=True)
+    (ws / "sub/hooks").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside/x").symlink_to(ws / "sub/deeper")
+    environ = global_config(tmp_path, f"[core]\n\thooksPath = {tmp_path}/outside/x/../hooks\n")
+    existing = dict(scan({**spec(ws), "environ": environ})[0])
+    # spelled, it names {tmp_path}/outside/hooks, outside the workspace: nothing would have been held
+    assert existing[str(ws / "sub/hooks")] == "directory" and existing[str(ws / "sub/deeper")] == "directory"
+
+
+def test_a_file_included_through_a_link_outside_the_workspace_is_held_where_git_reads_it(tmp_path, ws):
+    (ws / ".git").mkdir()
+    (ws / "sub/deeper").mkdir(parents=True)
+    (ws / "sub/hooks").mkdir()
+    (ws / "sub/team.gitconfig").write_text("[core]\n\thooksPath = sub/hooks\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside/x").symlink_to(ws / "sub/deeper")
+    (tmp_path / "outside/team.gitconfig").write_text("[core]\n\thooksPath = hooks\n")  # what the spelling names
+    environ = global_config(tmp_path, f"[include]\n\tpath = {tmp_path}/outside/x/../team.gitconfig\n")
+    read = subprocess.run(
+        ["git", "-C", str(ws), "config", "--includes", "core.hooksPath"],
+        env={**os.environ, **environ},
+        capture_output=True,
+        text=True,
+    )
+    assert read.stdout.strip() == "sub/hooks"  # git read the file in the workspace
+    existing = dict(scan({**spec(ws), "environ": environ})[0])
+    assert existing[str(ws / "sub/team.gitconfig")] == "file" and existing[str(ws / "sub/hooks")] == "directory"
+    assert str(ws / "hooks") not in existing
+
+
+def test_a_git_file_whose_gitdir_steps_out_of_a_link_in_the_workspace_is_refused(ws):
+    (ws / "sub/deeper").mkdir(parents=True)
+    (ws / "sub/repo.git").mkdir()
+    (ws / "x").symlink_to("sub/deeper")
+    (ws / ".git").write_text("gitdir: x/../repo.git\n")  # git's repository: sub/repo.git
+    with pytest.raises(SandboxError, match=rf"host-executed path {ws}/x is a symbolic link"):
+        scan(spec(ws))
+    assert (str(ws / "sub/repo.git"), "directory") in scan(spec(ws, writable=["x"]))[0]
+
+
+def test_a_folder_a_configured_path_steps_out_of_is_held_so_the_run_cannot_make_it_a_link(ws):
+    (ws / ".git").mkdir()
+    (ws / ".git/config").write_text("[core]\n\thooksPath = tools/../hooks\n[alias]\n\tst = !gone/../bin/st\n")
+    (ws / "tools").mkdir()
+    (ws / "hooks").mkdir()
+    existing, absent = scan(spec(ws))
+    assert (str(ws / "tools"), "directory") in existing and (str(ws / "hooks"), "directory") in existing
+    assert (str(ws / "gone"), "directory", "") in absent  # absent: a folder placeholder, so it cannot be made either
+
+
+def test_a_folder_stepped_out_of_that_is_held_already_or_pinned_is_not_held_again(ws):
+    (ws / ".git").mkdir()
+    (ws / ".git/config").write_text("[include]\n\tpath = ../project.gitconfig\n")  # out of .git, held whole
+    (ws / "project.gitconfig").write_text("[core]\n\thooksPath = app/../app/hooks\n")  # out of app, pinned
+    (ws / "app/hooks").mkdir(parents=True)
+    existing = dict(scan(spec(ws))[0])
+    assert existing[str(ws / "app/hooks")] == "directory" and str(ws / "app") not in existing
+
+
+def test_a_hooks_path_through_a_loop_of_links_refuses_the_run(tmp_path, ws):
+    (ws / ".git").mkdir()
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    environ = global_config(tmp_path, f"[core]\n\thooksPath = {tmp_path}/a/hooks\n")
+    with pytest.raises(SandboxError, match="leads through too many symbolic links"):
+        scan({**spec(ws), "environ": environ})
+
+
+def test_a_link_in_a_held_folder_whose_target_steps_out_of_a_folder_the_run_could_replace_holds_that_folder(ws):
+    repository(ws)
+    (ws / "scripts/x").mkdir()
+    (ws / ".git/hooks/pre-commit").symlink_to("../../scripts/x/../pre-commit")
+    existing = dict(scan(spec(ws))[0])
+    assert existing[str(ws / "scripts/pre-commit")] == "file" and existing[str(ws / "scripts/x")] == "directory"
+    (ws / ".git/hooks/pre-push").symlink_to("../../scripts/gone/../pre-commit")
+    with pytest.raises(SandboxError, match=r"steps back \(\.\.\) out of .*/scripts/gone, which does not exist"):
+        scan(spec(ws))
+
+
+def test_a_file_where_a_folder_of_a_path_or_hooks_path_would_be_is_held_so_the_run_cannot_replace_it(ws):
+    (ws / ".git").mkdir()
+    (ws / ".git/config").write_text("[core]\n\thooksPath = README/hooks\n")
+    (ws / "README").write_text("")
+    (ws / "tool").write_text("")
+    (ws / "bin").write_text("")
+    existing, _ = scan({**spec(ws), "path": f"{ws}/tool/bin:{ws}/bin"})
+    for name in ("README", "tool", "bin"):
+        assert (str(ws / name), "file") in existing, name
+
+
+def test_a_path_entry_through_a_link_outside_the_workspace_that_leads_through_one_in_it_is_refused(tmp_path, ws):
+    (ws / "real/bin").mkdir(parents=True)
+    (ws / "tools").symlink_to("real")
+    (tmp_path / "outside").symlink_to(ws)
+    with pytest.raises(SandboxError, match=rf"host-executed path {ws}/tools is a symbolic link"):
+        scan({**spec(ws), "path": f"{tmp_path}/outside/tools/bin"})
+
+
+def test_the_record_of_held_placeholders_is_found_once_per_start_for_its_check_and_its_guard(tmp_path, ws, monkeypatch):
+    from agentbox.compile.compiler import compile_plan
+    from agentbox.core.profile import load_profile
+    from agentbox.sandbox import host_guard, session, startup
+    from agentbox.sandbox.session import cleanup, entry_from_plan, materialize
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("AGENTBOX_HOME", str(tmp_path / "abhome"))
+    entry = entry_from_plan(compile_plan(load_profile(profile(tmp_path)), str(ws), home=str(tmp_path)), [])
+    run_dir = str(tmp_path / "run")
+    materialize(entry, run_dir)
+    found, real = [], host_guard.guard_folder
+
+    def guard_folder(*args):
+        found.append(args)
+        return real(*args)
+
+    for module in (session, startup):
+        monkeypatch.setattr(module, "guard_folder", guard_folder)
+    monkeypatch.setattr(host_guard, "guard_folder", lambda *args: pytest.fail("the guard looked for it again"))
+    started = startup.Started(entry, run_dir, "guard-" + os.urandom(4).hex())
+    try:
+        assert started.guard is not None and len(found) == 1
+    finally:
+        cleanup(started._run[2], run_dir, started)
