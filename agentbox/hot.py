@@ -27,7 +27,10 @@ __all__ = [
     "write_json_atomic",
     "which",
     "run_root",
+    "private_folder",
     "stat_key",
+    "store_files",
+    "store_signature",
     "KERNEL_TRACES",
     "kernel_traces",
 ]
@@ -60,6 +63,18 @@ def agentbox_home() -> str:
     return str(slow())
 
 
+def private_folder(prefix: str) -> str:
+    """A new folder under the run root that only this user may enter (tempfile.mkdtemp without importing tempfile,
+    which loads shutil and random: ~4 ms of the measured hot paths, benchmarks/sandbox_run.py)."""
+    while True:
+        path = os.path.join(run_root(), f"{prefix}{os.urandom(6).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+
+
 def run_root() -> str:
     """Where every run's own folder lives (its relay sockets, config home, decision log): under /tmp, which each run
     replaces with a private one, so no run sees another's. TMPDIR is not followed: a folder elsewhere would stay in
@@ -74,18 +89,76 @@ def run_root() -> str:
 
 
 def package_fingerprint() -> str:
-    """The package's own files (code, declarations, catalogue), by name, size and mtime: a cache key part."""
+    """The package's own files (code, declarations, catalogue) as a cache key part: what a compiled plan was built
+    from. A regular install is named by its record (`RECORD`, which every install rewrites); a checkout or an
+    editable install, whose files change under it, by every file's name, size and mtime."""
     if _fingerprint:
         return _fingerprint[0]
     h = sha256(CACHE_FORMAT.encode())
-    for root, dirs, files in os.walk(_PKG):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith((".py", ".yaml", ".json")):
-                st = os.stat(os.path.join(root, name))
-                h.update(f"{name}:{st.st_mtime_ns}:{st.st_size};".encode())
+    record = _install_record()
+    if record is not None:
+        # one stat instead of a walk of ~2,600 entries (~12 ms, benchmarks/sandbox_run.py)
+        st = os.stat(record)
+        h.update(f"{record}:{st.st_ino}:{st.st_mtime_ns}:{st.st_size}".encode())
+    else:
+        for root, dirs, files in os.walk(_PKG):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".py", ".yaml", ".json")):
+                    st = os.stat(os.path.join(root, name))
+                    h.update(f"{name}:{st.st_mtime_ns}:{st.st_size};".encode())
     _fingerprint.append(h.hexdigest())
     return _fingerprint[0]
+
+
+def _install_record() -> str | None:
+    """The RECORD of the distribution installed beside the package (a wheel's install, in its site folder), or
+    None for a checkout or an editable install (their package folder has no dist-info beside it)."""
+    site = os.path.dirname(_PKG)
+    try:
+        names = [n for n in os.listdir(site) if n.startswith("agent_box-") and n.endswith(".dist-info")]
+    except OSError:
+        return None
+    if len(names) != 1:  # none, or leftovers of two installs: nothing says which one the files are
+        return None
+    record = os.path.join(site, names[0], "RECORD")
+    try:
+        with open(record) as f:
+            listed = f.read()
+    except OSError:
+        return None
+    # the record names this package's files (an editable install's names only its finder)
+    return record if "agentbox/hot.py," in listed else None
+
+
+def store_files(store: str) -> list[str]:
+    """An evidence store's files: the store itself when it is a file, else every `*.jsonl` below it (folders
+    reached through a link are not entered), sorted name by name."""
+    if os.path.isfile(store):
+        return [store]
+    if not os.path.isdir(store):
+        return []
+    found: list[str] = []
+    pending = [store]
+    while pending:
+        folder = pending.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".jsonl"):
+                    found.append(entry.path)
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+    return sorted(found, key=lambda p: p.split("/"))
+
+
+def store_signature(store: str) -> list[list]:
+    """What an evidence store's content depends on, cheaply: [path, inode, size, mtime] per file (a cache key).
+    os.scandir, not pathlib: pathlib costs ~4 ms of the measured launch (benchmarks/launch.py)."""
+    out = []
+    for path in store_files(os.path.normpath(store)):
+        st = os.stat(path)
+        out.append([path, st.st_ino, st.st_size, st.st_mtime_ns])
+    return out
 
 
 def stat_key(path: str) -> list[int] | None:

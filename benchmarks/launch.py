@@ -9,9 +9,10 @@ launch under `python -S` (no site hooks: this machine's .pth files), and the int
 first launch (index build over the whole store, probe, compile, gate) is reported apart; every later
 one runs from the launch cache.
 
-With `--venv DIR`, also timed: agent-box as a user installs it, a regular (not editable) install
-in its own virtual environment (built in DIR on first use), which starts without this machine's
-site hooks and without the editable-install finder.
+Also timed, and the one the target is read on: agent-box as a user installs it, a regular (not
+editable) install in its own virtual environment (`--venv DIR`, built there on first use;
+benchmarks/installed.py), which starts without this machine's site hooks and without the
+editable-install finder.
 
 Target: launch at most +15% over the bare harness.
 Usage: python benchmarks/launch.py [--runs N] [--records N] [--venv DIR]
@@ -29,16 +30,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from installed import DEFAULT_VENV, regular_install
+
 # the builders of synthetic records live with the tests (tests/support): they never ship
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run(
-        argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
-    )
-    return time.perf_counter() - start
+    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if done.returncode:
+        sys.exit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode(errors='replace').strip()[:1500]}")
+    return elapsed
 
 
 def _store(store: str, harness: str, version: str, sha: str, capabilities: list[str], count: int) -> None:
@@ -68,7 +72,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--records", type=int, default=100_000)
-    ap.add_argument("--venv", default=None, help="also time a regular install in its own venv (built here once)")
+    ap.add_argument(
+        "--venv", default=DEFAULT_VENV, help="where the regular install timed lives (built there once; '' for none)"
+    )
     args = ap.parse_args()
     from agentbox.compile.adapters import get_adapter
     from agentbox.harnesses.installs import find_binary
@@ -126,7 +132,7 @@ def main() -> int:
             "python -S -c pass": ([sys.executable, "-S", "-c", "pass"], env),
         }
         if args.venv:
-            installed = _venv_agent_box(args.venv, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            installed = regular_install(args.venv)
             venv_env = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "PYTHONPYCACHEPREFIX")}
             timed([installed, "launch", *launch[len(_agent_box()) + 1 :]], venv_env)  # its own first launch
             cases["agent-box launch, own venv"] = ([installed, "launch", *launch[len(_agent_box()) + 1 :]], venv_env)
@@ -153,18 +159,6 @@ def main() -> int:
                 f"(target <= +15%: {'met' if ratio <= 1.15 else 'NOT met'})"
             )
     return 0
-
-
-def _venv_agent_box(venv: str, repo: str) -> str:
-    """A regular install of this checkout in its own venv: the venv is made once, the package reinstalled
-    every time so that the code timed is the code checked out."""
-    pip = os.path.join(venv, "bin", "pip")
-    if not os.path.exists(pip):
-        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-        subprocess.run([pip, "install", "-q", repo], check=True)
-    else:
-        subprocess.run([pip, "install", "-q", "--no-deps", "--force-reinstall", repo], check=True)
-    return os.path.join(venv, "bin", "agent-box")
 
 
 def _sandbox_argv(entry: dict, tmp: str) -> tuple[list[str], dict[str, str]]:

@@ -275,8 +275,7 @@ def serve(
     The Run is recorded, the sandbox made and the agent started before asyncio is even imported: the editor waits
     for the agent's `initialize` answer, and the event loop, the SDK's connection and the policy load while the
     agent starts (measured: benchmarks/acp_endpoint.py)."""
-    from agentbox.hot import agentbox_home
-    from agentbox.run.launch import make_run_dir
+    from agentbox.hot import agentbox_home, private_folder
     from agentbox.run.lifecycle import Record, cannot_start, sandboxed
     from agentbox.run.runs import egress_log
     from agentbox.acp_endpoint.sandboxed import SandboxedRun
@@ -286,7 +285,7 @@ def serve(
     try:
         with sandboxed(
             entry,
-            make_run_dir(),
+            private_folder("agentbox-launch-"),
             record=record,
             extra_env=env,
             serve_later=True,

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import sqlite3
 from pathlib import Path
 
+from agentbox.hot import store_files, store_signature
 from agentbox.sandbox import DEFAULT_BACKEND
 
 __all__ = ["lookup", "unproven", "observed", "sync", "signature", "index_path"]
@@ -56,9 +56,7 @@ _UPSERT = (
 
 
 def _files(store: Path) -> list[Path]:
-    if store.is_file():
-        return [store]
-    return sorted(store.rglob("*.jsonl")) if store.is_dir() else []
+    return [Path(p) for p in store_files(str(store))]
 
 
 def index_path(store: str | os.PathLike) -> Path:
@@ -73,12 +71,9 @@ def index_path(store: str | os.PathLike) -> Path:
 
 
 def signature(store: str | os.PathLike) -> list[list]:
-    """What the store's content depends on, cheaply: [path, inode, size, mtime] per file (a cache key)."""
-    out = []
-    for path in _files(Path(store)):
-        st = path.stat()
-        out.append([str(path), st.st_ino, st.st_size, st.st_mtime_ns])
-    return out
+    """What the store's content depends on, cheaply: [path, inode, size, mtime] per file (a cache key); the launch
+    cache reads it through `hot.store_signature`, which this is."""
+    return store_signature(os.fspath(store))
 
 
 def _connect(path) -> sqlite3.Connection:
@@ -292,7 +287,7 @@ def _query(
         store,
         sql,
         (
-            kernel or platform.release(),
+            kernel or os.uname().release,
             privilege,
             backend_version or "?",
             harness,
@@ -379,6 +374,6 @@ def observed(
         Path(store),
         "SELECT line FROM latest WHERE provenance='observed' AND kernel=? AND privilege=? "
         "AND (layer='harness' OR (sversion=? AND backend=?))",
-        (kernel or platform.release(), privilege, backend_version or "?", backend),
+        (kernel or os.uname().release, privilege, backend_version or "?", backend),
     )
     return [json.loads(line) for (line,) in rows]

@@ -26,8 +26,9 @@ from agentbox.hot import (
     package_fingerprint,
     resolve_profile_path,
     sha256,
+    private_folder,
     stat_key,
-    run_root,
+    store_signature,
     which,
 )
 
@@ -38,7 +39,6 @@ __all__ = [
     "binary_state",
     "surface_state",
     "stat_key",
-    "make_run_dir",
     "FORMAT",
     "SENTINEL",
 ]
@@ -155,10 +155,8 @@ def plan_current(check: dict, binary_arg: str | None) -> bool:
 
 
 def _current(entry: dict, binary_arg: str | None) -> bool:
-    from agentbox.prove.evidence_index import signature
-
     check = entry["check"]
-    return plan_current(check, binary_arg) and signature(check["evidence"]) == check["evidence_signature"]
+    return plan_current(check, binary_arg) and store_signature(check["evidence"]) == check["evidence_signature"]
 
 
 def fast_main(argv: list[str]) -> int | None:
@@ -184,17 +182,6 @@ def fast_main(argv: list[str]) -> int | None:
     return execute(entry, parsed["extra"])
 
 
-def make_run_dir() -> str:
-    """A private folder for the run's config home (tempfile.mkdtemp, without importing tempfile)."""
-    while True:
-        path = os.path.join(run_root(), f"agentbox-launch-{os.urandom(6).hex()}")
-        try:
-            os.mkdir(path, 0o700)
-            return path
-        except FileExistsError:
-            continue
-
-
 def execute(entry: dict, extra: list[str]) -> int:
     """Start the harness with the terminal attached, in the run lifecycle (`run.lifecycle`): recorded, cleaned up."""
     # the hot path's imports, deferred: a launch from its cache imports no more than it runs (benchmarks/launch.py)
@@ -214,7 +201,7 @@ def execute(entry: dict, extra: list[str]) -> int:
         )
     store = RunStore(os.path.join(agentbox_home(), "agentbox.db"))
     store.reap()
-    run_dir = make_run_dir()
+    run_dir = private_folder("agentbox-launch-")
     record = Record(store, {**entry["run"], "harness_args": extra})
     try:
         with sandboxed(

@@ -20,8 +20,6 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator
 
 from agentbox.errors import AgentBoxError, SandboxError
 from agentbox.run.profile_state import keep, restore
@@ -35,7 +33,11 @@ from agentbox.sandbox.session import (
 )
 from agentbox.sandbox.startup import Started
 
+# `typing` itself is not imported: it costs ~3 ms of the measured hot paths (benchmarks/sandbox_run.py)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
     from agentbox.run.runs import RunStore
 
 __all__ = [
@@ -70,28 +72,33 @@ def say(line: str) -> None:
     print(f"agent-box: {line}", file=sys.stderr)
 
 
-@dataclass
+# Plain classes, not dataclasses: `dataclasses` loads `inspect` (~9 ms) on the measured hot path of `sandbox run`
+# and `launch` (benchmarks/sandbox_run.py, benchmarks/launch.py).
 class Record:
     """Where a Run is recorded (a runs.RunStore) and its columns; `mode` among them for ACP."""
 
-    store: RunStore
-    fields: dict
+    def __init__(self, store: RunStore, fields: dict) -> None:
+        self.store, self.fields = store, fields
 
 
-@dataclass
 class SandboxedRun:
     """A run ready to drive: `argv` (the sandbox's, up to and with its `--`), `env`, and after the run what ended
     it (`status`, `state`) and what cleanup said (`note`)."""
 
-    entry: dict
-    run_dir: str
-    run_id: str
-    started: Started
-    env: dict[str, str]
-    artifacts: list[str] = field(default_factory=list)
-    status: int | None = None
-    state: str = "failed"
-    note: str = ""
+    def __init__(
+        self,
+        entry: dict,
+        run_dir: str,
+        run_id: str,
+        started: Started,
+        env: dict[str, str],
+        artifacts: list[str] | None = None,
+    ) -> None:
+        self.entry, self.run_dir, self.run_id, self.started, self.env = entry, run_dir, run_id, started, env
+        self.artifacts: list[str] = artifacts if artifacts is not None else []
+        self.status: int | None = None
+        self.state = "failed"
+        self.note = ""
 
     @property
     def argv(self) -> list[str]:

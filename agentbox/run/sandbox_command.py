@@ -14,20 +14,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 
 from agentbox.core.console import detail_argv, take_flag
 from agentbox.hot import (
     agentbox_home,
     home_dir,
     package_fingerprint,
+    private_folder,
     resolve_profile_path,
-    run_root,
     sha256,
+    which,
     write_json_atomic,
 )
 
@@ -116,7 +113,7 @@ def fast_main(argv: list[str]) -> int | None:
     if not _entry_is_current(entry):
         return None
     problem = _hidden_command(entry, cmd)
-    if shutil.which(entry["argv"][0]) is None:  # the sandbox's program, as the run will start it
+    if which(entry["argv"][0]) is None:  # the sandbox's program, as the run will start it
         problem = "bubblewrap is not installed (bwrap not on PATH): apt-get install bubblewrap"
     if problem:
         print(f"agent-box: {problem}", file=sys.stderr)
@@ -126,7 +123,7 @@ def fast_main(argv: list[str]) -> int | None:
 
 def _hidden_command(entry: dict, cmd: list[str]) -> str | None:
     path_env = os.environ.get("PATH", os.defpath)
-    found = shutil.which(cmd[0], path=path_env)
+    found = which(cmd[0], path=path_env)
     if found is None:
         return None  # bwrap reports a missing command itself
     real = os.path.realpath(found)
@@ -139,7 +136,7 @@ def _hidden_command(entry: dict, cmd: list[str]) -> str | None:
         visible_path = os.pathsep.join(
             d for d in path_env.split(os.pathsep) if not inside(os.path.realpath(d or "."), entry["hidden"])
         )
-        alt = shutil.which(cmd[0], path=visible_path)
+        alt = which(cmd[0], path=visible_path)
         if alt is None:
             return f"{cmd[0]} resolves to {real}, which the sandbox hides (under {', '.join(entry['hidden'])})"
     return None
@@ -152,30 +149,20 @@ def execute(entry: dict, cmd: list[str], resolve: dict[str, str] | None = None, 
     """
     from agentbox.errors import AgentBoxError
     from agentbox.run.lifecycle import cannot_start, sandboxed, say
+    from agentbox.sandbox.session import run_forwarding
 
     # the decision log is written by this (host) process after the run: never where the run can write (refused at
     # the start, `refuse_writable_state`)
     if egress_log:
         entry = {**entry, "trusted": {**entry.get("trusted", {}), "the --egress-log file": os.path.abspath(egress_log)}}
     try:
-        with sandboxed(
-            entry, tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root()), resolve=resolve, egress_copy=egress_log
-        ) as run:
+        with sandboxed(entry, private_folder("agentbox-run-"), resolve=resolve, egress_copy=egress_log) as run:
             detail_argv("sandbox run", [*run.argv, *cmd])
             try:
-                proc = subprocess.Popen([*run.argv, *cmd], env=run.env, pass_fds=run.pass_fds)
+                status = run_forwarding([*run.argv, *cmd], run.env, run.pass_fds)
             except OSError as exc:
                 raise cannot_start(exc) from exc
-
-            def forward(signum: int, frame: object) -> None:
-                proc.send_signal(signum)
-
-            previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-            try:
-                run.ended(proc.wait())
-            finally:
-                for s, h in previous.items():
-                    signal.signal(s, h)
+            run.ended(status)
     except AgentBoxError as exc:
         say(str(exc))
         return exc.exit_code

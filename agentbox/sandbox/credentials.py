@@ -7,19 +7,37 @@ writes a value anywhere. Standard library only: the hot paths (`launch`, `sandbo
 
 from __future__ import annotations
 
-import secrets
-import string
-from typing import Mapping
+import os
+
+# `typing` itself is not imported: it costs ~3 ms of the measured hot paths (benchmarks/sandbox_run.py)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = ["Issued", "issue", "placeholder"]
 
-_ALPHABETS = {"alphanumeric": string.ascii_letters + string.digits, "hex": "0123456789abcdef"}
+_ALPHABETS = {
+    "alphanumeric": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+    "hex": "0123456789abcdef",
+}
 
 
 def placeholder(spec: Mapping) -> str:
     """A new random placeholder shaped as the credential's `Placeholder` says."""
-    alphabet = _ALPHABETS[spec.get("alphabet", "alphanumeric")]
-    return spec.get("prefix", "") + "".join(secrets.choice(alphabet) for _ in range(int(spec.get("length", 48))))
+    return spec.get("prefix", "") + _random_text(
+        _ALPHABETS[spec.get("alphabet", "alphanumeric")], int(spec.get("length", 48))
+    )
+
+
+def _random_text(alphabet: str, length: int) -> str:
+    """`length` letters of `alphabet`, each uniform, from the kernel's random source. Not `secrets`: it loads hmac
+    and OpenSSL (~5 ms) on the measured hot path (benchmarks/sandbox_run.py)."""
+    n = len(alphabet)
+    limit = 256 - 256 % n  # a byte at or past the last whole multiple of n would favour the first letters
+    out: list[str] = []
+    while len(out) < length:
+        out.extend(alphabet[b % n] for b in os.urandom(length) if b < limit)
+    return "".join(out[:length])
 
 
 def _apart(cred: Mapping, value: str) -> str:

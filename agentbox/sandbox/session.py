@@ -216,12 +216,13 @@ def state_home(env=None) -> str:
     return os.path.abspath(os.path.expanduser(named)) if named else agentbox_home()
 
 
-def refuse_writable_state(entry: dict, run_dir: str, env=None) -> None:
+def refuse_writable_state(entry: dict, run_dir: str, env=None, guards: str | None = None) -> None:
     """Fail closed when anything Agent-Box trusts later lies where the run can write it: its run folder (the relay
     sockets, the egress decision log), AGENTBOX_HOME (caches with the sandbox's own argv, compiled seccomp programs,
     evidence, the run database, kept answers) and the entry's `trusted` paths (a launch's evidence store). A run
     that could rewrite them would decide what the next run, or the next gate, does. `env`: the launcher's
-    environment (AGENTBOX_HOME), default this process's. An entry with `trust_writable_state` (a control of the
+    environment (AGENTBOX_HOME), default this process's; `guards`: the record of held placeholders the run will use
+    (`host_guard.guard_folder`, found here when not given). An entry with `trust_writable_state` (a control of the
     suite's, `agentbox.testing.weakened`) skips the check."""
     from agentbox.errors import SandboxError
 
@@ -242,7 +243,7 @@ def refuse_writable_state(entry: dict, run_dir: str, env=None) -> None:
     if entry.get("host_executed"):
         # the record of which placeholders runs hold: a run that rewrote it would aim another run's end at host files
         paths["the record of held host-executed placeholders"] = (
-            guard_folder(),
+            guards or guard_folder(),
             "set XDG_RUNTIME_DIR to a folder of yours outside it",
         )
     for src in writable_sources(entry["argv"], run_dir):
@@ -399,14 +400,7 @@ def run_attached(argv: list[str], env: dict[str, str], run_id: str, pass_fds: tu
     in a new session (bwrap --new-session), so resizes are forwarded too. posix_spawn, not
     subprocess: a launch's whole overhead is counted against the harness's own start-up.
     """
-    path = argv[0] if "/" in argv[0] else which(argv[0])
-    if path is None:
-        raise FileNotFoundError(f"{argv[0]} not found on PATH")
-    _close_inherited()
-    for fd in pass_fds:
-        os.set_inheritable(fd, True)
-    # like subprocess: default SIGPIPE/SIGXFSZ in the child (Python ignores them in itself)
-    pid = os.posix_spawn(path, argv, env, setpgroup=0, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+    pid = spawn(argv, env, pass_fds, setpgroup=0)
 
     def forward(signum, frame):
         # bwrap and its pid-1 init would die of (or ignore) the signal: send it past them
@@ -425,6 +419,40 @@ def run_attached(argv: list[str], env: dict[str, str], run_id: str, pass_fds: tu
             signal.signal(s, h)
     code = os.waitstatus_to_exitcode(status)
     return 128 - code if code < 0 else code
+
+
+def run_forwarding(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = ()) -> int:
+    """Run argv (`sandbox run`'s command line), handing it SIGINT, SIGTERM and SIGHUP, and return its exit status
+    as subprocess gives it (-N when killed by signal N)."""
+    pid = spawn(argv, env, pass_fds)
+
+    def forward(signum, frame):
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        _, status = os.waitpid(pid, 0)  # retried after each forwarded signal (PEP 475)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return os.waitstatus_to_exitcode(status)
+
+
+def spawn(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = (), **options) -> int:
+    """Start argv as subprocess.Popen(close_fds=True, pass_fds=...) would, and return its pid. posix_spawn, not
+    subprocess: importing subprocess costs ~4 ms of the measured hot paths (benchmarks/sandbox_run.py,
+    benchmarks/launch.py). FileNotFoundError when argv[0] is not found on PATH."""
+    path = argv[0] if "/" in argv[0] else which(argv[0])
+    if path is None:
+        raise FileNotFoundError(f"{argv[0]} not found on PATH")
+    _close_inherited()
+    for fd in pass_fds:
+        os.set_inheritable(fd, True)
+    # like subprocess: default SIGPIPE/SIGXFSZ in the child (Python ignores them in itself)
+    return os.posix_spawn(path, argv, env, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ), **options)
 
 
 def _close_inherited() -> None:

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentbox.core.paths import check_relative
+from agentbox.core.paths import check_relative, is_within
 from agentbox.core.plan import Artifact, Surface
 
 segment = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-", min_size=1, max_size=8).filter(
@@ -41,3 +41,25 @@ def test_artifacts_and_surfaces_refuse_unsafe_paths():
         Artifact(path="../escape.toml", content="")
     with pytest.raises(ValueError):
         Surface(path="/etc/passwd", kind="file")
+
+
+def _pathlib_within(child: str, parent: str) -> bool:
+    from pathlib import PurePosixPath
+
+    c, p = PurePosixPath(child), PurePosixPath(parent)
+    return c == p or p in c.parents
+
+
+@given(
+    st.lists(st.sampled_from(["", "/", "//", "///", "a", "b", ".", "..", "ab", "a/b", "./"]), max_size=5),
+    st.lists(st.sampled_from(["", "/", "//", "///", "a", "b", ".", "..", "ab", "a/b", "./"]), max_size=5),
+)
+def test_is_within_answers_as_pathlib_compares_names(child, parent):
+    c, p = "".join(child), "".join(parent)
+    assert is_within(c, p) == _pathlib_within(c, p)
+
+
+def test_is_within_is_name_by_name_not_a_string_prefix():
+    assert is_within("/w/project/.git", "/w/project")
+    assert not is_within("/w/project-other", "/w/project")
+    assert is_within("/w/project", "/w/project/")

@@ -149,3 +149,37 @@ def test_a_bad_profile_exits_2_and_names_the_field(tmp_path, env, ws):
     bad = profile(tmp_path, "  workspace: {access: sideways}\n")
     done = sandbox_run(env, bad, ws, "true")
     assert done.returncode == 2 and "permission_intent.workspace.access" in done.stderr
+
+
+def test_a_descriptor_the_caller_left_open_never_reaches_the_command_from_the_cache_or_not(tmp_path, env, ws):
+    # an inheritable descriptor to a host file outside the workspace: inside, it would be a way past every mount
+    secret = tmp_path / "host-secret"
+    secret.write_text("host only")
+    prof = profile(tmp_path, RO)
+    with open(secret) as f:
+        os.set_inheritable(f.fileno(), True)
+        for _ in range(2):  # compiled, then from the plan cache
+            done = sandbox_run(
+                env, prof, ws, "sh", "-c", f"cat <&{f.fileno()}; ls /proc/self/fd", pass_fds=(f.fileno(),)
+            )
+            assert "host only" not in done.stdout
+            assert str(f.fileno()) not in done.stdout.split()
+
+
+def test_a_signal_sent_to_sandbox_run_ends_the_run_from_the_cache_and_leaves_nothing_running(tmp_path, env, ws):
+    prof = profile(tmp_path, RO)
+    sandbox_run(env, prof, ws, "true")  # the plan cached: the run below starts from the hot path
+    token = f"agentbox-signal-{os.getpid()}"
+    argv = [sys.executable, "-m", "agentbox.cli", "sandbox", "run", prof, "--cwd", str(ws), "--"]
+    proc = subprocess.Popen(
+        [*argv, "sh", "-c", 'echo ready; while :; do sleep 0.1; done; echo "$0"', token],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    proc.terminate()
+    # bubblewrap gets the signal and ends, and its command with it (--die-with-parent): the status says so
+    assert proc.wait(timeout=30) == 256 - 15
+    left = subprocess.run(["pgrep", "-f", token], capture_output=True, text=True).stdout
+    assert left == ""
