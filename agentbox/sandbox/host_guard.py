@@ -523,9 +523,15 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
     while stack:
         folder, depth, git_only = stack.pop()
         try:
-            entries = {e.name: e for e in os.scandir(folder)}
+            entries = _entries(ws, folder)
+        except FileNotFoundError:
+            continue  # gone since its parent was listed
         except OSError:
-            continue  # unreadable to the host user: nothing a host program of that user finds there either
+            # a folder the host user cannot list may still be gone through (mode 0111): a repository below it is
+            # found by git there all the same, but not by the scan, so the folder is held whole as it is
+            if not _opted_out(os.path.relpath(folder, ws), writable):
+                existing[folder] = "directory"
+            continue
         at_home = folder == home
         wanted = git_only_names if git_only else at_home_too if at_home else anywhere
         for name, e in entries.items():
@@ -588,6 +594,29 @@ def scan(spec: dict) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]
     if "followed" not in unchecked:
         _followed(ws, existing, writable)
     return sorted(existing.items()), absent
+
+
+def _entries(ws: str, folder: str) -> dict[str, os.DirEntry[str]]:
+    """The entries of `folder`, by name; an OSError when the host user cannot look into it (list it and go through
+    it: a folder of mode 0444 lists names whose own folders cannot be opened). The workspace itself refuses the
+    run then: what it holds cannot be judged, and it cannot be held whole."""
+    try:
+        if not os.access(folder, os.R_OK | os.X_OK):
+            raise PermissionError(f"cannot look into {folder}")
+        return {e.name: e for e in os.scandir(folder)}
+    except PermissionError as exc:
+        if folder != ws:
+            raise
+        raise SandboxError(
+            f"workspace {ws} cannot be listed by this user (host_executed, sandbox layer): the host-executed files "
+            "it holds (a repository and its hooks) cannot be found, so none could be held; make it readable "
+            f"(chmod u+rx {ws}), or set host_executed: writable"
+        ) from exc
+
+
+def _unlisted(path: str) -> bool:
+    """Whether `path` is a folder the host user cannot look into (what a run left in it cannot be seen)."""
+    return os.path.isdir(path) and not os.access(path, os.R_OK | os.X_OK)
 
 
 def _path_folders(ws: str, path: str | None, writable: set[str], stepped: set[str]) -> list[tuple[str, str | None]]:
@@ -793,7 +822,12 @@ class Guard:
         fresh = [p for p, _ in found if p not in self._held]
         fresh += [p for p, before in self._inodes.items() if before is not None and _inode(p) not in (before, None)]
         # one line per new place, not one per file in it: a new repository is its .git
-        return [p for p in fresh if not any(p != q and is_within(p, q) for q in fresh)]
+        fresh = [p for p in fresh if not any(p != q and is_within(p, q) for q in fresh)]
+        # a folder the run made unreadable (mode 0111) hides what it left below it, a repository git still finds
+        return [
+            f"{p} (a folder this user cannot list: what the run left in it cannot be seen)" if _unlisted(p) else p
+            for p in fresh
+        ]
 
     def _load(self) -> dict[str, dict]:
         try:

@@ -908,3 +908,41 @@ def test_the_record_of_held_placeholders_is_found_once_per_start_for_its_check_a
         assert started.guard is not None and len(found) == 1
     finally:
         cleanup(started._run[2], run_dir, started)
+
+
+@pytest.fixture
+def unlistable(monkeypatch):
+    """Makes a folder execute-only (0111), as a run can: a user goes through it but cannot list it. Root lists it
+    regardless, so to root the guard is told it cannot, as the kernel tells a user."""
+    shut: set[str] = set()
+    if os.geteuid() == 0:
+        real = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode, **kw: str(path) not in shut and real(path, mode, **kw))
+
+    def make(folder):
+        folder.chmod(0o111)
+        shut.add(str(folder))
+
+    yield make
+    for folder in shut:
+        os.chmod(folder, 0o755)
+
+
+def test_a_folder_the_host_user_cannot_list_at_the_start_is_held_whole(ws, unlistable):
+    (ws / "hid/repo/.git").mkdir(parents=True)
+    unlistable(ws / "hid")
+    assert (str(ws / "hid"), "directory") in scan(spec(ws))[0]
+
+
+def test_a_folder_the_run_made_unlistable_is_named_after_it_with_why(tmp_path, ws, unlistable):
+    guard = Guard(spec(ws), [], str(tmp_path / "run"))
+    (ws / "hid/repo/.git").mkdir(parents=True)  # what the run left below it, which git on the host still finds
+    unlistable(ws / "hid")
+    assert guard.newcomers() == [f"{ws}/hid (a folder this user cannot list: what the run left in it cannot be seen)"]
+    guard.release()
+
+
+def test_a_workspace_the_host_user_cannot_list_refuses_the_run(ws, unlistable):
+    unlistable(ws)
+    with pytest.raises(SandboxError, match=r"cannot be listed by this user \(host_executed, sandbox layer\)"):
+        scan(spec(ws))
