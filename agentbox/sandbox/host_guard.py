@@ -622,7 +622,8 @@ def _unlisted(path: str) -> bool:
 def _path_folders(ws: str, path: str | None, writable: set[str], stepped: set[str]) -> list[tuple[str, str | None]]:
     """The folders of the launcher's PATH that lie in the workspace, where a shell finds them (each link followed as
     met, one in the workspace refused), each with the kind of what is there: a program the run left there would run
-    on the host in place of the one the user meant (`git`, `ls`) at the next command a shell there resolves. An
+    on the host in place of the one the user meant (`git`, `ls`) at the next command a shell there resolves; a
+    virtual environment's bin holds the whole environment, what its python loads (`_environment_of`). An
     absent one (None) is held at its first missing folder, so the run cannot make it; a file where the folder would
     be is held as it is, so the run cannot replace it with the folder. A relative entry (".", an empty one) makes
     every folder such a place, and the workspace root cannot be held in a writable run: both are refused.
@@ -647,10 +648,31 @@ def _path_folders(ws: str, path: str | None, writable: set[str], stepped: set[st
             )
         if _opted_out(os.path.relpath(real, ws), writable):
             continue
+        real = _environment_of(ws, real)
+        if _opted_out(os.path.relpath(real, ws), writable):
+            continue
         first = _first_missing(ws, real)
         if first is not None:
             out.append((first, ("directory" if os.path.isdir(first) else "file") if os.path.lexists(first) else None))
     return out
+
+
+def _environment_of(ws: str, folder: str) -> str:
+    """The virtual environment whose programs folder `folder` is (its parent holds pyvenv.cfg), else `folder`: the
+    environment's python on PATH loads what the environment holds (a .pth file in site-packages runs at every
+    start, a module at its import), so holding its bin alone would let the run plant code the host's next
+    `python3` runs. An environment that is the workspace itself cannot be held whole: the run is refused."""
+    parent = os.path.dirname(folder)
+    if parent == folder or not os.path.lexists(os.path.join(parent, "pyvenv.cfg")):
+        return folder
+    if parent == ws:
+        raise SandboxError(
+            f"PATH holds {folder}, the programs of the virtual environment that is the workspace {ws} itself "
+            "(host_executed, sandbox layer): its python runs what the run may write anywhere in the environment "
+            "(a .pth file, a module), and a writable workspace cannot be held whole; remove it from PATH, or set "
+            "host_executed: writable"
+        )
+    return parent
 
 
 def _enclosing_repository(ws: str) -> tuple[str, str] | None:

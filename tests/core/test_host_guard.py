@@ -946,3 +946,39 @@ def test_a_workspace_the_host_user_cannot_list_refuses_the_run(ws, unlistable):
     unlistable(ws)
     with pytest.raises(SandboxError, match=r"cannot be listed by this user \(host_executed, sandbox layer\)"):
         scan(spec(ws))
+
+
+def venv(ws):
+    """A virtual environment's shape, as `python3 -m venv .venv` leaves it."""
+    (ws / ".venv/bin").mkdir(parents=True)
+    (ws / ".venv/lib/python3.11/site-packages").mkdir(parents=True)
+    (ws / ".venv/pyvenv.cfg").write_text("home = /usr/bin\n")
+    return ws / ".venv"
+
+
+def test_an_activated_virtual_environment_on_path_is_held_whole_with_what_its_python_loads(ws):
+    found, _ = scan({**spec(ws), "path": f"{venv(ws)}/bin:/usr/bin"})
+    assert (str(ws / ".venv"), "directory") in found  # its site-packages, where a .pth runs at every python start
+
+
+def test_a_virtual_environment_or_its_bin_freed_by_name_stays_writable(ws):
+    venv(ws)
+    for freed in (".venv", ".venv/bin"):
+        found, _ = scan({**spec(ws, writable=[freed]), "path": f"{ws}/.venv/bin"})
+        assert not any(p.startswith(str(ws / ".venv")) for p, _ in found)
+
+
+def test_path_holding_the_bin_of_a_workspace_that_is_a_virtual_environment_refuses_the_run(ws):
+    (ws / "bin").mkdir()
+    (ws / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    with pytest.raises(SandboxError, match=r"virtual environment that is the workspace .* \(host_executed, sandbox"):
+        scan({**spec(ws), "path": f"{ws}/bin"})
+
+
+@needs_bwrap
+def test_a_run_cannot_plant_a_pth_file_the_hosts_next_python_of_the_activated_environment_would_run(tmp_path, env, ws):
+    site = venv(ws) / "lib/python3.11/site-packages"
+    done = sandbox_run(
+        {**env, "PATH": f"{ws}/.venv/bin:{env['PATH']}"}, profile(tmp_path), ws, f"echo 'import os' > {site}/x.pth"
+    )
+    assert "Read-only file system" in done.stderr and not (site / "x.pth").exists()
