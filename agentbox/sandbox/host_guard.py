@@ -410,7 +410,9 @@ def _git_list(args: list[str], env: dict[str, str], what: str, cwd: str | None =
         ) from None
     if done.returncode != 0:
         return []
-    parts = done.stdout.decode(errors="replace").split("\0")
+    # as the file system names them: a byte that is no UTF-8 (a hooks path in latin-1) stays that byte, where a
+    # replacement character would make the guard hold a name git never uses
+    parts = os.fsdecode(done.stdout).split("\0")
     out = []
     for origin, item in zip(parts[0::2], parts[1::2]):
         key, _, value = item.partition("\n")
@@ -430,12 +432,13 @@ def _plain_git_config(config: str) -> list[tuple[str, str, str]]:
 
 
 def _lines(path: str) -> list[str]:
-    """The lines of a regular text file, none when it is not one or cannot be read."""
+    """The lines of a regular text file, none when it is not one or cannot be read; decoded as the file system
+    decodes a name (a path it holds with a byte that is no UTF-8 names the file git and the kernel find)."""
     if not _regular(path):
         return []
     try:
-        with open(path, errors="replace") as f:
-            return f.read().splitlines()
+        with open(path, "rb") as f:
+            return os.fsdecode(f.read()).splitlines()
     except OSError:
         return []
 

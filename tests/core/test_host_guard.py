@@ -982,3 +982,19 @@ def test_a_run_cannot_plant_a_pth_file_the_hosts_next_python_of_the_activated_en
         {**env, "PATH": f"{ws}/.venv/bin:{env['PATH']}"}, profile(tmp_path), ws, f"echo 'import os' > {site}/x.pth"
     )
     assert "Read-only file system" in done.stderr and not (site / "x.pth").exists()
+
+
+def test_a_hooks_path_whose_name_is_no_utf8_is_held_under_the_name_git_runs_hooks_from(ws):
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    with open(ws / ".git/config", "ab") as f:
+        f.write(b"[core]\n\thooksPath = hooks-\xe9\n")  # latin-1 "hooks-é", as a user's config may hold it
+    hooks = os.path.join(os.fsencode(ws), b"hooks-\xe9")
+    _, absent = scan(spec(ws))
+    assert (os.fsdecode(hooks), "directory", "") in absent  # the placeholder bwrap makes is where git looks
+
+
+def test_a_git_file_whose_gitdir_is_no_utf8_holds_the_repository_it_names(ws):
+    os.makedirs(os.path.join(os.fsencode(ws), b"store-\xe9/repo.git"))
+    (ws / ".git").write_bytes(b"gitdir: store-\xe9/repo.git\n")
+    existing = dict(scan(spec(ws))[0])
+    assert existing.get(os.fsdecode(os.path.join(os.fsencode(ws), b"store-\xe9/repo.git"))) == "directory"
