@@ -141,6 +141,9 @@ def _check(request: SandboxRequest) -> None:
     ws, home = request.workspace, request.home
     if not os.path.isabs(ws):
         raise SandboxError(f"workspace {ws} must be an absolute path")
+    # judged where the kernel leads them, not by their spelling: bubblewrap mounts at the real folder, and a HOME
+    # spelled `//home/u` or reached through a link is the same home to it (pathlib and is_within keep `//` apart)
+    ws, home = os.path.realpath(ws), os.path.realpath(home)
     if ws == "/":
         raise SandboxError("workspace / would expose the whole host file system")
     if is_within(ws, "/tmp/agentbox"):
@@ -151,7 +154,11 @@ def _check(request: SandboxRequest) -> None:
             "relay sockets and config): use a folder of its own, such as /tmp/project"
         )
     if request.requirements.host_home == "hidden" and is_within(home, ws):
-        raise SandboxError(f"workspace {ws} contains the host home {home}, which host_home: hidden must hide")
+        spelled = "" if home == request.home else f" (HOME is {request.home})"
+        raise SandboxError(
+            f"workspace {ws} contains the host home {home}{spelled}, which host_home: hidden must hide (sandbox "
+            "layer): the workspace's bind would uncover it; choose a workspace that does not hold the home"
+        )
     for path in (*request.ro_binds, *request.rw_binds):
         if not os.path.isabs(path):
             raise SandboxError(f"bind path {path} must be absolute")
@@ -189,10 +196,12 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
 
     if req.host_home == "hidden":
         argv.extend(["--tmpfs", request.home])
-    elif is_within(request.home, "/tmp"):
+    elif is_within(os.path.realpath(request.home), "/tmp"):
         bind("ro-bind", request.home, request.home)  # a visible home must survive the private /tmp
+    # bound back where a hidden folder covers it by its spelling or by where it leads (either hides it)
+    hidden = {x for h in hidden_paths(request) for x in (h, os.path.realpath(h))}
     for path in request.ro_binds:
-        if any(is_within(path, h) for h in hidden_paths(request)):
+        if any(is_within(p, h) for p in (path, os.path.realpath(path)) for h in hidden):
             bind("ro-bind", path, path)
     for path in request.rw_binds:
         bind("bind", path, path)

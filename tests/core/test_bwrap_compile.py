@@ -78,6 +78,16 @@ def test_a_workspace_that_contains_the_hidden_home_is_refused():
         compile_bwrap(request(workspace="/home"))
 
 
+@pytest.mark.parametrize("spelling", ["/{ws}/home", "{link}/home", "{ws}/x/../home"])
+def test_a_workspace_that_contains_the_hidden_home_is_refused_however_home_is_spelled(tmp_path, spelling):
+    ws = tmp_path / "ws"
+    (ws / "home").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(ws)
+    home = spelling.format(ws=ws, link=tmp_path / "link")  # `//tmp/...` is /tmp/... to the kernel
+    with pytest.raises(SandboxError, match=f"contains the host home {ws}/home .HOME is"):
+        compile_bwrap(request(workspace=str(ws), home=home))
+
+
 def test_the_root_as_workspace_is_refused():
     with pytest.raises(SandboxError):
         compile_bwrap(request(workspace="/"))
