@@ -103,7 +103,7 @@ def _compile(args):
         args.cwd,
         harness_version=args.harness_version,
         probe=probe,
-        **for_profile(loaded.profile).compile_args(),
+        **for_profile(loaded.profile, workspace=args.cwd).compile_args(),
     )
     check = getattr(args, "probe_check", None)
     if check is not None and not loaded.profile.permission_intent.mcp.tools:

@@ -4,7 +4,8 @@ Some harnesses can hide an MCP tool only by naming it in a deny rule, so a tool-
 needs the server's full tool list. The server is started locked down by the sandbox backend
 (`SandboxBackend.locked_down_command`: host read-only, private /tmp and /run, the home hidden when the profile
 hides it and AGENTBOX_HOME always, no network, no capability, and the run's seccomp denylist with new unix
-sockets refused) so that asking it for its tools can neither change anything nor learn what the run may not:
+sockets refused, the project hidden where the run has no workspace) so that asking it for its tools can neither
+change anything nor learn what the run may not:
 the server's command may be a file a run could have rewritten, it runs on the host here, before any run, and
 its tool names come back into the run's config. Without the backend installed it is not started at all.
 """
@@ -24,10 +25,11 @@ __all__ = ["list_tools", "inventory", "for_profile", "Inventory"]
 
 
 def _locked_down(
-    name: str, server: McpServer, home: str | None = None, backend: str = DEFAULT_BACKEND
+    name: str, server: McpServer, home: str | None = None, backend: str = DEFAULT_BACKEND, hide: tuple[str, ...] = ()
 ) -> LockedDownCommand:
     """The server's command as the sandbox backend starts it locked down. `home`: the home to hide (the run's,
-    when its profile hides it), None to leave it in view."""
+    when its profile hides it), None to leave it in view; `hide`: what else the run does not see (its project,
+    under workspace: none)."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
     return get_backend(backend).locked_down_command(
         server.command,
@@ -36,27 +38,35 @@ def _locked_down(
         home,
         # the server's own install, when it lies in a hidden folder, as the run's sandbox binds it
         lambda hidden: server_binds(name, server, hidden),
+        hide,
     )
 
 
 def list_tools(
-    name: str, server: McpServer, timeout: float = 30.0, home: str | None = None, backend: str = DEFAULT_BACKEND
+    name: str,
+    server: McpServer,
+    timeout: float = 30.0,
+    home: str | None = None,
+    backend: str = DEFAULT_BACKEND,
+    hide: tuple[str, ...] = (),
 ) -> tuple[str, ...]:
     # The server's own stderr is the process's real one: a caller capturing sys.stderr (a StringIO, which has no
     # file descriptor) must not make asking the server fail. Swapped before the import too: the MCP client
     # binds sys.stderr as its default when first imported.
     shown, sys.stderr = sys.stderr, sys.__stderr__
     try:
-        return _ask(name, server, timeout, home, backend)
+        return _ask(name, server, timeout, home, backend, hide)
     finally:
         sys.stderr = shown
 
 
-def _ask(name: str, server: McpServer, timeout: float, home: str | None, backend: str) -> tuple[str, ...]:
+def _ask(
+    name: str, server: McpServer, timeout: float, home: str | None, backend: str, hide: tuple[str, ...]
+) -> tuple[str, ...]:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    locked = _locked_down(name, server, home, backend)
+    locked = _locked_down(name, server, home, backend, hide)
     params = StdioServerParameters(command=locked.argv[0], args=list(locked.argv[1:]), env=locked.env)
 
     async def main() -> tuple[str, ...]:
@@ -101,6 +111,7 @@ def inventory(
     timeout: float = 30.0,
     home: str | None = None,
     backend: str = DEFAULT_BACKEND,
+    hide: tuple[str, ...] = (),
 ) -> Inventory:
     """Tool lists of the named servers, each asked inside the sandbox backend named `backend`; a server that cannot
     be asked is named with the reason (compile then reports the allowlist partial and says why)."""
@@ -109,7 +120,7 @@ def inventory(
         problem = _missing(servers[name])
         if problem is None:
             try:
-                out.tools[name] = list_tools(name, servers[name], timeout, home, backend)
+                out.tools[name] = list_tools(name, servers[name], timeout, home, backend, hide)
                 continue
             except Exception as exc:  # noqa: BLE001 - any failure means "inventory unknown", with its reason
                 problem = _why(exc)
@@ -117,11 +128,16 @@ def inventory(
     return out
 
 
-def for_profile(profile, home: str | None = None, backend: str = DEFAULT_BACKEND) -> Inventory:
+def for_profile(
+    profile, home: str | None = None, backend: str = DEFAULT_BACKEND, workspace: str | None = None
+) -> Inventory:
     """The inventory a compile of `profile` needs: only tool allowlists need one (asked afresh every time).
-    `home`: the run's home (default $HOME), hidden from the servers when the profile hides it."""
+    `home`: the run's home (default $HOME), hidden from the servers when the profile hides it; `workspace`: the
+    run's project (default the current folder), hidden from them when the profile gives the run none: what a
+    server reads it may hand back as a tool name, into the run's config."""
     intent = profile.permission_intent
     if not intent.mcp.tools:
         return Inventory()
     home = (home or os.environ.get("HOME") or "/root") if intent.host_home.access == "hidden" else None
-    return inventory(profile.mcp_servers, intent.mcp.servers, home=home, backend=backend)
+    hide = (workspace or os.getcwd(),) if intent.workspace.access == "none" else ()
+    return inventory(profile.mcp_servers, intent.mcp.servers, home=home, backend=backend, hide=hide)

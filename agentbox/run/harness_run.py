@@ -144,7 +144,7 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
     `HarnessCommand` to add variables and read-only binds (e.g. an ACP adapter's install folder).
     """
     adapter = get_adapter(req.loaded.profile.harness)
-    asked = for_profile(req.loaded.profile, home=req.home).compile_args()
+    asked = for_profile(req.loaded.profile, home=req.home, workspace=req.workspace).compile_args()
     if req.layer == "harness":
         with _alone(req, adapter, asked, command) as run:
             yield run

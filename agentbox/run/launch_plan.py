@@ -148,7 +148,9 @@ def build(
     from agentbox.compile.mcp_inventory import for_profile
 
     # a tool allowlist is exact only with each server's tool list, asked (locked down) before the gate decides
-    plan = compile_plan(loaded, cwd, probe=probe, ro_binds=ro_binds, **for_profile(loaded.profile).compile_args())
+    plan = compile_plan(
+        loaded, cwd, probe=probe, ro_binds=ro_binds, **for_profile(loaded.profile, workspace=cwd).compile_args()
+    )
     unknown = unknown_accepted(plan.items, accept_unverified)
     if unknown:
         names = ", ".join(f"{i.item} ({i.capability})" for i in plan.items)

@@ -118,13 +118,15 @@ class SandboxBackend(Protocol):
         env: Mapping[str, str],
         home: str | None = None,
         bind_back: Callable[[tuple[str, ...]], Iterable[str]] | None = None,
+        hide: Sequence[str] = (),
     ) -> LockedDownCommand:
         """`command args` wrapped to start on the host, outside any run, where it can change nothing and learn no
         more than a run could: host read-only, no network, no capability, the run's system-call denylist with new
         unix sockets refused, AGENTBOX_HOME hidden, and `home` hidden unless None. `env`: what the command is to
         see of the environment; `bind_back`: given the folders hidden, those below them the command needs in order
-        to start (its install), bound back read-only. A SandboxError when the backend is not installed: the command
-        is then never started."""
+        to start (its install), bound back read-only; `hide`: folders hidden besides, with nothing below them bound
+        back (the project, where the run has no workspace). A SandboxError when the backend is not installed: the
+        command is then never started."""
         ...
 
 

@@ -517,12 +517,14 @@ def locked_down_command(
     env: Mapping[str, str],
     home: str | None = None,
     bind_back: Callable[[tuple[str, ...]], Iterable[str]] | None = None,
+    hide: Sequence[str] = (),
 ) -> LockedDownCommand:
     """`command args` in a locked-down bubblewrap (host read-only, /proc read-only, private /tmp and /run, `home`
     hidden unless None and AGENTBOX_HOME always, no network, its own user namespace with no capability, and the
     run's seccomp denylist with new unix sockets refused), for a command started on the host outside any run (an
     MCP server asked for its tools): it may be a file a run could have rewritten, and what it answers may come
-    back into a run's config. `bind_back`: given the hidden folders, those below them it needs (its install)."""
+    back into a run's config. `bind_back`: given the hidden folders, those below them it needs (its install);
+    `hide`: folders hidden besides, nothing below them bound back (the project of a run without a workspace)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxError(
@@ -550,18 +552,22 @@ def locked_down_command(
     # What the server reads here it may hand back in its tool names, which the compile writes into the run's
     # config: so it sees no more than the run will, the home hidden when the profile hides it, and never
     # AGENTBOX_HOME (every profile's kept answers).
-    hidden = ("/tmp", *((os.path.abspath(home),) if home and os.path.abspath(home) != "/" else ()))
+    # Judged where they lead, not by their spelling (`//home/u`, a link), as bubblewrap mounts them.
+    hidden = ("/tmp", *((os.path.realpath(home),) if home and os.path.realpath(home) != "/" else ()))
+    # The project, where the run has no workspace (its tmpfs): nothing below it is bound back, as the run binds
+    # nothing back there either (a `python -m` server's sys.path holds the current folder).
+    project = tuple(r for r in dict.fromkeys(map(os.path.realpath, hide)) if r != "/")
+    covered = (*hidden, *project)
+
+    def back(path: str) -> bool:
+        real = os.path.realpath(path)
+        return any(is_within(real, h) for h in hidden) and real not in covered and not _below(real, project)
+
     # A server started from this interpreter (`python -m ...`) must still find its packages when they
     # live under a hidden folder (an editable install in a temporary checkout, a PYTHONPATH entry).
-    keep = sorted(
-        {
-            p
-            for p in (*sys.path, _SOURCE_ROOT)
-            if os.path.isdir(p) and any(is_within(p, h) for h in hidden) and p not in hidden
-        }
-    )
+    keep = sorted({p for p in (*sys.path, _SOURCE_ROOT) if os.path.isdir(p) and back(p)})
     # the server's own install, when it lies in a hidden folder, as the run's sandbox binds it
-    keep += [d for d in (bind_back(hidden) if bind_back else ()) if d not in keep]
+    keep += [d for d in (bind_back(hidden) if bind_back else ()) if d not in keep and not _below(d, project)]
     made += [x for d in keep for x in ("--ro-bind", d, d)]
     # the seccomp program is loaded inside, by path (the MCP client cannot hand bwrap a descriptor), from the cache
     # under AGENTBOX_HOME, bound read-only wherever it lies
@@ -579,7 +585,7 @@ def locked_down_command(
         "/proc",
         "--tmpfs",
         "/tmp",
-        *(x for h in hidden[1:] for x in ("--tmpfs", h)),
+        *(x for h in (*hidden[1:], *project) for x in ("--tmpfs", h)),
     ]
     base += hide_state(base, state_home())
     argv = [
@@ -616,6 +622,12 @@ def locked_down_command(
     ]
     # bubblewrap hands its own environment on to the command
     return LockedDownCommand(argv=tuple(argv), env=dict(env))
+
+
+def _below(path: str, folders: Sequence[str]) -> bool:
+    """Whether `path` lies in one of `folders`, by where it leads."""
+    real = os.path.realpath(path)
+    return any(is_within(real, f) for f in folders)
 
 
 class BwrapBackend:
@@ -659,8 +671,9 @@ class BwrapBackend:
         env: Mapping[str, str],
         home: str | None = None,
         bind_back: Callable[[tuple[str, ...]], Iterable[str]] | None = None,
+        hide: Sequence[str] = (),
     ) -> LockedDownCommand:
-        return locked_down_command(command, args, env, home, bind_back)
+        return locked_down_command(command, args, env, home, bind_back, hide)
 
 
 BACKEND = BwrapBackend()

@@ -35,9 +35,9 @@ class Stub:
     def __init__(self, refuse: bool = False):
         self.refuse, self.asked = refuse, []
 
-    def locked_down_command(self, command, args, env, home=None, bind_back=None):
+    def locked_down_command(self, command, args, env, home=None, bind_back=None, hide=()):
         hidden = ("/tmp", *((home,) if home else ()))
-        self.asked.append({"command": command, "args": list(args), "env": dict(env), "home": home})
+        self.asked.append({"command": command, "args": list(args), "env": dict(env), "home": home, "hide": hide})
         self.asked[-1]["bound_back"] = tuple(bind_back(hidden)) if bind_back else ()
         if self.refuse:
             raise SandboxError("the stub backend is not installed")
@@ -92,6 +92,23 @@ def test_a_profile_with_a_tool_allowlist_asks_the_backend_it_is_given_and_hides_
     )
     assert "SandboxError" in for_profile(profile, home=str(tmp_path), backend="stub").problems["s"]
     assert [a["home"] for a in refusing.asked] == [str(tmp_path)]
+
+
+@pytest.mark.parametrize("access", ["none", "read_only"])
+def test_a_profile_without_a_workspace_has_the_project_hidden_from_its_servers_and_one_with_it_not(
+    stub, tmp_path, access
+):
+    asked = stub(refuse=True)
+    profile = Profile.model_validate(
+        {
+            "name": "p",
+            "harness": "claude-code",
+            "mcp_servers": {"s": {"command": "/bin/true"}},
+            "permission_intent": {"workspace": {"access": access}, "mcp": {"servers": ["s"], "tools": {"s": ["a"]}}},
+        }
+    )
+    for_profile(profile, backend="stub", workspace=str(tmp_path))
+    assert [a["hide"] for a in asked.asked] == [(str(tmp_path),) if access == "none" else ()]
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

@@ -73,13 +73,13 @@ def place(tmp_path):
     shutil.rmtree(base, ignore_errors=True)
 
 
-def _ask(place, home=None, **paths):
+def _ask(place, home=None, hide=(), **paths):
     server = McpServer(
         command=sys.executable,
         args=[str(place / "srv" / "reader.py")],
         env={"LOOK": ";".join(f"{k}={v}" for k, v in paths.items())},
     )
-    return set(list_tools("reader", server, home=home))
+    return set(list_tools("reader", server, home=home, hide=hide))
 
 
 def _plant(path: Path) -> Path:
@@ -101,3 +101,33 @@ def test_the_inventory_never_shows_the_server_agentbox_home(place, monkeypatch):
     assert _ask(place, kept=kept) == {"kept_hidden"}
     monkeypatch.setenv("AGENTBOX_HOME", str(place / "elsewhere"))
     assert _ask(place, kept=kept) == {"kept_read"}  # the control: the same file, not Agent-Box's state now
+
+
+def test_the_inventory_hides_the_project_from_the_server_when_the_run_has_no_workspace(place, monkeypatch):
+    monkeypatch.setenv("AGENTBOX_HOME", str(place / "state"))
+    secret = _plant(place / "project" / "secret.txt")
+    monkeypatch.chdir(place / "project")  # `python -m` puts the current folder on sys.path: not bound back either
+    monkeypatch.syspath_prepend(str(place / "project"))
+    assert _ask(place, hide=(str(place / "project"),), secret=secret) == {"secret_hidden"}
+    assert _ask(place, secret=secret) == {"secret_read"}  # the control: a run that sees its workspace
+
+
+def test_a_server_asked_for_a_profile_without_a_workspace_reads_nothing_of_the_project(place, monkeypatch):
+    from agentbox.compile.mcp_inventory import for_profile
+    from agentbox.core.profile import Profile
+
+    monkeypatch.setenv("AGENTBOX_HOME", str(place / "state"))
+    secret = _plant(place / "project" / "secret.txt")
+    reader = {"command": sys.executable, "args": [str(place / "srv" / "reader.py")], "env": {"LOOK": f"s={secret}"}}
+    profile = Profile.model_validate(
+        {
+            "name": "p",
+            "harness": "claude-code",
+            "mcp_servers": {"reader": reader},
+            "permission_intent": {
+                "workspace": {"access": "none"},
+                "mcp": {"servers": ["reader"], "tools": {"reader": ["s_read"]}},
+            },
+        }
+    )
+    assert for_profile(profile, workspace=str(place / "project")).tools == {"reader": ("s_hidden",)}
