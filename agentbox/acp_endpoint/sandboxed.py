@@ -77,7 +77,7 @@ class SandboxedRun:
                 env=self.env,
                 cwd=self.cwd,
                 start_new_session=True,
-                pass_fds=(fd,) if fd is not None else (),
+                pass_fds=(*((fd,) if fd is not None else ()), *self.started.guard_fds),
             )
         finally:
             if fd is not None:
@@ -111,7 +111,7 @@ class SandboxedRun:
                 cwd=self.cwd,
                 start_new_session=True,
                 limit=STDIO_LIMIT,
-                pass_fds=(fd,) if fd is not None else (),
+                pass_fds=(*((fd,) if fd is not None else ()), *self.started.guard_fds),
             )
         finally:
             if fd is not None:

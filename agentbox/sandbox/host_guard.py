@@ -16,6 +16,7 @@ A link at such a path is refused: the link itself could be replaced.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -767,24 +768,93 @@ def guard_args(
             pins.add(parent)
             parent = os.path.dirname(parent)
     out: list[str] = []
-    for pin in sorted(pins, key=len):
-        if free(pin):
-            out += ["--bind", pin, pin]
-    for path in existing:
-        out += ["--ro-bind", path, path]
-    made: list[tuple[str, str]] = []
-    folder = os.path.join(run_dir, "guard")
-    for i, (path, kind, text) in enumerate(absent):
-        source = os.path.join(folder, "empty" if kind == "directory" else f"file-{i}")
-        if kind == "directory":
-            os.makedirs(source, exist_ok=True)
-        else:
-            os.makedirs(folder, exist_ok=True)
-            with open(source, "w") as f:
-                f.write(text)
-        out += ["--ro-bind", source, path]
-        made.append((path, kind))
+    # each bound by a descriptor opened now, one name at a time without following a link, never by its name: bwrap
+    # resolves a name when it mounts, and a concurrent run of the workspace may have swapped a folder on the way for
+    # a link by then, which would bind what the link leads to, outside the workspace, read-write (redteam F4). The
+    # pins go first, shortest first, so each later mount's destination lies under a folder bound already. Not
+    # closed by this alone: bwrap mounts a descriptor by the name it has, then compares the inode at the destination,
+    # so a relative link swapped in and back meanwhile can still land a pin on where it leads (left to a check of
+    # the run's mount table).
+    kinds = dict(found)
+    opened: dict[str, int] = {}
+    try:
+        for pin in sorted(pins, key=len):
+            if free(pin):
+                out += ["--bind-fd", str(_held_fd(pin, "directory", opened)), pin]
+        for path in existing:
+            out += ["--ro-bind-fd", str(_held_fd(path, kinds.get(path, "file"), opened)), path]
+        made: list[tuple[str, str]] = []
+        folder = os.path.join(run_dir, "guard")  # the run's own private folder: bound by name
+        for i, (path, kind, text) in enumerate(absent):
+            source = os.path.join(folder, "empty" if kind == "directory" else f"file-{i}")
+            if kind == "directory":
+                os.makedirs(source, exist_ok=True)
+            else:
+                os.makedirs(folder, exist_ok=True)
+                with open(source, "w") as f:
+                    f.write(text)
+            out += ["--ro-bind", source, path]
+            made.append((path, kind))
+    except BaseException:
+        for fd in bound_fds(out):
+            os.close(fd)
+        raise
+    finally:
+        for fd in opened.values():
+            os.close(fd)
     return out, made
+
+
+BY_FD = ("--bind-fd", "--ro-bind-fd")  # bwrap's binds of what a descriptor holds (bubblewrap 0.8)
+
+
+def bound_fds(args: list[str]) -> list[int]:
+    """The descriptors `guard_args` bound (bwrap must inherit them; the caller closes them once it is done)."""
+    return [int(args[i + 1]) for i, a in enumerate(args[:-1]) if a in BY_FD]
+
+
+def _held_fd(path: str, kind: str, opened: dict[str, int]) -> int:
+    """A descriptor of its own (bwrap closes each one it mounts) for what stands at `path` now: opened O_PATH from
+    the root one name at a time, never through a link (the guard's paths are real paths, where the scan found no
+    link on the way), and of the `kind` the scan found. `opened` keeps the folders on the way, so a pin and what
+    lies under it are opened through one another. Anything else (a link, a folder gone, a folder that became a
+    file) changed since the scan: the run is refused."""
+    try:
+        fd = _walk(path, opened)
+        info = os.fstat(fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            what = "a folder on the way is a link or no folder now"
+        else:
+            what = "it is gone" if exc.errno == errno.ENOENT else str(exc)
+        raise _changed(path, what) from None
+    if stat.S_ISLNK(info.st_mode):
+        raise _changed(path, "it is a symbolic link now")
+    if stat.S_ISDIR(info.st_mode) != (kind == "directory"):
+        raise _changed(path, "it is no folder now" if kind == "directory" else "it is a folder now")
+    return os.dup(fd)
+
+
+def _walk(path: str, opened: dict[str, int]) -> int:
+    """An O_PATH descriptor of `path`, each name opened in the folder opened before it, none followed if a link."""
+    if path in opened:
+        return opened[path]
+    parent = os.path.dirname(path)
+    if parent == path:  # the root
+        fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    else:
+        fd = os.open(os.path.basename(path), os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=_walk(parent, opened))
+    opened[path] = fd
+    return fd
+
+
+def _changed(path: str, what: str) -> SandboxError:
+    return SandboxError(
+        f"host-executed path {path} changed between the scan of the workspace and its hold ({what}) (sandbox "
+        "layer): another process, a concurrent run of this workspace perhaps, is changing it, and binding what now "
+        "stands there could reach outside the workspace; the run is refused: start it again once nothing else "
+        "changes the workspace"
+    )
 
 
 class Guard:
@@ -809,6 +879,7 @@ class Guard:
         self._lock = os.path.join(folder, "placeholders.lock")
         self._id = f"{os.getpid()}-{os.urandom(6).hex()}"
         self._fd: int | None = os.open(_alive(folder, self._id), _OPEN | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        self.fds: list[int] = []  # what `args` binds by descriptor: bwrap inherits them, `close_fds` closes them
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX)  # held while the run lasts
             scanned = scan(spec)  # outside the lock: the runs of other workspaces need not wait for it
@@ -816,23 +887,32 @@ class Guard:
                 record = _living(folder, self._load())
                 registered = {p for p in record if is_within(p, spec["workspace"])}
                 self.args, made = guard_args(spec, argv, run_dir, registered, scanned)
+                self.fds = bound_fds(self.args)
                 for placeholder, kind in made:
                     entry = record.setdefault(placeholder, {"kind": kind, "holders": []})
                     entry["holders"].append(self._id)
                 self._save(record)
         except BaseException:
+            self.close_fds()
             self._end()
             raise
         self._spec = spec
         # what this run held, by the path it held it at, and what the start found (a path the plan mounts over, the
         # profile's masks and the hidden .agentbox among them): anything the end's scan finds besides came during
         # the run
-        self._held = {self.args[i + 2] for i, a in enumerate(self.args) if a in ("--ro-bind", "--bind")}
+        self._held = {self.args[i + 2] for i, a in enumerate(self.args) if a in ("--ro-bind", *BY_FD)}
         self._held |= {p for p, _ in scanned[0]} | {a[0] for a in scanned[1]}
         # what each held path was at the start: one replaced on the host meanwhile (a concurrent run that does not
         # hold it, the user's own git checkout) takes its read-only mount away inside this run, which may then
         # write the new one
         self._inodes = {p: _inode(p) for p, kind in scanned[0] if kind == "file"}  # a folder's ctime moves with use
+
+    def close_fds(self) -> None:
+        """Close the descriptors `args` binds (bwrap has its own copies, and closes each once it is mounted); a
+        sandbox started from `args` afterwards fails to start."""
+        fds, self.fds = self.fds, []
+        for fd in fds:
+            os.close(fd)
 
     def newcomers(self) -> list[str]:
         """The host-executed paths the workspace holds now that it did not hold when the run started, where
@@ -871,6 +951,7 @@ class Guard:
     def release(self) -> list[str]:
         """End this run's hold; remove the placeholders no living run holds any more (only while they are still
         empty: a host program that wrote one keeps what it wrote). Returns what was left."""
+        self.close_fds()
         if self._fd is None:
             return []
         try:

@@ -294,14 +294,23 @@ class Started:
         guard, self.guard = self.guard, None
         if guard is None:
             return [], []
+        guard.close_fds()
         return guard.release(), guard.newcomers()
 
     @property
+    def guard_fds(self) -> tuple[int, ...]:
+        """What the guard's options bind by descriptor: every sandbox started from `argv` inherits them (bwrap
+        closes its own copies before the command starts); open until `close`, as an ACP session starts more than
+        one sandbox from `argv`."""
+        return tuple(self.guard.fds) if self.guard else ()
+
+    @property
     def pass_fds(self) -> tuple[int, ...]:
-        return () if self.fd is None else (self.fd,)
+        return (() if self.fd is None else (self.fd,)) + self.guard_fds
 
     def close(self) -> None:
-        """Stop the proxy (it logs every open connection first) and release the filter's descriptor."""
+        """Stop the proxy (it logs every open connection first) and release the filter's and the guard's
+        descriptors."""
         if self._bound is not None:  # bound, never served
             self._bound.close()
             self._bound = None
@@ -310,6 +319,8 @@ class Started:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+        if self.guard is not None:
+            self.guard.close_fds()
 
 
 def end_run_if_proxy_dies(proxy, run_id: str, notes: list[str]) -> None:

@@ -27,6 +27,8 @@ _ARITY = {
     "--bind-try": 2,
     "--dev-bind": 2,
     "--dev-bind-try": 2,
+    "--bind-fd": 2,
+    "--ro-bind-fd": 2,
     "--symlink": 2,
     "--setenv": 2,
     "--chmod": 2,
@@ -54,6 +56,8 @@ _KIND = {
     "--bind-try": "bind",
     "--dev-bind": "bind",
     "--dev-bind-try": "bind",
+    "--bind-fd": "bind",
+    "--ro-bind-fd": "ro-bind",
     "--tmpfs": "private",
     "--proc": "private",
     "--dev": "private",
@@ -81,6 +85,10 @@ def mounts_of(argv: Iterable[str]) -> tuple[Mount, ...]:
         kind = _KIND.get(a)
         if kind == "private":
             out.append(Mount(kind, None, args[i + 1]))
+        elif kind is not None and a.endswith(
+            "-fd"
+        ):  # a descriptor the host guard opened at the target itself: the host's as it is
+            out.append(Mount(kind, args[i + 2], args[i + 2]))
         elif kind is not None:
             out.append(Mount(kind, args[i + 1], args[i + 2]))
         i += 1 + n

@@ -39,6 +39,17 @@ def spec(ws, home="/nonexistent", writable=()):
     return {"workspace": str(ws), "home": home, "writable": list(writable), **_host_executed_names()}
 
 
+def _binds(args: list[str]) -> list[tuple[str, str]]:
+    """(option, target) of each bind a guard's options make, in order."""
+    return [(a, args[i + 2]) for i, a in enumerate(args) if a in ("--bind", "--ro-bind", "--bind-fd", "--ro-bind-fd")]
+
+
+def _close(args: list[str]) -> None:
+    """Close what `guard_args` opened for its binds by descriptor (a Guard closes its own)."""
+    for fd in _fds(args):
+        os.close(fd)
+
+
 @needs_bwrap
 def test_a_run_cannot_write_a_git_hook_an_editor_task_or_rename_a_nested_repository_away(tmp_path, env, ws):
     (ws / ".git" / "hooks").mkdir(parents=True)
@@ -188,8 +199,12 @@ def test_core_hooks_path_elsewhere_in_the_workspace_is_held_too(tmp_path, ws):
 def test_a_folder_above_a_nested_one_is_pinned_before_the_nested_one_is_bound(tmp_path, ws):
     (ws / "a/b/.vscode").mkdir(parents=True)
     args, _ = guard_args(spec(ws), [], str(tmp_path / "run"))
-    assert args[:6] == ["--bind", str(ws / "a"), str(ws / "a"), "--bind", str(ws / "a/b"), str(ws / "a/b")]
-    assert ["--ro-bind", str(ws / "a/b/.vscode"), str(ws / "a/b/.vscode")] == args[6:9]
+    _close(args)
+    assert _binds(args)[:3] == [
+        ("--bind-fd", str(ws / "a")),
+        ("--bind-fd", str(ws / "a/b")),
+        ("--ro-bind-fd", str(ws / "a/b/.vscode")),
+    ]
 
 
 def test_what_the_plan_mounts_over_after_the_workspace_is_left_to_it_and_what_it_mounted_before_is_not(tmp_path, ws):
@@ -207,8 +222,9 @@ def test_what_the_plan_mounts_over_after_the_workspace_is_left_to_it_and_what_it
         str(ws / ".agentbox"),
     ]
     args, made = guard_args(spec(ws), argv, str(tmp_path / "run"))
+    _close(args)
     assert str(ws / ".agentbox") not in args and str(ws / ".agentbox") not in dict(made)
-    assert f"--ro-bind {ws / '.vscode'} {ws / '.vscode'}" in " ".join(args)  # the workspace's bind covered the first
+    assert ("--ro-bind-fd", str(ws / ".vscode")) in _binds(args)  # the workspace's bind covered the first
 
 
 def test_a_link_on_the_way_to_what_a_config_points_at_is_refused(tmp_path, ws):
@@ -356,7 +372,7 @@ def test_a_placeholder_of_a_nested_workspace_stays_while_the_run_around_it_holds
     first = Guard(spec(inner), [], str(tmp_path / "run1"))
     (inner / ".envrc").touch()  # the inner run's placeholder, as bwrap makes it on the host
     second = Guard(spec(ws), [], str(tmp_path / "run2"))  # finds it as a host-executed file of its own workspace
-    assert str(inner / ".envrc") in [second.args[i + 2] for i, a in enumerate(second.args) if a == "--ro-bind"]
+    assert ("--ro-bind", str(inner / ".envrc")) in _binds(second.args)  # a placeholder: bound from the run folder
     assert first.release() == [] and (inner / ".envrc").exists()  # the outer run still holds it read-only
     assert second.release() == [] and not (inner / ".envrc").exists()
 
@@ -382,9 +398,9 @@ def test_the_end_of_a_run_removes_no_placeholder_through_a_folder_that_became_a_
 def test_a_path_folder_held_below_the_root_has_its_parents_pinned_so_no_rename_carries_it_away(tmp_path, ws):
     (ws / "tools").mkdir()
     args, made = guard_args({**spec(ws), "path": f"{ws}/tools/bin:/usr/bin"}, [], str(tmp_path / "run"))
+    _close(args)
     assert (str(ws / "tools" / "bin"), "directory") in made
-    at = args.index(str(ws / "tools"))
-    assert args[at - 1 : at + 2] == ["--bind", str(ws / "tools"), str(ws / "tools")]
+    assert ("--bind-fd", str(ws / "tools")) in _binds(args)
 
 
 def test_the_hold_is_recorded_where_no_run_can_reach_it_whatever_agentbox_home_says(tmp_path):
@@ -998,3 +1014,96 @@ def test_a_git_file_whose_gitdir_is_no_utf8_holds_the_repository_it_names(ws):
     (ws / ".git").write_bytes(b"gitdir: store-\xe9/repo.git\n")
     existing = dict(scan(spec(ws))[0])
     assert existing.get(os.fsdecode(os.path.join(os.fsencode(ws), b"store-\xe9/repo.git"))) == "directory"
+
+
+def _fds(args: list[str]) -> list[int]:
+    """The descriptors a guard's options bind (bwrap must inherit them)."""
+    return [int(args[i + 1]) for i, a in enumerate(args[:-1]) if a in ("--bind-fd", "--ro-bind-fd")]
+
+
+def _bwrap(ws, args: list[str], script: str) -> subprocess.CompletedProcess:
+    """`script` in a bubblewrap sandbox with the workspace bound read-write and the guard's options after it, as a
+    run's argv has them."""
+    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(ws), str(ws), *args]
+    argv += ["--chdir", str(ws), "--", "sh", "-c", script]
+    return subprocess.run(argv, pass_fds=_fds(args), capture_output=True, text=True, timeout=60)
+
+
+def _swap_for_link(folder, target, relative: bool = False) -> None:
+    """What a concurrent run of the workspace does (redteam F4): the folder renamed away, a link in its place."""
+    os.rename(folder, f"{folder}.d")
+    os.symlink(os.path.relpath(target, os.path.dirname(folder)) if relative else target, folder)
+
+
+@needs_bwrap
+def test_a_folder_swapped_for_a_link_between_the_scan_and_the_hold_refuses_the_run_and_nothing_lands_outside(
+    tmp_path, ws, monkeypatch
+):
+    from agentbox.sandbox import host_guard
+
+    victim = tmp_path / "victim"  # another project of the user, outside the workspace
+    (victim / ".git").mkdir(parents=True)
+    (ws / "sub" / ".git").mkdir(parents=True)
+    real = host_guard.scan
+
+    def scan_then_swap(spec):
+        found = real(spec)
+        _swap_for_link(ws / "sub", victim, relative=True)  # sub/ was a folder holding .git when scanned
+        return found
+
+    monkeypatch.setattr(host_guard, "scan", scan_then_swap)
+    try:
+        guard = Guard(spec(ws), ["bwrap", "--bind", str(ws), str(ws)], str(tmp_path / "run"))
+    except SandboxError as exc:
+        assert f"{ws / 'sub'} changed between the scan" in str(exc)
+    else:  # the run started: what it writes in sub/ must not land where the link leads
+        try:
+            _bwrap(ws, guard.args, "echo x > sub/PWNED")
+        finally:
+            guard.release()
+    assert not (victim / "PWNED").exists()
+    assert os.listdir(victim) == [".git"] and os.listdir(ws / "sub.d") == [".git"]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("relative", [False, True])
+def test_a_folder_swapped_for_a_link_after_its_hold_is_opened_is_mounted_nowhere_and_the_run_ends(
+    tmp_path, ws, relative
+):
+    victim = tmp_path / "victim"
+    (victim / ".git").mkdir(parents=True)
+    (ws / "sub" / ".git").mkdir(parents=True)
+    guard = Guard(spec(ws), ["bwrap", "--bind", str(ws), str(ws)], str(tmp_path / "run"))
+    try:
+        _swap_for_link(ws / "sub", victim, relative)  # before bubblewrap mounts what the guard opened
+        done = _bwrap(ws, guard.args, "echo x > sub/PWNED")
+    finally:
+        guard.release()
+    assert not (victim / "PWNED").exists() and os.listdir(victim) == [".git"]
+    assert done.returncode != 0 and ("Race condition binding dirfd" in done.stderr or "No such file" in done.stderr)
+    assert not (ws / "sub.d" / "PWNED").exists()
+
+
+@needs_bwrap
+def test_what_the_guard_binds_by_descriptor_holds_as_before_and_no_descriptor_reaches_the_command(tmp_path, ws):
+    from agentbox.sandbox.view import SandboxView, mounts_of
+
+    (ws / "sub" / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".envrc").write_text("use nix\n")
+    guard = Guard(spec(ws), ["bwrap", "--bind", str(ws), str(ws)], str(tmp_path / "run"))
+    try:
+        assert _fds(guard.args) and "--bind" not in guard.args and "--ro-bind-fd" in guard.args
+        done = _bwrap(
+            ws,
+            guard.args,
+            "ls /proc/self/fd; echo x > sub/.git/hooks/pre-commit; echo x > .envrc; mv sub moved; touch sub/ok",
+        )
+    finally:
+        guard.release()
+    assert sorted(done.stdout.split()) == ["0", "1", "2", "3"]  # 3: the listing's own
+    assert done.stderr.count("Read-only file system") == 2 and "Device or resource busy" in done.stderr
+    assert (ws / "sub/ok").exists() and not (ws / "sub/.git/hooks/pre-commit").exists()
+    assert (ws / ".envrc").read_text() == "use nix\n"
+    view = SandboxView(mounts_of(["bwrap", "--bind", str(ws), str(ws), *guard.args]))
+    assert not view.writable_host(str(ws / "sub/.git/hooks/pre-commit")) and view.shows_host(str(ws / ".envrc"))
+    assert view.writable_host(str(ws / "sub/ok"))
