@@ -82,6 +82,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the escape-vector catalogue the claims summary reads (default: the package's)",
     )
     group.addoption(
+        "--agentbox-batch",
+        action="store_true",
+        help="run the vectors that need the same plan in one harness start (batched sessions): each is judged on "
+        "its own, and any escape, error or doubt is run again alone, that run its record",
+    )
+    group.addoption(
         "--agentbox-update-goldens", action="store_true", help="rewrite compile goldens instead of comparing them"
     )
     group.addoption(
@@ -128,6 +134,9 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     (`testing/hermetic`): nothing of the project it is started in takes part in what it records."""
     from agentbox.prove import hermetic
 
+    if config.getoption("--agentbox-batch") and getattr(config.option, "numprocesses", None):
+        if getattr(config.option, "dist", "no") in ("no", "load"):
+            config.option.dist = "loadgroup"  # a batch's tests go to one worker, which runs the batch once
     asked = config.getoption("--agentbox-suite") or config.getoption("--agentbox-canary")
     if (
         not asked
@@ -229,6 +238,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if again:
         config.hook.pytest_deselected(items=again)
         items[:] = keep
+    if config.getoption("--agentbox-batch"):
+        from agentbox.testing.batch import group_of
+
+        for item in items:
+            name = group_of(item)
+            if name:
+                item.add_marker(pytest.mark.xdist_group(name))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

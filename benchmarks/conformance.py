@@ -5,7 +5,9 @@ start seen for that harness and layer in the same run, divided over the workers.
 attack and, when the attack saw nothing, its control: one start or two. Every record costs at least the cheapest
 record of its (harness, layer), so that times the records, over the workers, is the floor. Ratio = wall / floor:
 what the suite adds on top of starting harnesses (fixed waits, per-test probes and compiles, an idle worker, the
-second start of a blocked record). Target: the run within 20 min on a 2-core machine.
+second start of a blocked record). Also printed: harness starts per harness-layer record (a batched record counts
+its share of its batch's starts). Targets (issue 27): the run within 10 min on a 2-core machine, at most 0.2
+starts per record. `-- --agentbox-batch` runs it with batched sessions.
 
 Usage: python benchmarks/conformance.py [--matrix matrices/default.yaml] [--workers 2] [--evidence DIR]
            [--log FILE] [-- PYTEST-ARGS...]
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -65,6 +68,7 @@ def main() -> int:
         cheapest[key] = min(cheapest.get(key, float("inf")), r["duration"])
         runs[key] += 1
     floor = sum(cheapest[k] * runs[k] for k in runs) / args.workers
+    starts = [_starts(r) for r in records if r["layer"] in ("harness", "composed")]
     print(f"pytest exit {done.returncode}; {len(records)} vector records")
     for key in sorted(runs):
         print(f"  {key[0]:<12} {key[1]:<9} {runs[key]:>4} records, cheapest {cheapest[key]:6.2f}s")
@@ -74,7 +78,26 @@ def main() -> int:
         if floor
         else f"wall {wall / 60:.1f} min; no records"
     )
+    if starts:
+        per = sum(starts) / len(starts)
+        print(
+            f"harness starts per harness-layer record {per:.2f} ({sum(starts):.0f} starts, {len(starts)} records; "
+            f"target <= 0.2: {'met' if per <= 0.2 else 'NOT met'}); "
+            f"wall target <= 10 min: {'met' if wall <= 600 else 'NOT met'}"
+        )
     return 0
+
+
+_BATCHED = re.compile(r"\(batched: one harness start with (\d+) other vector")
+
+
+def _starts(record: dict) -> float:
+    """The harness starts a record cost: its attack's, and its control's when one ran (a record of a batched session
+    its share of the two starts its batch made; a control on the host is counted as a start too, an upper bound)."""
+    batched = _BATCHED.search(record.get("observation") or "")
+    if batched:
+        return 2 / (int(batched.group(1)) + 1)
+    return 1 + (record.get("control_outcome") not in (None, "not_run"))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
@@ -33,7 +33,9 @@ from agentbox.run import lifecycle
 from agentbox.sandbox import DEFAULT_BACKEND
 from agentbox.sandbox.backend import get_backend
 from agentbox.prove.vectors import Catalogue, Oracle, Vector, expected_outcome, fill, kernel_lacks, lacking_text
-from agentbox.testing.fixtures import MODEL_KEY
+from agentbox.core.profile import LoadedProfile, Profile
+from agentbox.run.harness_run import RunRequest, run_harness
+from agentbox.testing.fixtures import MODEL_KEY, CanaryMcp, scripted_key_env, scripted_profile
 from agentbox.testing.privilege import observed
 from agentbox.testing.targets import Targets, kill_all, prepare, process_alive
 from agentbox.testing.weakened import entry_hook
@@ -73,6 +75,20 @@ class Attempt:
     effect: bool | None  # None: the attempt could not be judged (infrastructure error)
     observation: str
     enosys: bool = False  # the attempt's system call was answered ENOSYS (it left the vector's `enosys` mark)
+
+
+@dataclass
+class Planned:
+    """One run of a vector's attack or control, its values filled in (`VectorRunner.plan`)."""
+
+    values: dict[str, str]
+    spec: Any  # the control's changes (`Vector.control`), None for the attack
+    intent: dict
+    weaken: tuple[str, ...]
+    steps: list
+    oracle: Oracle
+    run_layer: Literal["sandbox", "harness", "composed", "acp", "host"]  # "host": a control outside any sandbox
+    bound: dict  # the vector's secrets, filled
 
 
 # the tab after the colon arrives escaped (a literal backslash-t) in a harness's JSON tool result
@@ -233,106 +249,126 @@ class VectorRunner:
         root = self._root(vector, nonce)
         targets = prepare(root, vector.setup, nonce, f"{MODEL_KEY}-{nonce}")
         try:
-            values = targets.values()
-            spec = vector.control if control else None
-            chosen_intent = spec.intent if spec else vector.intent
-            if spec is not None and spec.harness_intent is not None and layer == "harness":
-                chosen_intent = spec.harness_intent
-            intent = fill(chosen_intent, values)
-            weaken = spec.weaken if spec is not None else ()
-            steps = fill(list((spec.steps if spec and spec.steps is not None else vector.steps)), values)
-            oracle = Oracle.model_validate(fill(vector.oracle.model_dump(), values))
-            if oracle.kind == "file_unchanged":
-                assert oracle.path is not None  # a file_unchanged oracle names its file
-                targets.snapshot(oracle.path)
-            run_layer: Layer | Literal["host"] = layer
-            if spec is not None and (
-                spec.layer == "host"
-                or (layer == "harness" and spec.harness_layer == "host")
-                or (harness is not None and harness.name in spec.host_harnesses)
-            ):
-                run_layer = "host"
-            if spec is not None and spec.layer == "harness" and layer in ("harness", "composed"):
-                run_layer = "harness"
-            if spec is not None and spec.layer == "harness" and layer == "sandbox":
-                run_layer = "host"
-            bound = fill(vector.secrets, values)
-            if run_layer == "acp":
-                error, seen = self._run_endpoint(vector, steps, intent, targets, weaken, control)
-            elif run_layer in ("sandbox", "host"):
+            plan = self.plan(vector, layer, control, targets, harness)
+            if plan.run_layer == "acp":
+                error, seen = self._run_endpoint(vector, plan.steps, plan.intent, targets, plan.weaken, control)
+            elif plan.run_layer in ("sandbox", "host"):
+                spec = plan.spec
                 command = Vector.sandbox_argv(
-                    steps,
-                    fill((spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command), values),
+                    plan.steps,
+                    fill(
+                        (spec.sandbox_command if spec and spec.sandbox_command else vector.sandbox_command),
+                        plan.values,
+                    ),
                 )
-                if command is None and run_layer == "host":
-                    command = Vector.host_argv(steps)
+                if command is None and plan.run_layer == "host":
+                    command = Vector.host_argv(plan.steps)
                 if command is None:
-                    return Attempt(None, f"the steps have no plain-command form to run in the {run_layer} layer")
+                    return Attempt(None, f"the steps have no plain-command form to run in the {plan.run_layer} layer")
                 error, seen = self._run_command(
                     command,
-                    intent,
+                    plan.intent,
                     targets,
-                    sandboxed=run_layer == "sandbox",
-                    weaken=weaken,
+                    sandboxed=plan.run_layer == "sandbox",
+                    weaken=plan.weaken,
                     mutation=mutation,
-                    secrets=bound,
+                    secrets=plan.bound,
                 )
             else:
-                assert run_layer in ("harness", "composed")  # what is left once acp, sandbox and host are taken
+                assert plan.run_layer in ("harness", "composed")  # what is left once acp, sandbox and host are taken
                 error, seen = self._run_harness(
                     harness,
                     probe,
                     model,
-                    intent,
-                    steps,
+                    plan.intent,
+                    plan.steps,
                     vector,
                     targets,
-                    run_layer,
-                    weaken=weaken if run_layer == "composed" else (),
-                    secrets=bound,
+                    plan.run_layer,
+                    weaken=plan.weaken if plan.run_layer == "composed" else (),
+                    secrets=plan.bound,
                     control=control,
                 )
-            if error and spec is None and vector.refused_at_start and re.search(vector.refused_at_start, error):
-                # the protection is the refusal itself: the run never started, so nothing else is looked for
-                attempt = self._observe(oracle, targets, seen)
-                if attempt.effect is False:
-                    return Attempt(
-                        False, f"{attempt.observation}; refused at the run's start: {' '.join(error.split())[:300]}"
-                    )
-            if error:
-                return Attempt(None, _with_egress(error, seen.egress))
-            if spec is None and vector.proof is not None and not os.path.lexists(fill(vector.proof, values)):
-                return Attempt(
-                    None,
-                    _with_egress(
-                        f"the attempt never ran: its first act ({fill(vector.proof, values)}) is missing", seen.egress
-                    ),
-                )
-            attempt = self._observe(oracle, targets, seen)
-            attempt.enosys = vector.enosys is not None and os.path.lexists(fill(vector.enosys, values))
-            unmet = _unmet(oracle, targets, seen) if spec is None and attempt.effect is False else None
-            if unmet:
-                return Attempt(
-                    None,
-                    _with_egress(
-                        f"{attempt.observation}, but the attempt never met the mechanism: {unmet}", seen.egress
-                    ),
-                )
-            if spec is None and attempt.effect is False and layer != "acp" and not attempt.enosys:
-                # positive proof: the attempt printed (or the proxy logged) the refusal its mechanism gives
-                met, shown = _refusal(vector, seen, targets)
-                if not met:
-                    return Attempt(None, _with_egress(attempt.observation + shown, seen.egress))
-                attempt = Attempt(False, attempt.observation + shown)
-            observation = attempt.observation
-            if (spec is not None or vector.enosys is not None) and attempt.effect is False and seen.tail():
-                # a control that saw nothing says what its attempt printed: the reason is usually there (and an
-                # attack that may meet a kernel without its feature says which answer it got: EPERM or ENOSYS)
-                observation += f" (the attempt printed: {seen.tail()})"
-            return Attempt(attempt.effect, _with_egress(observation, seen.egress), attempt.enosys)
+            return self.judge(vector, plan, targets, error, seen)
         finally:
             targets.close()
             shutil.rmtree(root, ignore_errors=True)
+
+    def plan(self, vector: Vector, layer: Layer, control: bool, targets: Targets, harness=None) -> "Planned":
+        """What one run of the attack (or its control) is, with the vector's values filled in: the intent, the
+        protection taken out, the steps, the oracle, and the layer it really runs in (a control may run on the host
+        or in the harness alone)."""
+        values = targets.values()
+        spec = vector.control if control else None
+        chosen_intent = spec.intent if spec else vector.intent
+        if spec is not None and spec.harness_intent is not None and layer == "harness":
+            chosen_intent = spec.harness_intent
+        oracle = Oracle.model_validate(fill(vector.oracle.model_dump(), values))
+        if oracle.kind == "file_unchanged":
+            assert oracle.path is not None  # a file_unchanged oracle names its file
+            targets.snapshot(oracle.path)
+        run_layer: Layer | Literal["host"] = layer
+        if spec is not None and (
+            spec.layer == "host"
+            or (layer == "harness" and spec.harness_layer == "host")
+            or (harness is not None and harness.name in spec.host_harnesses)
+        ):
+            run_layer = "host"
+        if spec is not None and spec.layer == "harness" and layer in ("harness", "composed"):
+            run_layer = "harness"
+        if spec is not None and spec.layer == "harness" and layer == "sandbox":
+            run_layer = "host"
+        return Planned(
+            values=values,
+            spec=spec,
+            intent=fill(chosen_intent, values),
+            weaken=spec.weaken if spec is not None else (),
+            steps=fill(list((spec.steps if spec and spec.steps is not None else vector.steps)), values),
+            oracle=oracle,
+            run_layer=run_layer,
+            bound=fill(vector.secrets, values),
+        )
+
+    def judge(self, vector: Vector, plan: "Planned", targets: Targets, error: str | None, seen: Seen) -> Attempt:
+        """What a run of `plan` showed: the oracle's reading, with the proof a block needs (the attempt ran, met
+        the mechanism and got the refusal it gives), or why it cannot be judged."""
+        spec, values, oracle, layer = plan.spec, plan.values, plan.oracle, plan.run_layer
+        if error and spec is None and vector.refused_at_start and re.search(vector.refused_at_start, error):
+            # the protection is the refusal itself: the run never started, so nothing else is looked for
+            attempt = self._observe(oracle, targets, seen)
+            if attempt.effect is False:
+                return Attempt(
+                    False, f"{attempt.observation}; refused at the run's start: {' '.join(error.split())[:300]}"
+                )
+        if error:
+            return Attempt(None, _with_egress(error, seen.egress))
+        if spec is None and vector.proof is not None and not os.path.lexists(fill(vector.proof, values)):
+            return Attempt(
+                None,
+                _with_egress(
+                    f"the attempt never ran: its first act ({fill(vector.proof, values)}) is missing", seen.egress
+                ),
+            )
+        attempt = self._observe(oracle, targets, seen)
+        attempt.enosys = vector.enosys is not None and os.path.lexists(fill(vector.enosys, values))
+        unmet = _unmet(oracle, targets, seen) if spec is None and attempt.effect is False else None
+        if unmet:
+            return Attempt(
+                None,
+                _with_egress(f"{attempt.observation}, but the attempt never met the mechanism: {unmet}", seen.egress),
+            )
+        if spec is None and attempt.effect is False and layer != "acp" and not attempt.enosys:
+            # positive proof: the attempt printed (or the proxy logged) the refusal its mechanism gives
+            met, shown = _refusal(vector, seen, targets)
+            if not met:
+                return Attempt(None, _with_egress(attempt.observation + shown, seen.egress))
+            attempt = Attempt(False, attempt.observation + shown)
+        observation = attempt.observation
+        if (spec is not None or vector.enosys is not None) and attempt.effect is False and seen.tail():
+            # a control that saw nothing says what its attempt printed: the reason is usually there (and an
+            # attack that may meet a kernel without its feature says which answer it got: EPERM or ENOSYS)
+            observation += f" (the attempt printed: {seen.tail()})"
+        return Attempt(attempt.effect, _with_egress(observation, seen.egress), attempt.enosys)
 
     def _env(self, targets: Targets) -> dict[str, str]:
         return {**os.environ, **targets.env, "HOME": str(targets.home)}
@@ -483,10 +519,6 @@ class VectorRunner:
         secrets: dict | None = None,
         control: bool = False,
     ):
-        from agentbox.run.harness_run import RunRequest, run_harness
-        from agentbox.core.profile import LoadedProfile, Profile
-        from agentbox.testing.fixtures import CanaryMcp, scripted_key_env, scripted_profile
-
         tool_from = {name: fill(path, targets.values()) for name, path in vector.setup.mcp_tool_from.items()}
         canaries = {
             name: CanaryMcp(name=name, log=targets.root / f"mcp-{name}" / "canary.log", tool_from=tool_from.get(name))
@@ -494,53 +526,28 @@ class VectorRunner:
         }
         for c in canaries.values():
             c.log.parent.mkdir()
-        model.clear()
-        model.key = targets.model_key  # the real key: the model answers nothing else
         # in the TUI the run ends when the driver sees the model's closing words on screen
         done_text = f"agentbox-attempt-over-{targets.nonce}"
         vocabulary = harness.vocabulary()
+        model.clear()
+        model.key = targets.model_key  # the real key: the model answers nothing else
         model.load({"steps": steps, "final_text": done_text}, vocabulary)
-        profile = scripted_profile(
+        req = self.request(
             harness,
+            probe,
             model,
             intent,
-            name="vector",
-            mcp_servers={n: c.server_spec() for n, c in canaries.items()},
-            secrets=secrets,
+            targets,
+            layer,
+            weaken,
+            secrets,
+            canaries,
+            uncatalogued=vector.setup.uncatalogued_model,
+            digest=vector.id,
         )
-        if vector.setup.uncatalogued_model:
-            profile["model"]["name"] = "scripted"
-        loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<vector>", digest=vector.id)
-        package_root = str(Path(__file__).resolve().parents[2])
-        req = RunRequest(
-            loaded=loaded,
-            probe=probe,
-            workspace=str(targets.ws),
-            home=str(targets.home),
-            prompt="Follow the tool calls you are given.",
-            layer=layer,
-            timeout=self.timeout,
-            extra_env=scripted_key_env(harness, targets.model_key),
-            host_env={**os.environ, **targets.env},
-            ro_binds=(package_root,),
-            rw_binds=tuple(str(c.log.parent) for c in canaries.values()),
-            resolve=dict(targets.resolve),
-            entry_hook=entry_hook(weaken),
-            upstream_ca=targets.suite_ca,
-        )
-        try:
-            if self.mode == "tui":
-                from agentbox.testing.tui import drive
-
-                out = drive(req, harness.name, probe.binary, done_text)
-            elif self.mode == "acp":
-                from agentbox.testing.acp_drive import drive as drive_acp
-
-                out = drive_acp(req, harness.name, probe.binary, approve=control)
-            else:
-                out = run_harness(req)
-        except SandboxError as exc:  # refused before the harness started: judged as `sandbox run`'s refusal is
-            return f"agent-box refused to run it (exit {exc.exit_code}): {exc}", Seen([])
+        refused, out = self.drive(req, harness, probe, done_text, control)
+        if refused:
+            return refused, Seen([])
         results = [r.text for r in model.tool_results()]
         seen = Seen(
             [out.stdout, out.stderr, *results],
@@ -552,23 +559,72 @@ class VectorRunner:
             said="\n".join(filter(None, results)),
             harness_output=f"{out.stdout}\n{out.stderr}",
         )
-        if out.failure:
-            return out.failure, seen
-        if out.timed_out:
-            return f"the harness timed out after {self.timeout}s" + (
-                f" ({out.stderr.strip()[-600:]})" if self.mode == "tui" else ""
-            ), seen
-        if out.exit_code != 0:
-            return f"the harness exited {out.exit_code}: {out.stderr.strip()[-400:]}", seen
-        emitted = {r.step_index for r in model.transcript if r.step_index is not None}
-        missing = [i for i in range(len(steps)) if i not in emitted]
-        if missing:
-            return f"the harness ended before scripted step {missing[0]} was sent", seen
-        # Sent is not attempted: the harness must have answered each call (run, refused, or failed), or nothing
-        # says the attempt ever met a mechanism.
-        answered = {r.step_index for r in model.tool_results() if r.step_index is not None}
-        unanswered = [i for i in range(len(steps)) if i not in answered]
-        refusals = vocabulary.refusals
+        seen.policy = self.policy(vocabulary)
+        return self.run_problem(out) or self.steps_problem(model, out, vocabulary, range(len(steps)), True), seen
+
+    def request(
+        self,
+        harness,
+        probe,
+        model,
+        intent,
+        targets: Targets,
+        layer: Literal["harness", "composed"],
+        weaken: tuple[str, ...] = (),
+        secrets: dict | None = None,
+        canaries: dict | None = None,
+        uncatalogued: bool = False,
+        digest: str = "vector",
+    ) -> RunRequest:
+        """The run of a harness with the scripted model, in `layer`, over `targets`' workspace and home."""
+        profile = scripted_profile(
+            harness,
+            model,
+            intent,
+            name="vector",
+            mcp_servers={n: c.server_spec() for n, c in (canaries or {}).items()},
+            secrets=secrets,
+        )
+        if uncatalogued:
+            profile["model"]["name"] = "scripted"
+        loaded = LoadedProfile(profile=Profile.model_validate(profile), source="<vector>", digest=digest)
+        package_root = str(Path(__file__).resolve().parents[2])
+        return RunRequest(
+            loaded=loaded,
+            probe=probe,
+            workspace=str(targets.ws),
+            home=str(targets.home),
+            prompt="Follow the tool calls you are given.",
+            layer=layer,
+            timeout=self.timeout,
+            extra_env=scripted_key_env(harness, targets.model_key),
+            host_env={**os.environ, **targets.env},
+            ro_binds=(package_root,),
+            rw_binds=tuple(str(c.log.parent) for c in (canaries or {}).values()),
+            resolve=dict(targets.resolve),
+            entry_hook=entry_hook(weaken),
+            upstream_ca=targets.suite_ca,
+        )
+
+    def drive(self, req: RunRequest, harness, probe, done_text: str, control: bool):
+        """The harness run in this runner's mode (headless, its TUI, an ACP client): (None, its outcome), or (why
+        Agent-Box refused to start it, None)."""
+        try:
+            if self.mode == "tui":
+                from agentbox.testing.tui import drive
+
+                return None, drive(req, harness.name, probe.binary, done_text)
+            if self.mode == "acp":
+                from agentbox.testing.acp_drive import drive as drive_acp
+
+                return None, drive_acp(req, harness.name, probe.binary, approve=control)
+            return None, run_harness(req)
+        except SandboxError as exc:  # refused before the harness started: judged as `sandbox run`'s refusal is
+            return f"agent-box refused to run it (exit {exc.exit_code}): {exc}", None
+
+    def policy(self, vocabulary) -> tuple[str, ...]:
+        """The harness's policy messages in this mode: its vocabulary's, and how the driver's own refusal shows."""
+        refusals = tuple(vocabulary.refusals)
         if self.mode == "tui":
             from agentbox.testing.tui import DECLINED
 
@@ -577,23 +633,51 @@ class VectorRunner:
             from agentbox.testing.acp_drive import DECLINED as REJECTED
 
             refusals = (*refusals, REJECTED)  # a permission request the client rejected, which ended the turn
-        seen.policy = tuple(refusals)
+        return refusals
+
+    def run_problem(self, out) -> str | None:
+        """Why the run as a whole cannot be judged (ended from outside, timed out, failed), or None."""
+        if out.failure:
+            return out.failure
+        if out.timed_out:
+            return f"the harness timed out after {self.timeout}s" + (
+                f" ({out.stderr.strip()[-600:]})" if self.mode == "tui" else ""
+            )
+        if out.exit_code != 0:
+            return f"the harness exited {out.exit_code}: {out.stderr.strip()[-400:]}"
+        return None
+
+    def steps_problem(
+        self, model, out, vocabulary, steps: range, last_may_end: bool, batch: bool = False
+    ) -> str | None:
+        """Why the scripted `steps` did not all meet a mechanism (never sent, never answered, never run), or None.
+        `last_may_end`: the run's last step may have met the harness's policy, which ended the run there. `batch`:
+        the run played other vectors' steps too, so only the tool results of `steps` are read (alone, every result
+        of the run is the attempt's)."""
+        emitted = {r.step_index for r in model.transcript if r.step_index is not None}
+        missing = [i for i in steps if i not in emitted]
+        if missing:
+            return f"the harness ended before scripted step {missing[0]} was sent"
+        # Sent is not attempted: the harness must have answered each call (run, refused, or failed), or nothing
+        # says the attempt ever met a mechanism.
+        answered = {r.step_index for r in model.tool_results() if r.step_index is not None}
+        unanswered = [i for i in steps if i not in answered]
         if (
-            unanswered
-            and unanswered[-1] == len(steps) - 1
-            and any(re.search(p, f"{out.stdout}\n{out.stderr}") for p in refusals)
+            last_may_end
+            and unanswered
+            and unanswered[-1] == steps[-1]
+            and any(re.search(p, f"{out.stdout}\n{out.stderr}") for p in self.policy(vocabulary))
         ):
             unanswered = unanswered[:-1]  # the last call met the harness's policy, which ended the run there
         if unanswered:
             tail = " ".join((out.stdout or "").split())[-300:]
-            return (
-                f"the harness never answered scripted step {unanswered[0]}'s tool call (its output ends: {tail})",
-                seen,
-            )
+            return f"the harness never answered scripted step {unanswered[0]}'s tool call (its output ends: {tail})"
         # Answered is not met: a call the harness never ran (arguments its tool rejected, a call it does not
         # support in this mode) reached no permission mechanism
         offered = set(model.offered_tools())
         for r in model.tool_results():
+            if batch and r.step_index not in steps:
+                continue
             hit = next(
                 (
                     m
@@ -610,8 +694,8 @@ class VectorRunner:
                     f"the harness never ran scripted step {r.step_index}'s call (rejected arguments or an "
                     f"unsupported call), so the attempt met no mechanism: "
                     f"{' '.join((r.text or '').split())[:300]}{_unoffered(model.transcript, r.step_index)}"
-                ), seen
-        return None, seen
+                )
+        return None
 
     def _observe(self, oracle: Oracle, targets: Targets, seen: "Seen") -> Attempt:
         kind = oracle.kind
@@ -716,16 +800,35 @@ class VectorRunner:
         start = time.monotonic()
         lacks = kernel_lacks(vector)  # what the attack needs and this kernel lacks, checked as the gate checks it
         attack = self.attempt(vector, layer, False, harness, probe, model)
+        control = None
+        if attack.effect is False:
+            # nothing seen means blocked only if the same oracle sees the side effect with the protection removed
+            control = self.attempt(vector, layer, True, harness, probe, model)
+        # an attack whose own oracle saw the side effect needs no control: that is what one would have shown
+        return self.record(vector, layer, harness, probe, attack, control, lacks, time.monotonic() - start)
+
+    def record(
+        self,
+        vector: Vector,
+        layer: Layer,
+        harness,
+        probe,
+        attack: Attempt,
+        control: Attempt | None,
+        lacks,
+        duration: float,
+        note: str = "",
+    ) -> EvidenceRecord:
+        """The evidence of an attack and its control (None: not run, the attack escaped or errored). `note`: what
+        the observation adds (how the runs were made: a batched session)."""
         control_outcome: Literal["passed", "failed", "not_run"] = "not_run"
         outcome: Outcome
         if attack.effect is None:
             outcome, observation = "error", attack.observation
         elif attack.effect:
-            # the attack's own oracle saw the side effect: that is what a control would have shown, so none runs
             outcome, observation = "escaped", attack.observation
         else:
-            # nothing seen means blocked only if the same oracle sees the side effect with the protection removed
-            control = self.attempt(vector, layer, True, harness, probe, model)
+            assert control is not None  # a blocked-looking attack is judged with its control
             control_outcome = "passed" if control.effect else "failed"
             if control.effect is None:
                 outcome, observation = "error", f"control: {control.observation}"
@@ -769,8 +872,8 @@ class VectorRunner:
             capability=vector.capability,
             layer=layer,
             outcome=outcome,
-            observation=observation,
+            observation=observation + note,
             control_outcome=control_outcome,
-            duration=round(time.monotonic() - start, 3),
+            duration=round(duration, 3),
             nodeid=self.nodeid,
         )

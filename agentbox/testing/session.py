@@ -82,6 +82,10 @@ class AgentBoxSession:
         return [v for v in vectors if v.capability in wanted]
 
     @property
+    def batch(self) -> bool:
+        return bool(self.config.getoption("--agentbox-batch"))
+
+    @property
     def require_harnesses(self) -> bool:
         return bool(self.config.getoption("--agentbox-require-harnesses"))
 

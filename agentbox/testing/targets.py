@@ -252,10 +252,12 @@ class HostSetting:
             self.lock.close()
 
 
-def prepare(root: Path, setup: Setup, nonce: str, model_key: str) -> Targets:
-    ws, home, outside = root / "project", root / "home", root / "outside"
+def prepare(root: Path, setup: Setup, nonce: str, model_key: str, shared: tuple[Path, Path] | None = None) -> Targets:
+    """The targets of one run of a vector under `root`. `shared`: the workspace and home of a batched session,
+    which the vectors of one harness start share (each keeps its own root, nonce, listeners and files outside)."""
+    ws, home, outside = (*shared, root / "outside") if shared else (root / "project", root / "home", root / "outside")
     for d in (ws, home, outside):
-        d.mkdir(parents=True)
+        d.mkdir(parents=True, exist_ok=shared is not None and d != outside)
     targets = Targets(
         root=root,
         ws=ws,

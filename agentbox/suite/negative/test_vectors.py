@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from agentbox.prove.evidence import privilege_level
+from agentbox.testing.batch import Batches, batches_key
 from agentbox.testing.evidence_writer import hand_over
 from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
@@ -80,7 +81,12 @@ def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, h
     if runner.mode == "acp" and acp_unsupported(harness.name):
         pytest.skip(f"{harness.name} cannot be driven as an ACP agent: {acp_unsupported(harness.name)}")
     probe = request.getfixturevalue("harness_probe")
-    record = runner.run(vector, layer, harness, probe, scripted_model)
+    session = request.config.stash[session_key]
+    if session.batch:  # one harness start for the vectors of one plan, each judged on its own (testing/batch.py)
+        batches = request.config.stash.setdefault(batches_key, Batches())
+        record = batches.record(runner, session.selected_vectors(), vector, layer, harness, probe, scripted_model)
+    else:
+        record = runner.run(vector, layer, harness, probe, scripted_model)
     _judge(request, record, expected_for(vector, layer, harness.name, probe.version, runner.mode))
 
 

@@ -1,0 +1,62 @@
+"""A batched session never changes a verdict: a sample of the catalogue run both ways on every harness, alone and in
+one harness start (`agentbox.testing.batch`), gives each vector the same outcome. The sample is the largest group
+of vectors that share a plan in the composed layer, at most `SAMPLE` of them; the batch judges what it can prove on
+its own and runs the rest alone, and the test says how many it judged."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from agentbox.harnesses.acp import unsupported as acp_unsupported
+from agentbox.prove.evidence import privilege_level
+from agentbox.testing.batch import batch_key, run_batch
+from agentbox.testing.negative import VectorRunner
+from agentbox.testing.session import session_key
+from agentbox.testing.tui import unsupported
+
+if TYPE_CHECKING:
+    from agentbox.prove.evidence import Layer
+
+pytestmark = pytest.mark.negative
+
+SAMPLE = 4
+
+
+def _sample(catalogue, harness: str, layer: Layer) -> list:
+    groups: dict[str, list] = {}
+    for v in catalogue.vectors:
+        if layer in v.run_layers() and v.applies_to(harness, privilege_level()):
+            key = batch_key(v, layer, harness)
+            if key is not None:
+                groups.setdefault(key, []).append(v)
+    largest = max(groups.values(), key=len, default=[])
+    return sorted(largest, key=lambda v: v.id)[:SAMPLE]
+
+
+def test_a_batched_session_gives_each_vector_the_outcome_it_gets_alone(
+    request, harness, scripted_model, record_property
+):
+    session = request.config.stash[session_key]
+    if session.mode == "tui" and unsupported(harness.name):
+        pytest.skip(f"{harness.name} has no TUI driver: {unsupported(harness.name)}")
+    if session.mode == "acp" and acp_unsupported(harness.name):
+        pytest.skip(f"{harness.name} cannot be driven as an ACP agent: {acp_unsupported(harness.name)}")
+    sample = _sample(session.catalogue(), harness.name, "composed")
+    if len(sample) < 2:
+        pytest.skip(f"no two vectors of the catalogue share a plan for {harness.name}: nothing to batch")
+    probe = request.getfixturevalue("harness_probe")
+    runner = VectorRunner(session.catalogue(), session.timeout, request.node.nodeid, mode=session.mode)
+    alone = {v.id: runner.run(v, "composed", harness, probe, scripted_model) for v in sample}
+    batched = run_batch(runner, sample, "composed", harness, probe, scripted_model)
+    judged = sorted(v for v, r in batched.items() if "(batched:" in r.observation)
+    record_property("batched", ", ".join(judged) or "none")
+    assert {v: r.outcome for v, r in batched.items()} == {v: r.outcome for v, r in alone.items()}, (
+        "a batch changed a verdict: "
+        + "; ".join(
+            f"{v}: alone {alone[v].outcome} ({alone[v].observation[:160]}), batched {r.outcome} ({r.observation[:160]})"
+            for v, r in batched.items()
+            if r.outcome != alone[v].outcome
+        )
+    )

@@ -1,0 +1,291 @@
+"""Batched sessions: many vectors in one harness start, each judged on its own; any doubt runs it alone.
+
+A batch is the vectors of one harness build, layer and mode that need the same plan: the same intent (their
+controls the same control intent and the same protections taken out), nothing of their own in the shared
+workspace or home, no secret, MCP server, environment, process or host setting of their own, and an oracle that
+reads only what is the vector's own (a file named by its nonce or in its own folder outside, its own listener, its
+own secret). The scripted model plays their steps one after another in one conversation (one prompt in the TUI,
+one session in ACP), in an order shuffled from a seed the records name; each vector keeps its own nonce,
+listeners, files outside and oracle.
+
+A batch can make a run faster, never change a verdict. A vector is judged blocked from a batch only when its own
+steps were sent and answered and met a mechanism, its own tool results carry the refusal its mechanism gives
+(never the harness's output at large, which holds the other vectors' refusals), its oracle saw nothing, and its
+control, batched the same way, made the same oracle see the side effect, read from the control's own tool results.
+Anything else (an escape, an error, a step missing or unanswered, a harness that stopped early, a refusal known
+only as a run that printed no error) runs that vector alone, exactly as `VectorRunner.run` does, and the solo run is
+the record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from agentbox.core.refusal_kinds import expected_kinds, recognise, table
+from agentbox.prove.evidence import privilege_level
+from agentbox.prove.vectors import kernel_lacks
+from agentbox.testing.fixtures import MODEL_KEY
+from agentbox.testing.negative import Attempt, Planned, Seen, VectorRunner, _evidence
+from agentbox.testing.targets import Targets, prepare
+
+if TYPE_CHECKING:
+    from agentbox.prove.evidence import EvidenceRecord, Layer
+    from agentbox.prove.vectors import Vector
+
+__all__ = ["Batches", "batch_key", "batches_key", "group_of", "run_batch", "MAX_BATCH"]
+
+MAX_BATCH = 8  # vectors per harness start: a longer conversation costs each turn more, and a failure more re-runs
+# what a vector's own targets are named by: a path holding one of these is no other vector's
+_OWN = ("{nonce}", "{outside}", "{tmp_probe}")
+# placeholders an intent may hold and stay the same for every vector of a batch (their shared workspace and home)
+_SHARED = {"ws", "home", "parent"}
+_PLACEHOLDER = re.compile(r"\{([a-z_0-9]+)\}")
+# oracles that read only what is the vector's own, given an own path, listener or secret
+_ORACLES = {"file_absent", "file_unchanged", "not_setuid", "listener_silent", "listener_never_saw", "secret_not_seen"}
+
+
+def _shared_only(value) -> bool:
+    """Whether `value` (an intent, filled per vector) comes out the same for every vector of a batch."""
+    return set(_PLACEHOLDER.findall(json.dumps(value))) <= _SHARED
+
+
+def _own(path: str | None) -> bool:
+    return path is not None and any(p in path for p in _OWN)
+
+
+def _eligible(vector: Vector) -> bool:
+    s, o = vector.setup, vector.oracle
+    if s.env or s.mcp or s.mcp_tool_from or s.git or s.sleeper or s.shm_secret or s.host_setting or s.vacant_port:
+        return False
+    if s.uncatalogued_model or s.unix_path or "tls" in s.listeners or vector.secrets:
+        return False
+    made = [*s.files, *s.symlinks, *s.hardlinks, *s.dirs]
+    if any(not path.startswith("{outside}") for path in made):
+        return False  # made in the shared workspace or home, or elsewhere: another vector could meet it
+    if vector.enosys or vector.kernel_needs or vector.refused_at_start or vector.acp is not None:
+        return False
+    if vector.proof is not None and not _own(vector.proof):
+        return False
+    if "{model_key}" in json.dumps([vector.steps, o.model_dump()]):
+        return False  # the batch's key is every member's
+    if o.kind not in _ORACLES or o.met is not None:
+        return False
+    if o.kind in ("file_absent", "file_unchanged", "not_setuid"):
+        return _own(o.path)
+    if o.kind == "secret_not_seen":
+        return all(secret == "{secret}" for secret in (o.secret, *o.more_secrets))
+    return True  # a listener of its own
+
+
+def _control_runs_alone(vector: Vector, layer: Layer, harness: str) -> bool:
+    """A control that runs outside the harness (on the host): one cheap command, never batched."""
+    spec = vector.control
+    return (
+        spec.layer == "host" or (layer == "harness" and spec.harness_layer == "host") or harness in spec.host_harnesses
+    )
+
+
+def batch_key(vector: Vector, layer: Layer, harness: str) -> str | None:
+    """What the vectors of one batch share (the plan of the attack and of the control), or None: it runs alone."""
+    if layer not in ("harness", "composed") or not _eligible(vector):
+        return None
+    spec = vector.control
+    control_intent = spec.harness_intent if spec.harness_intent is not None and layer == "harness" else spec.intent
+    if not (_shared_only(vector.intent) and _shared_only(control_intent)):
+        return None
+    alone = _control_runs_alone(vector, layer, harness)
+    control = None if alone else [control_intent, sorted(spec.weaken) if layer == "composed" else [], spec.layer]
+    return json.dumps([layer, vector.intent, control], sort_keys=True)
+
+
+batches_key = pytest.StashKey["Batches"]()  # the process's batched records, in the config's stash
+
+
+def group_of(item) -> str | None:
+    """The xdist group of a harness vector test whose vector runs batched: the tests of one batch go to one worker."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    vector, harness, layer = params.get("vector"), params.get("harness"), params.get("layer")
+    if vector is None or harness is None or layer is None:
+        return None
+    key = batch_key(vector, layer, harness.name)
+    return (
+        None if key is None else f"agentbox-batch-{harness.id}-{layer}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    )
+
+
+@dataclass
+class _Member:
+    vector: Vector
+    targets: Targets
+    plan: Planned
+    steps: range = range(0)
+
+
+@dataclass
+class Batches:
+    """The batched records of one test process, by harness build, mode, layer and batch key; a vector's record is
+    taken once, by its own test."""
+
+    records: dict[tuple, EvidenceRecord] = field(default_factory=dict)
+    done: set[tuple] = field(default_factory=set)
+
+    def record(self, runner: VectorRunner, selected: list[Vector], vector: Vector, layer: Layer, harness, probe, model):
+        """The record of `vector` in `layer`: from its batch (run now, with the selected vectors of the same plan
+        not yet recorded), or from a run of its own."""
+        key = batch_key(vector, layer, harness.name)
+        where = (harness.name, probe.version, probe.sha256, runner.mode, layer)
+        if key is None:
+            return runner.run(vector, layer, harness, probe, model)
+        slot = (*where, vector.id)
+        if slot not in self.records and (*where, key) not in self.done:
+            self.done.add((*where, key))
+            members = [
+                v
+                for v in selected
+                if layer in v.run_layers()
+                and v.applies_to(harness.name, privilege_level())
+                and batch_key(v, layer, harness.name) == key
+                and (*where, v.id) not in self.records
+            ]
+            for start in range(0, len(members), MAX_BATCH):
+                group = members[start : start + MAX_BATCH]
+                for v, made in run_batch(runner, group, layer, harness, probe, model).items():
+                    self.records[(*where, v)] = made
+        if slot not in self.records:
+            return runner.run(vector, layer, harness, probe, model)
+        # the test that hands a record over is its own, whichever test's batch made it
+        return self.records.pop(slot).model_copy(update={"nodeid": runner.nodeid})
+
+
+def run_batch(
+    runner: VectorRunner, group: list[Vector], layer: Layer, harness, probe, model
+) -> dict[str, EvidenceRecord]:
+    """The records of `group`: attacks in one session, the blocked-looking ones' controls in another (or each on
+    the host, where its control runs there), anything in doubt alone."""
+    start = time.monotonic()
+    seed = int.from_bytes(os.urandom(4), "big")
+    attacks = _session(runner, group, layer, False, harness, probe, model, seed) if len(group) > 1 else {}
+    blocked = [v for v in group if (a := attacks.get(v.id)) is not None and a.effect is False]
+    controls: dict[str, Attempt | None]
+    if blocked and _control_runs_alone(blocked[0], layer, harness.name):
+        controls = {v.id: runner.attempt(v, layer, True, harness, probe, model) for v in blocked}
+    elif len(blocked) > 1:
+        controls = _session(runner, blocked, layer, True, harness, probe, model, seed)
+    else:
+        controls = {}
+    share = (time.monotonic() - start) / max(len(group), 1)
+    out: dict[str, EvidenceRecord] = {}
+    for v in group:
+        attack, control = attacks.get(v.id), controls.get(v.id)
+        if attack is not None and attack.effect is False and control is not None and control.effect:
+            note = f" (batched: one harness start with {len(group) - 1} other vector(s), order seed {seed})"
+            out[v.id] = runner.record(v, layer, harness, probe, attack, control, kernel_lacks(v), share, note)
+        else:  # an escape, an error, a doubt: the vector alone, as every unbatched run, is the record
+            out[v.id] = runner.run(v, layer, harness, probe, model)
+    return out
+
+
+def _session(
+    runner: VectorRunner, group: list[Vector], layer: Layer, control: bool, harness, probe, model, seed: int
+) -> dict[str, Attempt | None]:
+    """One harness start playing `group`'s attacks (or controls) in a shuffled order: per vector, its attempt when
+    the batch can judge it (blocked-looking, with proof read from its own steps; for a control, whether its own
+    results show the effect), else None."""
+    nonce = secrets.token_hex(6)
+    base = Path(os.environ.get("AGENTBOX_VECTOR_ROOT", "/var/tmp/agentbox-vectors")) / f"batch-{nonce}"
+    shared = (base / "project", base / "home")
+    key = f"{MODEL_KEY}-{nonce}"
+    order = list(group)
+    random.Random(seed + int(control)).shuffle(order)
+    members: list[_Member] = []
+    try:
+        for v in order:
+            own = secrets.token_hex(6)
+            root = base / f"{v.id}-{own}"
+            root.mkdir(parents=True)
+            targets = prepare(root, v.setup, own, key, shared=shared)
+            members.append(_Member(v, targets, runner.plan(v, layer, control, targets, harness)))
+        if len({json.dumps([m.plan.intent, m.plan.weaken, m.plan.run_layer], sort_keys=True) for m in members}) != 1:
+            return {}  # the key promised one plan: a vector filled otherwise runs alone
+        resolve: dict[str, str] = {}
+        for m in members:
+            if any(resolve.get(name, host) != host for name, host in m.targets.resolve.items()):
+                return {}  # one name, two listeners: no one proxy can serve both
+            resolve.update(m.targets.resolve)
+        steps: list = []
+        for m in members:
+            m.steps = range(len(steps), len(steps) + len(m.plan.steps))
+            steps += m.plan.steps
+        first = members[0]
+        run_layer = first.plan.run_layer
+        assert run_layer in ("harness", "composed")  # the key is made only for the harness and composed layers
+        vocabulary = harness.vocabulary()
+        done_text = f"agentbox-attempt-over-{nonce}"
+        model.clear()
+        model.key = key
+        model.load({"steps": steps, "final_text": done_text}, vocabulary)
+        req = runner.request(
+            harness,
+            probe,
+            model,
+            first.plan.intent,
+            replace(first.targets, resolve=resolve),
+            run_layer,
+            first.plan.weaken if run_layer == "composed" else (),
+        )
+        req.timeout = runner.timeout * (1 + len(group) / 4)  # more turns, each as long as one vector's
+        refused, out = runner.drive(req, harness, probe, done_text, control)
+        if refused or runner.run_problem(out):
+            return {}
+        results = model.tool_results()
+        egress = out.egress if out.plan.sandbox.egress is not None and run_layer == "composed" else None
+        judged: dict[str, Attempt | None] = {}
+        for m in members:
+            if runner.steps_problem(model, out, vocabulary, m.steps, last_may_end=False, batch=True):
+                judged[m.vector.id] = None
+                continue
+            mine = [r.text for r in results if r.step_index in m.steps]
+            seen = Seen(
+                # an attack's oracle reads everything the run printed (another's output can only make it look
+                # escaped, and an escape runs alone); a control's only its own results, which must show the effect
+                mine if control else [out.stdout, out.stderr, *mine],
+                set(model.offered_tools()),
+                {},
+                out.leftovers,
+                egress,
+                printed=mine[-1] if mine else "",
+                said="\n".join(filter(None, mine)),
+                harness_output="",  # the harness's output holds the other vectors' refusals: never the proof
+                policy=runner.policy(vocabulary),
+            )
+            attempt = runner.judge(m.vector, m.plan, m.targets, None, seen)
+            judged[m.vector.id] = attempt if _judgeable(m, attempt, seen, control) else None
+        return judged
+    finally:
+        for m in members:
+            m.targets.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _judgeable(m: _Member, attempt: Attempt, seen: Seen, control: bool) -> bool:
+    """Whether a batch may stand for the vector alone: a control that saw the effect; an attack that looks blocked
+    with a refusal read from its own results (not one known only as a run that printed no error, which another
+    vector's output cannot vouch for)."""
+    if control:
+        return attempt.effect is True
+    if attempt.effect is not False:
+        return False
+    hit = recognise(expected_kinds(m.vector), _evidence(seen, m.targets))
+    return hit is not None and table().kinds[hit[0]].source != "clean"
