@@ -15,6 +15,13 @@ control, batched the same way, made the same oracle see the side effect, read fr
 Anything else (an escape, an error, a step missing or unanswered, a harness that stopped early, a refusal known
 only as a run that printed no error) runs that vector alone, exactly as `VectorRunner.run` does, and the solo run is
 the record.
+
+What one member does must not change what another meets (red team of the batch): a member's steps touch the shared
+workspace and home only at paths named by its nonce and run nothing whose effect outlasts the step (cd, mount,
+chmod, kill, rm, mv, export...: Claude Code's Bash keeps one shell); an escape or an unjudged step in the attack
+session voids the whole session (every member then runs alone); a control in a weakened sandbox (capabilities
+kept, /proc writable) runs alone, since it could change that sandbox for the controls after it; a proxy decision
+to a port that two members' listeners share is no one's refusal.
 """
 
 from __future__ import annotations
@@ -47,8 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["Batches", "batch_key", "batches_key", "group_of", "run_batch", "MAX_BATCH"]
 
 MAX_BATCH = 8  # vectors per harness start: a longer conversation costs each turn more, and a failure more re-runs
-# what a vector's own targets are named by: a path holding one of these is no other vector's
-_OWN = ("{nonce}", "{outside}", "{tmp_probe}")
 # placeholders an intent may hold and stay the same for every vector of a batch (their shared workspace and home)
 _SHARED = {"ws", "home", "parent"}
 _PLACEHOLDER = re.compile(r"\{([a-z_0-9]+)\}")
@@ -62,7 +67,30 @@ def _shared_only(value) -> bool:
 
 
 def _own(path: str | None) -> bool:
-    return path is not None and any(p in path for p in _OWN)
+    """A path only this vector's run names: below its own folder outside, or itself named by its nonce. A `..`
+    could climb from either into what the batch shares, so none is taken."""
+    if path is None or ".." in path:
+        return False
+    return path.startswith(("{outside}/", "{tmp_probe}")) or "{nonce}" in path.rsplit("/", 1)[-1]
+
+
+# a shared placeholder followed by the rest of its path, up to what ends a word in a command
+_SHARED_PATH = re.compile(r"\{(?:ws|home|parent)\}[^\s'\"`;|&<>()]*")
+# commands whose effect outlives their step in a session that keeps one shell (Claude Code's Bash keeps its
+# working folder and variables) or changes what the next member's step meets: never in a batch
+_LASTING = re.compile(
+    r"(?<![\w.-])(cd|pushd|popd|mount|umount|chmod|chown|chattr|kill|pkill|killall|rm|rmdir|mv|ln|export|unset|"
+    r"alias|source|ulimit|umask|set|trap|exec|exit|shopt|hash|renice|ionice|nohup|setsid|disown)(?![\w.-])"
+)
+
+
+def _steps_keep_to_their_own(steps) -> bool:
+    """Whether steps touch what the batch shares only at paths named by their nonce and run nothing whose effect
+    lasts past the step: one member's step must not change what another's meets."""
+    text = json.dumps(steps)
+    if any(not _own(m.group(0)) for m in _SHARED_PATH.finditer(text)):
+        return False
+    return not ("~" in text or "$HOME" in text or "${HOME}" in text or "$PWD" in text or _LASTING.search(text))
 
 
 def _eligible(vector: Vector) -> bool:
@@ -72,9 +100,11 @@ def _eligible(vector: Vector) -> bool:
     if s.uncatalogued_model or s.unix_path or "tls" in s.listeners or vector.secrets:
         return False
     made = [*s.files, *s.symlinks, *s.hardlinks, *s.dirs]
-    if any(not path.startswith("{outside}") for path in made):
+    if any(not (path.startswith("{outside}/") and ".." not in path) for path in made):
         return False  # made in the shared workspace or home, or elsewhere: another vector could meet it
     if vector.enosys or vector.kernel_needs or vector.refused_at_start or vector.acp is not None:
+        return False
+    if not _steps_keep_to_their_own([vector.steps, vector.control.steps]):
         return False
     if vector.proof is not None and not _own(vector.proof):
         return False
@@ -87,6 +117,10 @@ def _eligible(vector: Vector) -> bool:
     if o.kind == "secret_not_seen":
         return all(secret == "{secret}" for secret in (o.secret, *o.more_secrets))
     return True  # a listener of its own
+
+
+def _weakened(vector: Vector, layer: Layer) -> bool:
+    return layer == "composed" and bool(vector.control.weaken)
 
 
 def _control_runs_alone(vector: Vector, layer: Layer, harness: str) -> bool:
@@ -161,8 +195,12 @@ class Batches:
             ]
             for start in range(0, len(members), MAX_BATCH):
                 group = members[start : start + MAX_BATCH]
-                for v, made in run_batch(runner, group, layer, harness, probe, model).items():
-                    self.records[(*where, v)] = made
+                try:
+                    made = run_batch(runner, group, layer, harness, probe, model)
+                except Exception:  # noqa: BLE001 - another member's setup may fail: each then runs alone, in its own test
+                    made = {}
+                for v, record in made.items():
+                    self.records[(*where, v)] = record
         if slot not in self.records:
             return runner.run(vector, layer, harness, probe, model)
         # the test that hands a record over is its own, whichever test's batch made it
@@ -172,19 +210,22 @@ class Batches:
 def run_batch(
     runner: VectorRunner, group: list[Vector], layer: Layer, harness, probe, model
 ) -> dict[str, EvidenceRecord]:
-    """The records of `group`: attacks in one session, the blocked-looking ones' controls in another (or each on
-    the host, where its control runs there), anything in doubt alone."""
+    """The records of the members of `group` a batch could judge: attacks in one session, the blocked-looking ones'
+    controls in another (or each alone: on the host, in a weakened sandbox, or the only one). A member left out (an
+    escape, an error, a doubt, or any of these in the attack session, which then stands for no one) runs alone."""
     start = time.monotonic()
     seed = int.from_bytes(os.urandom(4), "big")
     attacks = _session(runner, group, layer, False, harness, probe, model, seed) if len(group) > 1 else {}
     blocked = [v for v in group if (a := attacks.get(v.id)) is not None and a.effect is False]
     controls: dict[str, Attempt | None]
-    if blocked and _control_runs_alone(blocked[0], layer, harness.name):
+    if len(blocked) == 1 or (
+        blocked and (_control_runs_alone(blocked[0], layer, harness.name) or _weakened(blocked[0], layer))
+    ):
+        # a control in a sandbox with a protection taken out (capabilities kept, /proc writable...) can change
+        # that sandbox for the controls after it, which would hide one that fails alone: each runs in its own
         controls = {v.id: runner.attempt(v, layer, True, harness, probe, model) for v in blocked}
-    elif len(blocked) > 1:
-        controls = _session(runner, blocked, layer, True, harness, probe, model, seed)
     else:
-        controls = {}
+        controls = _session(runner, blocked, layer, True, harness, probe, model, seed) if blocked else {}
     share = (time.monotonic() - start) / max(len(group), 1)
     out: dict[str, EvidenceRecord] = {}
     for v in group:
@@ -192,8 +233,8 @@ def run_batch(
         if attack is not None and attack.effect is False and control is not None and control.effect:
             note = f" (batched: one harness start with {len(group) - 1} other vector(s), order seed {seed})"
             out[v.id] = runner.record(v, layer, harness, probe, attack, control, kernel_lacks(v), share, note)
-        else:  # an escape, an error, a doubt: the vector alone, as every unbatched run, is the record
-            out[v.id] = runner.run(v, layer, harness, probe, model)
+        # else an escape, an error, a doubt: the vector's own test runs it alone, as every unbatched run, and that
+        # run is the record
     return out
 
 
@@ -252,8 +293,11 @@ def _session(
         results = model.tool_results()
         egress = out.egress if out.plan.sandbox.egress is not None and run_layer == "composed" else None
         judged: dict[str, Attempt | None] = {}
-        for m in members:
+        ports = [_ports(m.targets) for m in members]
+        for i, m in enumerate(members):
             if runner.steps_problem(model, out, vocabulary, m.steps, last_may_end=False, batch=True):
+                if not control:
+                    return {}  # a step not played as asked may have done anything to what the others met
                 judged[m.vector.id] = None
                 continue
             mine = [r.text for r in results if r.step_index in m.steps]
@@ -264,19 +308,34 @@ def _session(
                 set(model.offered_tools()),
                 {},
                 out.leftovers,
-                egress,
+                _own_decisions(egress, ports[i], ports[:i] + ports[i + 1 :]),
                 printed=mine[-1] if mine else "",
                 said="\n".join(filter(None, mine)),
                 harness_output="",  # the harness's output holds the other vectors' refusals: never the proof
                 policy=runner.policy(vocabulary),
             )
             attempt = runner.judge(m.vector, m.plan, m.targets, None, seen)
+            if not control and attempt.effect is not False:
+                return {}  # an escape or an error may have changed what the members after it met: all alone
             judged[m.vector.id] = attempt if _judgeable(m, attempt, seen, control) else None
         return judged
     finally:
         for m in members:
             m.targets.close()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _ports(targets: Targets) -> set[int]:
+    return {x.address for x in targets.listeners.values() if isinstance(x.address, int)}
+
+
+def _own_decisions(egress, mine: set[int], others: list[set[int]]):
+    """The proxy's decisions a member may read as its own: to a port of its listeners that no other member's
+    listener also has (a UDP and a TCP listener can share a number; a denial to that port is then no one's)."""
+    if egress is None:
+        return None
+    theirs = set().union(*others)
+    return [d for d in egress if d.get("port") not in theirs or d.get("port") not in mine]
 
 
 def _judgeable(m: _Member, attempt: Attempt, seen: Seen, control: bool) -> bool:

@@ -53,7 +53,10 @@ def test_the_module_vectors_attack_proves_it_was_answered_marks_enosys_and_escap
     vector = load_catalogue(default_catalogue_dir()).by_id("priv-load-module")
     command = vector.steps[0]["shell"]["command"]
     assert vector.kernel_needs == ("modules",) and vector.enosys == "{ws}/enosys.txt"
-    assert "e == 38 and open('{ws}/enosys.txt'" in command and "e not in (1, 38) and open('{ws}/escape-{nonce}.txt'" in command
+    assert (
+        "e == 38 and open('{ws}/enosys.txt'" in command
+        and "e not in (1, 38) and open('{ws}/escape-{nonce}.txt'" in command
+    )
     # the proof that the call was made and answered comes after it, so an attack that never ran is an error
     assert vector.proof == "{ws}/answer.txt" and command.index("answer.txt") > command.index("libc.syscall")
 

@@ -1,7 +1,8 @@
 """A batched session never changes a verdict: a sample of the catalogue run both ways on every harness, alone and in
 one harness start (`agentbox.testing.batch`), gives each vector the same outcome. The sample is the largest group
 of vectors that share a plan in the composed layer, at most `SAMPLE` of them; the batch judges what it can prove on
-its own and runs the rest alone, and the test says how many it judged."""
+its own and leaves the rest to run alone; the test compares what it judged and says which (a run where it judged
+none proves nothing of batching and says so)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from agentbox.harnesses.acp import unsupported as acp_unsupported
 from agentbox.prove.evidence import privilege_level
 from agentbox.testing.batch import batch_key, run_batch
-from agentbox.testing.negative import VectorRunner
+from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
 from agentbox.testing.tui import unsupported
 
@@ -24,10 +25,16 @@ pytestmark = pytest.mark.negative
 SAMPLE = 4
 
 
-def _sample(catalogue, harness: str, layer: Layer) -> list:
+def _sample(catalogue, harness: str, version: str, mode: str, layer: Layer) -> list:
+    """The largest group of vectors that share a plan here and are declared blocked (an escape in a batch sends
+    the whole batch alone, so a group with one would prove nothing of batching)."""
     groups: dict[str, list] = {}
     for v in catalogue.vectors:
-        if layer in v.run_layers() and v.applies_to(harness, privilege_level()):
+        if (
+            layer in v.run_layers()
+            and v.applies_to(harness, privilege_level())
+            and expected_for(v, layer, harness, version, mode) == "blocked"
+        ):
             key = batch_key(v, layer, harness)
             if key is not None:
                 groups.setdefault(key, []).append(v)
@@ -43,16 +50,18 @@ def test_a_batched_session_gives_each_vector_the_outcome_it_gets_alone(
         pytest.skip(f"{harness.name} has no TUI driver: {unsupported(harness.name)}")
     if session.mode == "acp" and acp_unsupported(harness.name):
         pytest.skip(f"{harness.name} cannot be driven as an ACP agent: {acp_unsupported(harness.name)}")
-    sample = _sample(session.catalogue(), harness.name, "composed")
+    probe = request.getfixturevalue("harness_probe")
+    sample = _sample(session.catalogue(), harness.name, probe.version, session.mode, "composed")
     if len(sample) < 2:
         pytest.skip(f"no two vectors of the catalogue share a plan for {harness.name}: nothing to batch")
-    probe = request.getfixturevalue("harness_probe")
     runner = VectorRunner(session.catalogue(), session.timeout, request.node.nodeid, mode=session.mode)
     alone = {v.id: runner.run(v, "composed", harness, probe, scripted_model) for v in sample}
+    # what the batch could not judge on its own runs alone, as in the suite: its record is a solo one
     batched = run_batch(runner, sample, "composed", harness, probe, scripted_model)
-    judged = sorted(v for v, r in batched.items() if "(batched:" in r.observation)
-    record_property("batched", ", ".join(judged) or "none")
-    assert {v: r.outcome for v, r in batched.items()} == {v: r.outcome for v, r in alone.items()}, (
+    record_property("batched", ", ".join(sorted(batched)) or "none")
+    if all(r.outcome == "blocked" for r in alone.values()):
+        assert batched, f"every vector of the sample was blocked alone, yet the batch judged none: {sorted(alone)}"
+    assert {v: r.outcome for v, r in batched.items()} == {v: alone[v].outcome for v in batched}, (
         "a batch changed a verdict: "
         + "; ".join(
             f"{v}: alone {alone[v].outcome} ({alone[v].observation[:160]}), batched {r.outcome} ({r.observation[:160]})"

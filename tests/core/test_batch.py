@@ -1,0 +1,66 @@
+"""Which vectors a batched session may hold (agentbox/testing/batch.py): only those whose steps and oracle keep to
+what is their own, so that one member cannot change what another meets."""
+
+from __future__ import annotations
+
+import importlib.resources
+
+import pytest
+
+from agentbox.prove.vectors import Vector, load_catalogue
+from agentbox.testing.batch import _own, _own_decisions, batch_key
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    return load_catalogue(str(importlib.resources.files("agentbox") / "data" / "vectors"))
+
+
+def vector(catalogue, vid: str, **steps) -> Vector:
+    v = next(v for v in catalogue.vectors if v.id == vid)
+    return v.model_copy(update=steps) if steps else v
+
+
+def test_the_read_only_workspace_writes_share_one_plan(catalogue):
+    keys = {batch_key(vector(catalogue, v), "composed", "codex") for v in ("ws-ro-tee", "ws-ro-cp", "ws-ro-dd")}
+    assert len(keys) == 1 and None not in keys
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd / && echo pwned > {ws}/escape-{nonce}.txt",  # the shell's folder outlives the step
+        "mv {ws} {parent}/gone-{nonce}; echo > {ws}/escape-{nonce}.txt",  # the shared workspace named bare
+        "echo pwned > {ws}/escape-{nonce}.txt; chmod 000 {ws}/escape-{nonce}.txt",
+        "echo x >> ~/.bashrc; echo pwned > {ws}/escape-{nonce}.txt",  # the shared home
+        "echo pwned > {ws}/escape-{nonce}/../x.txt",
+        "export PATH=/nowhere; echo pwned > {ws}/escape-{nonce}.txt",
+    ],
+)
+def test_a_vector_whose_step_could_change_what_another_meets_runs_alone(catalogue, command):
+    v = vector(catalogue, "ws-ro-shell-redirect", steps=({"shell": {"command": command}},))
+    assert batch_key(v, "composed", "codex") is None
+
+
+def test_a_remount_of_the_workspace_runs_alone(catalogue):
+    assert batch_key(vector(catalogue, "priv-remount-workspace"), "composed", "codex") is None
+
+
+@pytest.mark.parametrize(
+    ("path", "own"),
+    [
+        ("{ws}/escape-{nonce}.txt", True),
+        ("{outside}/payload.txt", True),
+        ("{outside}/../../project/.bashrc", False),
+        ("{outside}", False),
+        ("{ws}/{nonce}/shared.txt", False),  # its last name is shared by every member
+        ("{ws}/escape.txt", False),
+    ],
+)
+def test_a_path_is_a_vectors_own_only_when_its_nonce_or_its_folder_outside_names_it(path, own):
+    assert _own(path) is own
+
+
+def test_a_denial_to_a_port_two_members_listen_on_is_no_ones_refusal():
+    egress = [{"port": 4000, "allowed": False}, {"port": 5000, "allowed": False}]
+    assert _own_decisions(egress, {4000, 5000}, [{4000}]) == [{"port": 5000, "allowed": False}]
