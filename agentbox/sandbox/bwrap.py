@@ -174,20 +174,7 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     # core_pattern and with it a program the host kernel runs as root), /proc/sysrq-trigger, and /proc/<pid>/mem of
     # every process of the same uid (bubblewrap's own pid 1 among them, which no seccomp filter covers). bubblewrap
     # covers only /proc's folders it finds writable, and /proc/sys is mode 0555, so it covers none of those files.
-    argv: list[str] = [
-        "bwrap",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--remount-ro",
-        "/proc",
-        "--tmpfs",
-        "/tmp",
-    ]
+    argv: list[str] = ["bwrap", *_READ_ONLY_ROOT]
     binds: list[tuple[str, str, str]] = []
 
     def bind(mode: str, src: str, dst: str) -> None:
@@ -509,6 +496,21 @@ def bwrap_binary() -> str:
 _SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the loader of the seccomp program that a locked-down command starts under, run by path
 _UNIX_FILTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unix_filter.py")
+# what every sandbox starts from, a run's and the MCP inventory's: the host read-only, its own /dev, a /proc it
+# cannot write, an empty /tmp
+_READ_ONLY_ROOT = (
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--remount-ro",
+    "/proc",
+    "--tmpfs",
+    "/tmp",
+)
 
 
 def locked_down_command(
@@ -573,20 +575,7 @@ def locked_down_command(
     # under AGENTBOX_HOME, bound read-only wherever it lies
     program = host_program_path(deny_unix=True)
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-    base = [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--remount-ro",
-        "/proc",
-        "--tmpfs",
-        "/tmp",
-        *(x for h in (*hidden[1:], *project) for x in ("--tmpfs", h)),
-    ]
+    base = [*_READ_ONLY_ROOT, *(x for h in (*hidden[1:], *project) for x in ("--tmpfs", h))]
     base += hide_state(base, state_home())
     argv = [
         bwrap,
