@@ -906,6 +906,14 @@ class Guard:
         # hold it, the user's own git checkout) takes its read-only mount away inside this run, which may then
         # write the new one
         self._inodes = {p: _inode(p) for p, kind in scanned[0] if kind == "file"}  # a folder's ctime moves with use
+        # what each bind by descriptor mounted, the folders too: bwrap mounts a descriptor by the name it has when
+        # bwrap starts, so a folder renamed away meanwhile (by a process outside the run) and put back after the
+        # mount is held nowhere (red team of the descriptor binds); its name leading elsewhere at the end says so
+        self._bound = {
+            self.args[i + 2]: _identity(os.fstat(int(self.args[i + 1])))
+            for i, a in enumerate(self.args[:-2])
+            if a in BY_FD
+        }
 
     def close_fds(self) -> None:
         """Close the descriptors `args` binds (bwrap has its own copies, and closes each once it is mounted); a
@@ -926,11 +934,18 @@ class Guard:
             return [f"the workspace {self._spec['workspace']} could not be scanned after the run ({exc})"]
         fresh = [p for p, _ in found if p not in self._held]
         fresh += [p for p, before in self._inodes.items() if before is not None and _inode(p) not in (before, None)]
+        swapped = {p for p, mounted in self._bound.items() if _identity_of(p) not in (mounted, None)} - set(fresh)
+        fresh += sorted(swapped)
         # one line per new place, not one per file in it: a new repository is its .git
         fresh = [p for p in fresh if not any(p != q and is_within(p, q) for q in fresh)]
         # a folder the run made unreadable (mode 0111) hides what it left below it, a repository git still finds
         return [
-            f"{p} (a folder this user cannot list: what the run left in it cannot be seen)" if _unlisted(p) else p
+            f"{p} (a folder this user cannot list: what the run left in it cannot be seen)"
+            if _unlisted(p)
+            else f"{p} (not what the run held: it was put there while the run started or ran, and what stood there "
+            "then was not held)"
+            if p in swapped
+            else p
             for p in fresh
         ]
 
@@ -983,6 +998,17 @@ def _inode(path: str) -> tuple[int, int, int] | None:
     except (OSError, ValueError):
         return None
     return info.st_dev, info.st_ino, info.st_ctime_ns
+
+
+def _identity(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
+
+
+def _identity_of(path: str) -> tuple[int, int] | None:
+    try:
+        return _identity(os.lstat(path))
+    except (OSError, ValueError):
+        return None
 
 
 def _alive(folder: str, run: str) -> str:

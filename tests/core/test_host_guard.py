@@ -734,6 +734,20 @@ def test_a_held_file_replaced_on_the_host_during_the_run_is_named_after_it(tmp_p
     guard.release()
 
 
+def test_a_held_folder_replaced_outside_the_run_is_named_after_it(tmp_path, ws):
+    (ws / "sub/.git/hooks").mkdir(parents=True)
+    guard = Guard(spec(ws), [], str(tmp_path / "run"))
+    # a process outside the run renames the repository away and puts another folder at its name: the hold went
+    # with the one renamed away, and the one a host git now finds was held nowhere (red team of the fd binds)
+    (ws / "sub/.git").rename(ws / "sub/.git.away")
+    (ws / "sub/.git/hooks").mkdir(parents=True)
+    assert guard.newcomers() == [
+        f"{ws}/sub/.git (not what the run held: it was put there while the run started or ran, "
+        "and what stood there then was not held)"
+    ]
+    guard.release()
+
+
 def test_the_end_of_a_run_opens_no_folder_through_a_link_on_the_way(tmp_path):
     from agentbox.sandbox.host_guard import _open_folder
 
