@@ -303,9 +303,15 @@ def prepare(root: Path, setup: Setup, nonce: str, model_key: str, shared: tuple[
     if setup.git:
         subprocess.run(["git", "init", "-q", str(ws)], check=True)
     for folder in setup.dirs:
-        Path(fill(folder, values)).mkdir(parents=True, exist_ok=True)
-        if not fill(folder, values).startswith(str(root) + "/"):
-            targets.made_dirs.append(fill(folder, values))  # outside the run's folder (another run's, under /tmp)
+        path = fill(folder, values)
+        first = path  # the first folder of it that this run makes: removed at close with all below it
+        while not os.path.exists(os.path.dirname(first)):
+            first = os.path.dirname(first)
+        Path(path).mkdir(parents=True, exist_ok=True)
+        if not path.startswith(str(root) + "/"):
+            # outside the run's folder (another run's, under /tmp): the folders made on the way go too, or the
+            # host's /tmp keeps an empty one per run
+            targets.made_dirs.append(first)
     for path, content in setup.files.items():
         p = Path(fill(path, values))
         p.parent.mkdir(parents=True, exist_ok=True)
