@@ -813,6 +813,16 @@ def bound_fds(args: list[str]) -> list[int]:
     return [int(args[i + 1]) for i, a in enumerate(args[:-1]) if a in BY_FD]
 
 
+def _mounted(args: list[str]) -> dict[str, tuple[int, int]]:
+    """What each bind by descriptor of `args` mounts (device and inode), by the path it mounts it at."""
+    out: dict[str, tuple[int, int]] = {}
+    for i, a in enumerate(args[:-2]):
+        if a in BY_FD:
+            info = os.fstat(int(args[i + 1]))
+            out[args[i + 2]] = (info.st_dev, info.st_ino)
+    return out
+
+
 def _held_fd(path: str, kind: str, opened: dict[str, int]) -> int:
     """A descriptor of its own (bwrap closes each one it mounts) for what stands at `path` now: opened O_PATH from
     the root one name at a time, never through a link (the guard's paths are real paths, where the scan found no
@@ -909,11 +919,7 @@ class Guard:
         # what each bind by descriptor mounted, the folders too: bwrap mounts a descriptor by the name it has when
         # bwrap starts, so a folder renamed away meanwhile (by a process outside the run) and put back after the
         # mount is held nowhere (red team of the descriptor binds); its name leading elsewhere at the end says so
-        self._bound = {
-            self.args[i + 2]: _identity(os.fstat(int(self.args[i + 1])))
-            for i, a in enumerate(self.args[:-2])
-            if a in BY_FD
-        }
+        self._bound = _mounted(self.args)
 
     def close_fds(self) -> None:
         """Close the descriptors `args` binds (bwrap has its own copies, and closes each once it is mounted); a
@@ -934,7 +940,7 @@ class Guard:
             return [f"the workspace {self._spec['workspace']} could not be scanned after the run ({exc})"]
         fresh = [p for p, _ in found if p not in self._held]
         fresh += [p for p, before in self._inodes.items() if before is not None and _inode(p) not in (before, None)]
-        swapped = {p for p, mounted in self._bound.items() if _identity_of(p) not in (mounted, None)} - set(fresh)
+        swapped = {p for p, mounted in self._bound.items() if (now := _inode(p)) and now[:2] != mounted} - set(fresh)
         fresh += sorted(swapped)
         # one line per new place, not one per file in it: a new repository is its .git
         fresh = [p for p in fresh if not any(p != q and is_within(p, q) for q in fresh)]
@@ -998,17 +1004,6 @@ def _inode(path: str) -> tuple[int, int, int] | None:
     except (OSError, ValueError):
         return None
     return info.st_dev, info.st_ino, info.st_ctime_ns
-
-
-def _identity(info: os.stat_result) -> tuple[int, int]:
-    return info.st_dev, info.st_ino
-
-
-def _identity_of(path: str) -> tuple[int, int] | None:
-    try:
-        return _identity(os.lstat(path))
-    except (OSError, ValueError):
-        return None
 
 
 def _alive(folder: str, run: str) -> str:

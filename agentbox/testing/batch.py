@@ -35,7 +35,6 @@ import secrets
 import shutil
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -44,14 +43,14 @@ from agentbox.core.refusal_kinds import expected_kinds, recognise, table
 from agentbox.prove.evidence import privilege_level
 from agentbox.prove.vectors import kernel_lacks
 from agentbox.testing.fixtures import MODEL_KEY
-from agentbox.testing.negative import Attempt, Planned, Seen, VectorRunner, _evidence
+from agentbox.testing.negative import Attempt, Planned, Seen, VectorRunner, _evidence, control_layer, vector_root
 from agentbox.testing.targets import Targets, prepare
 
 if TYPE_CHECKING:
     from agentbox.prove.evidence import EvidenceRecord, Layer
     from agentbox.prove.vectors import Vector
 
-__all__ = ["Batches", "batch_key", "batches_key", "group_of", "run_batch", "MAX_BATCH"]
+__all__ = ["Batches", "batch_key", "batches_key", "group_of", "run_batch", "shared_plans", "MAX_BATCH"]
 
 MAX_BATCH = 8  # vectors per harness start: a longer conversation costs each turn more, and a failure more re-runs
 # placeholders an intent may hold and stay the same for every vector of a batch (their shared workspace and home)
@@ -125,10 +124,7 @@ def _weakened(vector: Vector, layer: Layer) -> bool:
 
 def _control_runs_alone(vector: Vector, layer: Layer, harness: str) -> bool:
     """A control that runs outside the harness (on the host): one cheap command, never batched."""
-    spec = vector.control
-    return (
-        spec.layer == "host" or (layer == "harness" and spec.harness_layer == "host") or harness in spec.host_harnesses
-    )
+    return control_layer(vector, layer, harness) == "host"
 
 
 def batch_key(vector: Vector, layer: Layer, harness: str) -> str | None:
@@ -142,6 +138,17 @@ def batch_key(vector: Vector, layer: Layer, harness: str) -> str | None:
     alone = _control_runs_alone(vector, layer, harness)
     control = None if alone else [control_intent, sorted(spec.weaken) if layer == "composed" else [], spec.layer]
     return json.dumps([layer, vector.intent, control], sort_keys=True)
+
+
+def shared_plans(vectors: list[Vector], layer: Layer, harness: str) -> dict[str, list[Vector]]:
+    """The vectors of `vectors` that run in `layer` of `harness` here and can be batched, by the plan they share."""
+    groups: dict[str, list[Vector]] = {}
+    for v in vectors:
+        if layer in v.run_layers() and v.applies_to(harness, privilege_level()):
+            key = batch_key(v, layer, harness)
+            if key is not None:
+                groups.setdefault(key, []).append(v)
+    return groups
 
 
 batches_key = pytest.StashKey["Batches"]()  # the process's batched records, in the config's stash
@@ -185,14 +192,8 @@ class Batches:
         slot = (*where, vector.id)
         if slot not in self.records and (*where, key) not in self.done:
             self.done.add((*where, key))
-            members = [
-                v
-                for v in selected
-                if layer in v.run_layers()
-                and v.applies_to(harness.name, privilege_level())
-                and batch_key(v, layer, harness.name) == key
-                and (*where, v.id) not in self.records
-            ]
+            shared = shared_plans(selected, layer, harness.name).get(key, [])
+            members = [v for v in shared if (*where, v.id) not in self.records]
             for start in range(0, len(members), MAX_BATCH):
                 group = members[start : start + MAX_BATCH]
                 try:
@@ -245,7 +246,7 @@ def _session(
     the batch can judge it (blocked-looking, with proof read from its own steps; for a control, whether its own
     results show the effect), else None."""
     nonce = secrets.token_hex(6)
-    base = Path(os.environ.get("AGENTBOX_VECTOR_ROOT", "/var/tmp/agentbox-vectors")) / f"batch-{nonce}"
+    base = vector_root(f"batch-{nonce}")
     shared = (base / "project", base / "home")
     key = f"{MODEL_KEY}-{nonce}"
     order = list(group)
@@ -293,7 +294,7 @@ def _session(
         results = model.tool_results()
         egress = out.egress if out.plan.sandbox.egress is not None and run_layer == "composed" else None
         judged: dict[str, Attempt | None] = {}
-        ports = [_ports(m.targets) for m in members]
+        ports = [m.targets.listener_ports() for m in members]
         for i, m in enumerate(members):
             if runner.steps_problem(model, out, vocabulary, m.steps, last_may_end=False, batch=True):
                 if not control:
@@ -323,10 +324,6 @@ def _session(
         for m in members:
             m.targets.close()
         shutil.rmtree(base, ignore_errors=True)
-
-
-def _ports(targets: Targets) -> set[int]:
-    return {x.address for x in targets.listeners.values() if isinstance(x.address, int)}
 
 
 def _own_decisions(egress, mine: set[int], others: list[set[int]]):

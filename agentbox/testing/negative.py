@@ -170,7 +170,7 @@ def _inapplicable(lacks, attack: Attempt, control: Attempt) -> str:
 
 
 def _evidence(seen: Seen, targets: Targets):
-    ports = frozenset(x.address for x in targets.listeners.values() if isinstance(x.address, int))
+    ports = frozenset(targets.listener_ports())
     if targets.vacant_port is not None:
         ports |= {targets.vacant_port}
     return Evidence(seen.said, seen.harness_output, seen.policy, seen.egress, ports)
@@ -219,6 +219,25 @@ def expected_for(
     return expected_outcome(vector, layer, harness_report, sandbox_report, endpoint_report, privilege_level())
 
 
+def vector_root(name: str) -> Path:
+    """Where the run `name` of a vector keeps its targets. Not under /tmp: the sandbox makes /tmp private, which
+    would hide every target outside the workspace and make escapes look blocked for the wrong reason."""
+    return Path(os.environ.get("AGENTBOX_VECTOR_ROOT", "/var/tmp/agentbox-vectors")) / name
+
+
+def control_layer(vector: Vector, layer: Layer, harness: str | None) -> Layer | Literal["host"]:
+    """The layer a vector's control really runs in when its attack runs in `layer`: on the host, for a protection
+    no intent turns off, or in the harness alone (`Vector.control`)."""
+    spec = vector.control
+    if spec.layer == "harness" and layer in ("harness", "composed"):
+        return "harness"
+    if spec.layer == "harness" and layer == "sandbox":
+        return "host"  # the sandbox layer's control of a harness-alone control: the command on the host
+    if spec.layer == "host" or (layer == "harness" and spec.harness_layer == "host") or harness in spec.host_harnesses:
+        return "host"
+    return layer
+
+
 class VectorRunner:
     """Everything one test needs to attempt a vector: temp folders, the scripted model, a harness."""
 
@@ -226,9 +245,7 @@ class VectorRunner:
         self.catalogue, self.timeout, self.nodeid, self.mode = catalogue, timeout, nodeid, mode
 
     def _root(self, vector: Vector, nonce: str) -> Path:
-        # Not under /tmp: the sandbox makes /tmp private, which would hide every target outside the
-        # workspace and make escapes look blocked for the wrong reason.
-        root = Path(os.environ.get("AGENTBOX_VECTOR_ROOT", "/var/tmp/agentbox-vectors")) / f"{vector.id}-{nonce}"
+        root = vector_root(f"{vector.id}-{nonce}")
         root.mkdir(parents=True)
         return root
 
@@ -307,17 +324,7 @@ class VectorRunner:
         if oracle.kind == "file_unchanged":
             assert oracle.path is not None  # a file_unchanged oracle names its file
             targets.snapshot(oracle.path)
-        run_layer: Layer | Literal["host"] = layer
-        if spec is not None and (
-            spec.layer == "host"
-            or (layer == "harness" and spec.harness_layer == "host")
-            or (harness is not None and harness.name in spec.host_harnesses)
-        ):
-            run_layer = "host"
-        if spec is not None and spec.layer == "harness" and layer in ("harness", "composed"):
-            run_layer = "harness"
-        if spec is not None and spec.layer == "harness" and layer == "sandbox":
-            run_layer = "host"
+        run_layer = control_layer(vector, layer, harness.name if harness is not None else None) if spec else layer
         return Planned(
             values=values,
             spec=spec,

@@ -160,6 +160,10 @@ class Targets:
     setting: "HostSetting | None" = None  # a host kernel setting the attack tries to change (Setup.host_setting)
     vacant_port: int | None = None  # a host loopback port nothing listens on (Setup.vacant_port)
 
+    def listener_ports(self) -> set[int]:
+        """The port numbers of its IP listeners."""
+        return {x.address for x in self.listeners.values() if isinstance(x.address, int)}
+
     def values(self) -> dict[str, str]:
         v = {
             "loopback": LOOPBACK,

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from agentbox.harnesses.acp import unsupported as acp_unsupported
-from agentbox.prove.evidence import privilege_level
-from agentbox.testing.batch import batch_key, run_batch
+from agentbox.testing.batch import run_batch, shared_plans
 from agentbox.testing.negative import VectorRunner, expected_for
 from agentbox.testing.session import session_key
 from agentbox.testing.tui import unsupported
@@ -28,17 +27,9 @@ SAMPLE = 4
 def _sample(catalogue, harness: str, version: str, mode: str, layer: Layer) -> list:
     """The largest group of vectors that share a plan here and are declared blocked (an escape in a batch sends
     the whole batch alone, so a group with one would prove nothing of batching)."""
-    groups: dict[str, list] = {}
-    for v in catalogue.vectors:
-        if (
-            layer in v.run_layers()
-            and v.applies_to(harness, privilege_level())
-            and expected_for(v, layer, harness, version, mode) == "blocked"
-        ):
-            key = batch_key(v, layer, harness)
-            if key is not None:
-                groups.setdefault(key, []).append(v)
-    largest = max(groups.values(), key=len, default=[])
+    groups = shared_plans(list(catalogue.vectors), layer, harness).values()
+    blocked = ([v for v in group if expected_for(v, layer, harness, version, mode) == "blocked"] for group in groups)
+    largest = max(blocked, key=len, default=[])
     return sorted(largest, key=lambda v: v.id)[:SAMPLE]
 
 
