@@ -7,8 +7,9 @@ harness's own `--version` does not.
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
+import sys
 
 try:  # the built-in implementation: hashlib would load OpenSSL first (~2 ms per start)
     from _sha256 import sha256
@@ -25,6 +26,9 @@ __all__ = [
     "package_fingerprint",
     "resolve_profile_path",
     "write_json_atomic",
+    "write_marshal_atomic",
+    "read_marshal",
+    "MARSHAL_TAG",
     "which",
     "run_root",
     "private_folder",
@@ -185,10 +189,36 @@ def resolve_profile_path(arg: str) -> str | None:
 
 def write_json_atomic(path: str, data) -> None:
     """Readers see the old file or the new one, never half of one (concurrent launches share caches)."""
+    import json  # json loads re and enum (~7 ms a start): `sandbox run` reads its cache without it (benchmarks/sandbox_run.py)
+
+    _replace(path, json.dumps(data).encode())
+
+
+# The marshal format is this interpreter's own: a cache written in it is named by the interpreter too, so another
+# Python sharing AGENTBOX_HOME (a second install, a checkout) keeps its own entries.
+MARSHAL_TAG = f"{sys.implementation.cache_tag}-m{marshal.version}"
+
+
+def write_marshal_atomic(path: str, data) -> None:
+    """`write_json_atomic` in marshal (plain data only), which this interpreter reads without importing anything:
+    for the cache of `sandbox run`, whose start json would lengthen by ~7 ms (benchmarks/sandbox_run.py)."""
+    _replace(path, marshal.dumps(data))
+
+
+def read_marshal(path: str):
+    """What `write_marshal_atomic` wrote, or None when it is missing or unreadable (the caller recomputes it)."""
+    try:
+        with open(path, "rb") as f:
+            return marshal.load(f)
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+
+
+def _replace(path: str, data: bytes) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f)
+    with open(tmp, "wb") as f:
+        f.write(data)
     os.replace(tmp, path)
 
 

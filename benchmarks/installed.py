@@ -21,9 +21,21 @@ def regular_install(venv: str = DEFAULT_VENV) -> str:
     checked out."""
     pip = os.path.join(venv, "bin", "pip")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # pip compiles the bytecode
-    if not os.path.exists(pip):
-        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    if not os.path.exists(pip) or not _current_pip(venv):
+        subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True)
+        # the pip a venv is made with (23.2 for Python 3.11) writes console scripts that import re (with enum,
+        # ~7 ms a start); the pip a user installs with today (24.1 on, as uv and pipx's) does not
+        subprocess.run([pip, "install", "-q", "--upgrade", "pip>=25"], check=True, env=env)
         subprocess.run([pip, "install", "-q", REPO], check=True, env=env)
     else:
         subprocess.run([pip, "install", "-q", "--no-deps", "--force-reinstall", REPO], check=True, env=env)
     return os.path.join(venv, "bin", "agent-box")
+
+
+def _current_pip(venv: str) -> bool:
+    script = os.path.join(venv, "bin", "agent-box")
+    try:
+        with open(script) as f:
+            return "import re\n" not in f.read()
+    except OSError:
+        return False

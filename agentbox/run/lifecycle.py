@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import contextmanager
 
 from agentbox.errors import AgentBoxError, SandboxError
-from agentbox.run.profile_state import keep, restore
 from agentbox.sandbox.session import (
     cleanup,
     environment,
@@ -36,12 +34,13 @@ from agentbox.sandbox.startup import Started
 # `typing` itself is not imported: it costs ~3 ms of the measured hot paths (benchmarks/sandbox_run.py)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
     from agentbox.run.runs import RunStore
 
 __all__ = [
     "SandboxedRun",
+    "Lifecycle",
     "ProxyDied",
     "Record",
     "sandboxed",
@@ -118,7 +117,6 @@ class SandboxedRun:
         self.status, self.state = status, state
 
 
-@contextmanager
 def sandboxed(
     entry: dict,
     run_dir: str,
@@ -134,62 +132,127 @@ def sandboxed(
     egress_copy: str | Callable[[str], str] | None = None,
     keep_run_dir: bool = False,
     tell: Callable[[str], None] = say,
-) -> Iterator[SandboxedRun]:
+) -> Lifecycle:
     """The run of `entry` (a plan's sandbox as plain data, `session.entry_from_plan`) in `run_dir`, a fresh private
-    folder. `record`: the Run store and columns (its id is the run's); else `run_id`, or a random one. `source`: the
-    environment the run's allowed variables and real credentials are read from (default this process's);
-    `extra_env`: variables the caller adds. `state_dir`: the profile's kept answers, restored at the start and kept
-    at the end. `egress_copy`: where the proxy's decisions are copied (or a function of the run's id that says). `tell`: where the lines for the user go
-    (what was kept, what cleanup names for review). `resolve`, `upstream_ca`, `keep_run_dir`: testing aids."""
-    store = record.store if record is not None else None
-    if record is not None:
-        run_id = record.store.start({**record.fields, "run_dir": run_dir})
-    run_id = run_id or os.urandom(8).hex()
-    started: Started | None = None
-    run: SandboxedRun | None = None
-    status: int | None = None
-    state = "failed"
-    note = ""
-    try:
+    folder, as a context manager giving the `SandboxedRun` to drive. `record`: the Run store and columns (its id is
+    the run's); else `run_id`, or a random one. `source`: the environment the run's allowed variables and real
+    credentials are read from (default this process's); `extra_env`: variables the caller adds. `state_dir`: the
+    profile's kept answers, restored at the start and kept at the end. `egress_copy`: where the proxy's decisions are
+    copied (or a function of the run's id that says). `tell`: where the lines for the user go (what was kept, what
+    cleanup names for review). `resolve`, `upstream_ca`, `keep_run_dir`: testing aids."""
+    return Lifecycle(
+        entry,
+        run_dir,
+        run_id=run_id,
+        record=record,
+        source=source,
+        extra_env=extra_env,
+        resolve=resolve,
+        upstream_ca=upstream_ca,
+        serve_later=serve_later,
+        state_dir=state_dir,
+        egress_copy=egress_copy,
+        keep_run_dir=keep_run_dir,
+        tell=tell,
+    )
+
+
+# A class with __enter__ and __exit__ rather than a generator under contextlib.contextmanager: contextlib loads
+# collections and functools, ~2.5 ms of the measured hot paths (benchmarks/sandbox_run.py, benchmarks/launch.py).
+class Lifecycle:
+    """`sandboxed`'s steps. Entering makes the run; leaving ends it, however the block ended: after a block that
+    returned, what the run answered is kept and a dead proxy raises `ProxyDied`; in every case (a failed start
+    included) the run is cleaned up and its end recorded, with the exit code of the AgentBoxError that ended it."""
+
+    def __init__(self, entry: dict, run_dir: str, *, record: Record | None, run_id: str | None, **options) -> None:
+        self.entry, self.run_dir, self.record, self.run_id = entry, run_dir, record, run_id
+        self.source, self.extra_env, self.state_dir = options["source"], options["extra_env"], options["state_dir"]
+        self.resolve, self.upstream_ca, self.serve_later = (
+            options["resolve"],
+            options["upstream_ca"],
+            options["serve_later"],
+        )
+        self.egress_copy, self.keep_run_dir, self.tell = (
+            options["egress_copy"],
+            options["keep_run_dir"],
+            options["tell"],
+        )
+        self.started: Started | None = None
+        self.run: SandboxedRun | None = None
+        self.status: int | None = None
+        self.state = "failed"
+
+    def __enter__(self) -> SandboxedRun:
+        if self.record is not None:
+            self.run_id = self.record.store.start({**self.record.fields, "run_dir": self.run_dir})
+        run_id = self.run_id = self.run_id or os.urandom(8).hex()
+        entry, run_dir, source, extra_env = self.entry, self.run_dir, self.source, self.extra_env
         try:
-            artifacts = materialize(entry, run_dir)
-            env = environment(entry, run_id, source, extra_env)
-            # the proxy runs before the command exists; it alone holds the real credentials, the run gets
-            # placeholders (written into `env` here)
-            started = Started(
-                entry,
-                run_dir,
-                run_id,
-                resolve,
-                env=env,
-                source=None if source is None and not extra_env else {**(source or os.environ), **(extra_env or {})},
-                upstream_ca=upstream_ca,
-                serve_later=serve_later,
-            )
-            settle_key_approvals(entry, run_dir, env)  # of the key the command is given: its placeholder
-            if state_dir is not None:
-                for problem in restore(entry, run_dir, state_dir):  # the profile's answers from earlier runs
-                    tell(problem)
-        except OSError as exc:
-            raise cannot_start(exc) from exc
-        run = SandboxedRun(entry, run_dir, run_id, started, env, artifacts)
-        yield run
-        if state_dir is not None:  # the command ran: what it answered that widens nothing is kept for the next run
-            kill_marked(run_id, NAMESPACE_GRACE)  # nothing of the run writes its state any more
-            for line in keep(entry, run_dir, state_dir):
-                tell(line)
+            try:
+                artifacts = materialize(entry, run_dir)
+                env = environment(entry, run_id, source, extra_env)
+                # the proxy runs before the command exists; it alone holds the real credentials, the run gets
+                # placeholders (written into `env` here)
+                self.started = Started(
+                    entry,
+                    run_dir,
+                    run_id,
+                    self.resolve,
+                    env=env,
+                    source=None
+                    if source is None and not extra_env
+                    else {**(source or os.environ), **(extra_env or {})},
+                    upstream_ca=self.upstream_ca,
+                    serve_later=self.serve_later,
+                )
+                settle_key_approvals(entry, run_dir, env)  # of the key the command is given: its placeholder
+                if self.state_dir is not None:
+                    # json and fnmatch (re, enum: ~7 ms a start) only for a run that keeps answers; `sandbox run`
+                    # keeps none (benchmarks/sandbox_run.py)
+                    from agentbox.run.profile_state import restore
+
+                    for problem in restore(entry, run_dir, self.state_dir):  # the profile's answers from earlier runs
+                        self.tell(problem)
+            except OSError as exc:
+                raise cannot_start(exc) from exc
+        except BaseException as exc:
+            self._end(exc)
+            raise
+        self.run = SandboxedRun(entry, run_dir, run_id, self.started, env, artifacts)
+        return self.run
+
+    def __exit__(self, kind, exc, traceback) -> None:
+        """Never swallows: what ended the block goes on once the run is ended."""
+        try:
+            if exc is None:
+                self._after(self.run)
+        except BaseException as failure:
+            self._end(failure)
+            raise
+        self._end(exc)
+
+    def _after(self, run) -> None:
+        """The command ran: what it answered that widens nothing is kept for the next run; a dead proxy fails it."""
+        if self.state_dir is not None:
+            from agentbox.run.profile_state import keep  # as in __enter__
+
+            kill_marked(run.run_id, NAMESPACE_GRACE)  # nothing of the run writes its state any more
+            for line in keep(self.entry, self.run_dir, self.state_dir):
+                self.tell(line)
         if run.failure:
             raise ProxyDied(run.failure)
-        status, state = run.status, run.state
-    except AgentBoxError as exc:
-        status = exc.exit_code
-        raise
-    finally:
-        copy = egress_copy(run_id) if callable(egress_copy) else egress_copy
-        note = cleanup(run_id, run_dir, started, keep_run_dir=keep_run_dir, egress_copy=copy)
+        self.status, self.state = run.status, run.state
+
+    def _end(self, exc: BaseException | None) -> None:
+        if isinstance(exc, AgentBoxError):
+            self.status = exc.exit_code
+        run_id = self.run_id
+        assert run_id is not None  # given or made on entering
+        copy = self.egress_copy(run_id) if callable(self.egress_copy) else self.egress_copy
+        note = cleanup(run_id, self.run_dir, self.started, keep_run_dir=self.keep_run_dir, egress_copy=copy)
         for line in for_the_user(note):  # what the run left that is the user's to judge
-            tell(f"{AFTER_THE_RUN}{line}")
-        if run is not None:
-            run.note = note
-        if store is not None:
-            store.finish(run_id, status, note, state)
+            self.tell(f"{AFTER_THE_RUN}{line}")
+        if self.run is not None:
+            self.run.note = note
+        if self.record is not None:
+            self.record.store.finish(run_id, self.status, note, self.state)

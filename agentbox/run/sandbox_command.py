@@ -6,26 +6,27 @@ points a name without DNS at an address.
 
 This is a hot path (the negative suite's sandbox layer calls it per vector), so a compiled run is
 cached by the profile's exact bytes, the workspace, the home and the package's own files; a cache
-hit imports neither pydantic nor YAML. The cache also records which project surfaces existed, so a
+hit imports neither pydantic nor YAML, nor json (the entry is kept in this interpreter's marshal format). The cache also records which project surfaces existed, so a
 new `.claude` in the workspace invalidates it.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 from agentbox.core.console import detail_argv, take_flag
 from agentbox.hot import (
+    MARSHAL_TAG,
     agentbox_home,
     home_dir,
     package_fingerprint,
     private_folder,
     resolve_profile_path,
+    read_marshal,
     sha256,
     which,
-    write_json_atomic,
+    write_marshal_atomic,
 )
 
 __all__ = ["fast_main", "sandbox_run", "compiled_entry", "execute"]
@@ -43,7 +44,7 @@ def _cache_path(profile_bytes: bytes, profile_path: str, workspace: str) -> str:
             ]
         )
     ).hexdigest()
-    return os.path.join(agentbox_home(), "cache", "sandbox", f"{key}.json")
+    return os.path.join(agentbox_home(), "cache", "sandbox", f"{key}.{MARSHAL_TAG}")
 
 
 def _parse(argv: list[str]) -> dict | None:
@@ -106,11 +107,10 @@ def fast_main(argv: list[str]) -> int | None:
     try:
         with open(path, "rb") as f:
             data = f.read()
-        with open(_cache_path(data, path, os.path.realpath(workspace))) as f:
-            entry = json.load(f)
-    except (OSError, ValueError):
+    except OSError:
         return None
-    if not _entry_is_current(entry):
+    entry = read_marshal(_cache_path(data, path, os.path.realpath(workspace)))
+    if not isinstance(entry, dict) or not _entry_is_current(entry):
         return None
     problem = _hidden_command(entry, cmd)
     if which(entry["argv"][0]) is None:  # the sandbox's program, as the run will start it
@@ -217,5 +217,5 @@ def compiled_entry(profile_arg: str, workspace: str, cmd: list[str]) -> dict:
     problem = _hidden_command(entry, cmd)
     if problem:
         raise SandboxError(problem)
-    write_json_atomic(_cache_path(open(loaded.source, "rb").read(), loaded.source, ws), entry)
+    write_marshal_atomic(_cache_path(open(loaded.source, "rb").read(), loaded.source, ws), entry)
     return entry

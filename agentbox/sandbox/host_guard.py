@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import stat
 
 from agentbox.errors import SandboxError
 from agentbox.core.paths import is_within
 
+# The record of a user none of whose runs holds a placeholder (a workspace without git, most runs of `sandbox run`):
+# written and read as this text, without importing json for it (benchmarks/sandbox_run.py)
+_EMPTY = "{}"
 # `typing` itself is not imported: it costs ~3 ms of the measured hot paths (benchmarks/sandbox_run.py)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -958,15 +960,29 @@ class Guard:
     def _load(self) -> dict[str, dict]:
         try:
             with open(self._record) as f:
-                loaded = json.load(f)
+                text = f.read()
         except (OSError, ValueError):
+            return {}
+        if text == _EMPTY:
+            return {}
+        import json  # loads re and enum (~7 ms a start): a record that holds nothing is read without it (_EMPTY)
+
+        try:
+            loaded = json.loads(text)
+        except ValueError:
             return {}
         return {p: e for p, e in loaded.items() if isinstance(e, dict)} if isinstance(loaded, dict) else {}
 
     def _save(self, record: dict[str, dict]) -> None:
+        if record:
+            import json  # as in _load
+
+            text = json.dumps(record)
+        else:
+            text = _EMPTY
         tmp = f"{self._record}.{self._id}"
         with open(tmp, "w") as f:
-            json.dump(record, f)
+            f.write(text)
         os.replace(tmp, self._record)
 
     def release(self) -> list[str]:

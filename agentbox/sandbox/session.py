@@ -12,15 +12,21 @@ leftovers are found and killed even when they left the run's session.
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import sys
 import time
 
 from agentbox.egress.inside import LOG_NAME
 from agentbox.hot import which
 from agentbox.sandbox.host_guard import guard_folder
+
+# signal.py is _signal with its numbers wrapped in enums, and enum alone costs ~3 ms a start (benchmarks/sandbox_run.py);
+# the type checker knows the module by its public name
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal
+else:
+    import _signal as signal
 
 __all__ = [
     "MARKER",
@@ -102,6 +108,10 @@ def _filled(template, suffix: str):
 def settle_key_approvals(entry: dict, run_dir: str, env: dict[str, str]) -> None:
     """Answer, in the run's private config, the harness's first-run question about a model key the profile
     names (`KeyApproval`); a key that is not set leaves the question to the harness."""
+    if not entry.get("key_approvals"):
+        return
+    import json  # loads re and enum (~7 ms): a run without a key to approve never pays it (benchmarks/sandbox_run.py)
+
     for approval in entry.get("key_approvals", ()):
         value = env.get(approval["variable"])
         if not value:

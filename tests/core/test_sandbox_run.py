@@ -137,6 +137,43 @@ def test_the_second_run_comes_from_the_plan_cache_and_behaves_the_same(tmp_path,
     assert len(os.listdir(os.path.join(env["AGENTBOX_HOME"], "cache", "sandbox"))) == 1
 
 
+# what each would add to every cached start (benchmarks/sandbox_run.py): re and enum (json loads both, as do
+# fnmatch and signal), contextlib with collections and functools, pydantic and YAML
+HEAVY = ("json", "re", "enum", "contextlib", "collections", "functools", "fnmatch", "signal", "pydantic", "yaml")
+
+# what Agent-Box loads, apart from what the interpreter's start loaded already (an editable install's finder, site)
+LOADED = """
+import atexit, sys
+before = set(sys.modules)
+from agentbox.cli import main
+atexit.register(lambda: print(sorted(m for m in {heavy!r} if m in sys.modules and m not in before), file=sys.stderr))
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_run_from_the_plan_cache_loads_none_of_the_costly_modules(tmp_path, env, ws):
+    prof = profile(tmp_path, RO)
+    argv = [sys.executable, "-I", "-c", LOADED.format(heavy=HEAVY), "sandbox", "run", prof, "--cwd", str(ws), "--"]
+    first = subprocess.run([*argv, "true"], env=env, capture_output=True, text=True)  # compiles and caches
+    assert first.returncode == 0 and "'yaml'" in first.stderr.splitlines()[-1]  # the oracle sees a cold start's
+    cached = subprocess.run([*argv, "true"], env=env, capture_output=True, text=True)
+    assert cached.returncode == 0, cached.stderr
+    assert cached.stderr.splitlines()[-1] == "[]"
+
+
+def test_a_cached_plan_another_interpreter_wrote_is_not_read_but_compiled_again(tmp_path, env, ws):
+    (ws / "f").write_text("original")
+    prof = profile(tmp_path, RO)
+    assert sandbox_run(env, prof, ws, "cat", f"{ws}/f").stdout == "original"
+    cache = os.path.join(env["AGENTBOX_HOME"], "cache", "sandbox")
+    [name] = os.listdir(cache)
+    assert name.endswith(f".{sys.implementation.cache_tag}-m{__import__('marshal').version}")
+    with open(os.path.join(cache, name), "wb") as f:
+        f.write(b"\xff not marshal data")  # what a damaged or foreign entry reads as
+    again = sandbox_run(env, prof, ws, "cat", f"{ws}/f")
+    assert again.returncode == 0 and again.stdout == "original"
+
+
 def test_missing_bubblewrap_is_a_clear_error_before_anything_starts(tmp_path, env, ws):
     bindir = tmp_path / "bin"
     bindir.mkdir()
