@@ -2,6 +2,10 @@
 
 import sys
 
-from agentbox.cli import main
+from agentbox.hot import leave_working_folder_off_path
+
+leave_working_folder_off_path()  # before anything else is imported: the working folder may be a run's workspace
+
+from agentbox.cli import main  # noqa: E402
 
 sys.exit(main())

@@ -30,6 +30,7 @@ __all__ = [
     "read_marshal",
     "MARSHAL_TAG",
     "which",
+    "leave_working_folder_off_path",
     "run_root",
     "private_folder",
     "stat_key",
@@ -205,13 +206,34 @@ def write_marshal_atomic(path: str, data) -> None:
     _replace(path, marshal.dumps(data))
 
 
+# a plan is a few kilobytes; an entry claiming more is damaged, and marshal would allocate what it claims
+_MARSHAL_LIMIT = 16 << 20
+
+
 def read_marshal(path: str):
-    """What `write_marshal_atomic` wrote, or None when it is missing or unreadable (the caller recomputes it)."""
+    """What `write_marshal_atomic` wrote, or None when it is missing, too large or unreadable (the caller
+    recomputes it)."""
     try:
         with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size > _MARSHAL_LIMIT:
+                return None
             return marshal.load(f)
-    except (OSError, EOFError, ValueError, TypeError):
+    except (OSError, EOFError, ValueError, TypeError, MemoryError):
         return None
+
+
+def leave_working_folder_off_path() -> None:
+    """Take the working folder off the import path that `python -m` put first on it.
+
+    The working folder of a run is often its workspace, which the run writes: a `signal.py` it leaves there
+    would be what this process imports the first time it needs `signal`, on the host, after the run. Modules
+    of this package are found through the package itself, not the path."""
+    try:
+        here = os.getcwd()
+    except OSError:  # a working folder removed since: nothing of it can be imported either
+        here = ""
+    if sys.path and sys.path[0] in ("", here):
+        del sys.path[0]
 
 
 def _replace(path: str, data: bytes) -> None:

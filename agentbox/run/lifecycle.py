@@ -215,10 +215,11 @@ class Lifecycle:
                         self.tell(problem)
             except OSError as exc:
                 raise cannot_start(exc) from exc
+            # inside the guard: an interrupt here still stops the proxy, cleans up and records the end
+            self.run = SandboxedRun(entry, run_dir, run_id, self.started, env, artifacts)
         except BaseException as exc:
             self._end(exc)
             raise
-        self.run = SandboxedRun(entry, run_dir, run_id, self.started, env, artifacts)
         return self.run
 
     def __exit__(self, kind, exc, traceback) -> None:

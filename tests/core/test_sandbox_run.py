@@ -174,6 +174,44 @@ def test_a_cached_plan_another_interpreter_wrote_is_not_read_but_compiled_again(
     assert again.returncode == 0 and again.stdout == "original"
 
 
+def test_a_cache_entry_larger_than_any_plan_is_not_loaded(tmp_path):
+    from agentbox.hot import read_marshal, write_marshal_atomic
+
+    small, large = str(tmp_path / "small"), str(tmp_path / "large")
+    write_marshal_atomic(small, {"plan": "x"})
+    write_marshal_atomic(large, {"plan": "x" * (17 << 20)})  # well formed, but no plan is this size
+    assert read_marshal(small) == {"plan": "x"}
+    assert read_marshal(large) is None
+
+
+# what the host process may import after the run: the standard library's lazily loaded modules
+PLANTED = ("signal", "subprocess", "json", "re", "shutil", "tempfile", "selectors", "threading", "traceback")
+
+
+def planting_run(tmp_path, env, ws, **kw):
+    """A run, started in its own workspace as the suite starts one, that leaves modules named like the standard
+    library's there: each, imported, writes its name into a file only the host can reach."""
+    marker = tmp_path / "imported-on-host"
+    (ws / "planted.txt").write_text(f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n")
+    prof = profile(tmp_path, "  workspace: {access: read_write}\n")
+    plant = "for m in " + " ".join(PLANTED) + "; do cp planted.txt $m.py; done"
+    for _ in range(2):  # compiled, then from the cache: each path imports its own modules after the run
+        done = sandbox_run(env, prof, ws, "sh", "-c", plant, cwd=ws, **kw)
+        assert (ws / "signal.py").exists(), done.stderr
+    return marker
+
+
+def test_a_module_the_run_leaves_in_its_working_folder_is_never_imported_by_the_host(tmp_path, env, ws):
+    marker = planting_run(tmp_path, env, ws)
+    assert not marker.exists(), marker.read_text()
+
+
+def test_control_the_planted_modules_are_imported_when_the_workspace_is_on_the_import_path(tmp_path, env, ws):
+    # the same oracle with the workspace on the path another way (PYTHONPATH, which no one takes off)
+    marker = planting_run(tmp_path, {**env, "PYTHONPATH": str(ws)}, ws)
+    assert marker.exists()
+
+
 def test_missing_bubblewrap_is_a_clear_error_before_anything_starts(tmp_path, env, ws):
     bindir = tmp_path / "bin"
     bindir.mkdir()
