@@ -5,19 +5,19 @@ library: hashlib (OpenSSL's start-up), subprocess, tempfile and shutil cost mill
 harness's own `--version` does not.
 """
 
-from __future__ import annotations
-
 import marshal
 import os
 import sys
 
-try:  # the built-in implementation: hashlib would load OpenSSL first (~2 ms per start)
-    from _sha256 import sha256
-except ImportError:  # pragma: no cover - Python 3.12+ names it _sha2
-    try:
+# the built-in implementation, named by the version that has it: hashlib would load OpenSSL first (~2 ms per
+# start), and a name tried in vain is looked for along the whole import path
+try:
+    if sys.version_info >= (3, 12):  # pragma: no cover - this machine's Python is 3.11
         from _sha2 import sha256
-    except ImportError:
-        from hashlib import sha256
+    else:
+        from _sha256 import sha256
+except ImportError:  # pragma: no cover - a Python built without them
+    from hashlib import sha256
 
 __all__ = [
     "sha256",
@@ -30,7 +30,6 @@ __all__ = [
     "read_marshal",
     "MARSHAL_TAG",
     "which",
-    "leave_working_folder_off_path",
     "run_root",
     "private_folder",
     "stat_key",
@@ -220,20 +219,6 @@ def read_marshal(path: str):
             return marshal.load(f)
     except (OSError, EOFError, ValueError, TypeError, MemoryError):
         return None
-
-
-def leave_working_folder_off_path() -> None:
-    """Take the working folder off the import path that `python -m` put first on it.
-
-    The working folder of a run is often its workspace, which the run writes: a `signal.py` it leaves there
-    would be what this process imports the first time it needs `signal`, on the host, after the run. Modules
-    of this package are found through the package itself, not the path."""
-    try:
-        here = os.getcwd()
-    except OSError:  # a working folder removed since: nothing of it can be imported either
-        here = ""
-    if sys.path and sys.path[0] in ("", here):
-        del sys.path[0]
 
 
 def _replace(path: str, data: bytes) -> None:

@@ -2,10 +2,6 @@
 
 import sys
 
-from agentbox.hot import leave_working_folder_off_path
-
-leave_working_folder_off_path()  # before anything else is imported: the working folder may be a run's workspace
-
-from agentbox.cli import main  # noqa: E402
+from agentbox.cli import main  # the working folder is off the import path by now (agentbox/__init__.py)
 
 sys.exit(main())

@@ -32,6 +32,8 @@ __all__ = [
     "detail",
     "detail_argv",
     "deprecated",
+    "printable",
+    "plain",
 ]
 
 QUIET, NORMAL, VERBOSE = -1, 0, 1
@@ -77,8 +79,28 @@ def paint(text: str, code: str, stream: TextIO | None = None) -> str:
     return f"\033[{code}m{text}\033[0m" if colour(stream) else text
 
 
+def printable(text: str, keep: str = "\n\t", escape: str = "") -> str:
+    """`text` with what a terminal would act on (escapes, a carriage return), what hides or reorders text (bidi and
+    zero-width controls) and the characters of `escape` written as `\\xNN` / `\\uNNNN`: a name a run chose (a path
+    it left, a key it wrote) is shown as seen, never obeyed."""
+    return "".join(
+        c
+        if (c.isprintable() or c in keep) and c not in escape
+        else (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+        for c in text
+    )
+
+
 def _say(prefix: str, message: str) -> None:
-    print(f"{prefix}{message}", file=sys.stderr)
+    # on a terminal, attributes a run's own output left set (concealed text, say) are reset first: the line is seen
+    # (SGR reset, the ASCII character set back in G0 and shifted in, an open hyperlink closed)
+    reset = "\033[0m\033(B\017\033]8;;\033\\" if _terminal(sys.stderr) else ""
+    print(f"{reset}{prefix}{printable(message)}", file=sys.stderr)
+
+
+def plain(message: str) -> None:
+    """Always printed, as `agent-box: MESSAGE` without colour: a line about a run for whoever started it."""
+    _say("agent-box: ", message)
 
 
 def error(message: str) -> None:

@@ -26,7 +26,11 @@ _NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
 def normalize(raw: str) -> str:
     """The canonical spelling of a host: lower case, one trailing dot dropped, IDNA A-labels, IPv6
     compressed without brackets, a standard IPv4 literal as dotted quad. Raises ValueError."""
-    host = raw.strip()
+    # a blank or control character is refused, never cut: an SNI of "example.com\x1f" passed as example.com here,
+    # while the server gets it as it came and routes it to its default host (red team, 2026-12-06)
+    if any(c.isspace() or not c.isprintable() for c in raw):
+        raise ValueError(f"{raw!r} is not a host name (a blank or control character in it)")
+    host = raw
     if host.startswith("[") and host.endswith("]"):
         return _ipv6(host[1:-1], raw)
     if ":" in host:

@@ -170,7 +170,9 @@ def framing(head: RequestHead) -> tuple[str, int]:
     if encodings:
         if lengths:
             raise BadRequest("both Transfer-Encoding and Content-Length")
-        if len(encodings) != 1 or encodings[0].strip().lower() != "chunked":
+        # the value as the header line held it (blanks already cut): str.strip() would also cut a no-break space
+        # (\xa0), which makes "\xa0 chunked" chunked here and an unknown coding upstream (fuzzing, 2026-12-06)
+        if len(encodings) != 1 or not encodings[0].isascii() or encodings[0].lower() != "chunked":
             raise BadRequest(f"unsupported Transfer-Encoding {', '.join(encodings)!r}")
         return "chunked", 0
     if lengths:

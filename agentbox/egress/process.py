@@ -54,6 +54,7 @@ class ProxyProcess:
     def argv(self) -> list[str]:
         argv = [
             sys.executable,
+            "-P",  # not the working folder first on the import path: it may be a run's workspace
             "-m",
             "agentbox.egress",
             "serve",

@@ -211,7 +211,8 @@ def check_request(head: RequestHead, host: str, port: int, default_port: int = 8
     if head.method == "CONNECT":
         raise Refused(0, "host_mismatch", f"CONNECT {head.target} inside a tunnel to {host}:{port}")
     target = head.target
-    if "://" in target:  # an absolute target overrides Host for the server (RFC 9112 3.2.2)
+    # a target that starts with "/" is origin-form, whatever its query holds (?redirect_uri=https://...)
+    if "://" in target and not target.startswith("/"):  # an absolute target overrides Host (RFC 9112 3.2.2)
         scheme, _, rest = target.partition("://")
         default = _SCHEME_PORTS.get(scheme.lower())
         authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
@@ -223,6 +224,11 @@ def check_request(head: RequestHead, host: str, port: int, default_port: int = 8
         raise BadRequest(f"a request without a Host header in a tunnel to {host}:{port}")
     if not host_matches(head.host(), host, port, default_port):
         raise Refused(0, "host_mismatch", f"Host {head.host()!r} in a tunnel to {host}:{port}")
+    # a tunnel forwards the head as it came: a Connection header naming Host or the body's framing would have an
+    # intermediary upstream drop the very headers checked here (the proxy's own forward_head never drops them)
+    named = {t.strip().lower() for v in head.values("connection") for t in v.split(",")}
+    if named & {"host", "content-length", "transfer-encoding"}:
+        raise BadRequest(f"a Connection header naming {', '.join(sorted(named))!r} in a tunnel to {host}:{port}")
 
 
 def _normalized(name: str) -> str | None:

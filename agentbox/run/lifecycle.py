@@ -18,8 +18,8 @@ Plain data and the standard library only: `launch` and `sandbox run` start from 
 from __future__ import annotations
 
 import os
-import sys
 
+from agentbox.core.console import plain
 from agentbox.errors import AgentBoxError, SandboxError
 from agentbox.sandbox.session import (
     cleanup,
@@ -67,8 +67,9 @@ def cannot_start(exc: OSError) -> SandboxError:
 
 
 def say(line: str) -> None:
-    """One line for the user, on stderr, as every command of Agent-Box writes them."""
-    print(f"agent-box: {line}", file=sys.stderr)
+    """One line for the user, on stderr, as every command of Agent-Box writes them (what the run named in it
+    escaped: `console.printable`)."""
+    plain(line)
 
 
 # Plain classes, not dataclasses: `dataclasses` loads `inspect` (~9 ms) on the measured hot path of `sandbox run`

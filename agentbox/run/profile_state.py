@@ -24,6 +24,8 @@ import os
 import stat
 from fnmatch import fnmatchcase
 
+from agentbox.core.console import printable
+
 __all__ = ["state_dir", "restore", "keep", "split", "merge_under", "NOT_LISTED", "LIMIT"]
 
 NOT_LISTED = "not on the list of answers that widen nothing, so it could widen the plan"
@@ -72,8 +74,13 @@ def _set(tree: dict, path: tuple[str, ...], value) -> None:
 
 
 def _shown(path: tuple[str, ...]) -> str:
-    return "".join(
-        seg if i == 0 else f".{seg}" if seg.replace("_", "").isalnum() else f'["{seg}"]' for i, seg in enumerate(path)
+    # keys the run wrote: printed after it, escaped to one line (a newline would fake a line of Agent-Box's own)
+    return printable(
+        "".join(
+            seg if i == 0 else f".{seg}" if seg.replace("_", "").isalnum() else f'["{seg}"]'
+            for i, seg in enumerate(path)
+        ),
+        keep="",
     )
 
 

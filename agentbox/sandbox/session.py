@@ -16,6 +16,7 @@ import os
 import sys
 import time
 
+from agentbox.core.console import printable
 from agentbox.egress.inside import LOG_NAME
 from agentbox.hot import which
 from agentbox.sandbox.host_guard import guard_folder
@@ -256,14 +257,54 @@ def refuse_writable_state(entry: dict, run_dir: str, env=None, guards: str | Non
             guards or guard_folder(),
             "set XDG_RUNTIME_DIR to a folder of yours outside it",
         )
-    for src in writable_sources(entry["argv"], run_dir):
-        for label, (path, fix) in paths.items():
-            if path and _within(path, src):
+    checks = [(label, path, fix) for label, (path, fix) in paths.items()]
+    # where a later Python (Agent-Box's next start among them) looks for modules before the standard library's
+    # own: a `json.py` the run left there is what it imports
+    checks += [
+        ("a folder on Python's import path", path, "take it off PYTHONPATH (or install what it holds outside it)")
+        for path in _import_path(env)
+    ]
+    sources = writable_sources(entry["argv"], run_dir)
+    if not sources:
+        return
+    for label, path, fix in checks:
+        if not path:
+            continue
+        links = _links_on_the_way(path)
+        for src in sources:
+            if _within(path, src) or any(_within(link, src) for link in links):
                 raise SandboxError(
                     f"{label} {path} is inside {src}, which this run can write (sandbox layer): a process of the run "
                     f"could rewrite what Agent-Box reads back later; {fix}, or make that folder read-only in the "
                     f"profile"
                 )
+
+
+def _links_on_the_way(path: str) -> list[str]:
+    """The folders holding a link on the way to `path` as written: a run that can write one of them can replace
+    the link, and with it what `path` leads to, though `path` itself resolves outside what the run writes."""
+    parts = os.path.abspath(path).split(os.sep)
+    prefixes = (os.sep.join(parts[:i]) for i in range(2, len(parts) + 1))
+    return [os.path.dirname(p) for p in prefixes if os.path.islink(p)]
+
+
+def _import_path(env) -> list[str]:
+    """This process's import path, the launcher's PYTHONPATH (an empty entry: the working folder), the user's site
+    folder and the bytecode cache's, as absolute paths (the working folder `python -m` put first is already off it:
+    agentbox/__init__.py)."""
+    here = os.getcwd()
+    env = env if env is not None else os.environ
+    named = env.get("PYTHONPATH", "")
+    # a relative entry of sys.path other than "" is a path hook's name (an editable install's finder), no folder
+    entries = [p for p in sys.path if not p or os.path.isabs(p)] + (named.split(os.pathsep) if named else [])
+    if not env.get("PYTHONNOUSERSITE"):
+        # the user's site folder is on a later Python's path once it exists, and its .pth files run at every start:
+        # whether it exists now or not
+        base = env.get("PYTHONUSERBASE") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local")
+        entries.append(os.path.join(base, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages"))
+    # where bytecode is cached away from the sources: a .pyc there is run in place of its source
+    entries += [p for p in (sys.pycache_prefix, env.get("PYTHONPYCACHEPREFIX")) if p]
+    return [os.path.normpath(os.path.join(here, p)) for p in entries]  # "" and relative ones: the working folder's
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -495,6 +536,12 @@ def _quiet(fn, path: str) -> None:
         pass
 
 
+def shown(text: str) -> str:
+    """A name the run chose (a path it left, a process's command line) as a note may hold it: escaped as
+    `console.printable` does, with the notes' separator `;` too, so that it is printed and stored as seen."""
+    return printable(text, keep="", escape=";")
+
+
 def for_the_user(note: str) -> list[str]:
     """The parts of a cleanup note that are the user's to judge (what a host program wrote in a placeholder,
     what the run left where nothing held it), to print after an attached run."""
@@ -512,14 +559,15 @@ def cleanup(
     leftovers = kill_marked(run_id)
     if leftovers:
         notes.append(
-            f"killed {len(leftovers)} leftover process(es): " + "; ".join(f"{pid} {cmd[:80]}" for pid, cmd in leftovers)
+            f"killed {len(leftovers)} leftover process(es): "
+            + ", ".join(f"{pid} {shown(cmd[:80])}" for pid, cmd in leftovers)
         )
     # only once no process of the run is left: a placeholder removed on the host is unmounted inside too
     left, fresh = started.release_guard() if started is not None else ([], [])
     if left:
-        notes.append(f"{KEPT_PLACEHOLDERS}: {', '.join(left)}")
+        notes.append(f"{KEPT_PLACEHOLDERS}: {', '.join(map(shown, left))}")
     if fresh:
-        notes.append(f"{NEW_HOST_EXECUTED}: {', '.join(fresh)}")
+        notes.append(f"{NEW_HOST_EXECUTED}: {', '.join(map(shown, fresh))}")
     if run_dir and egress_copy:
         copy_decisions(run_dir, egress_copy, notes)
     if run_dir and not keep_run_dir:

@@ -43,7 +43,16 @@ from agentbox.core.refusal_kinds import expected_kinds, recognise, table
 from agentbox.prove.evidence import privilege_level
 from agentbox.prove.vectors import kernel_lacks
 from agentbox.testing.fixtures import MODEL_KEY
-from agentbox.testing.negative import Attempt, Planned, Seen, VectorRunner, _evidence, control_layer, vector_root
+from agentbox.testing.negative import (
+    Attempt,
+    Planned,
+    Seen,
+    VectorRunner,
+    _evidence,
+    control_layer,
+    expected_for,
+    vector_root,
+)
 from agentbox.testing.targets import Targets, prepare
 
 if TYPE_CHECKING:
@@ -187,13 +196,17 @@ class Batches:
         not yet recorded), or from a run of its own."""
         key = batch_key(vector, layer, harness.name)
         where = (harness.name, probe.version, probe.sha256, runner.mode, layer)
-        if key is None:
+        if key is None or not _expected_blocked(vector, layer, harness, probe, runner):
             return runner.run(vector, layer, harness, probe, model)
         slot = (*where, vector.id)
         if slot not in self.records and (*where, key) not in self.done:
             self.done.add((*where, key))
             shared = shared_plans(selected, layer, harness.name).get(key, [])
-            members = [v for v in shared if (*where, v.id) not in self.records]
+            members = [
+                v
+                for v in shared
+                if (*where, v.id) not in self.records and _expected_blocked(v, layer, harness, probe, runner)
+            ]
             for start in range(0, len(members), MAX_BATCH):
                 group = members[start : start + MAX_BATCH]
                 try:
@@ -206,6 +219,14 @@ class Batches:
             return runner.run(vector, layer, harness, probe, model)
         # the test that hands a record over is its own, whichever test's batch made it
         return self.records.pop(slot).model_copy(update={"nodeid": runner.nodeid})
+
+
+def _expected_blocked(vector: Vector, layer: Layer, harness, probe, runner: VectorRunner) -> bool:
+    """Whether the declarations expect `vector` blocked here. Only those are batched: one escape voids the whole
+    attack session, so a member expected to escape (a harness's declared bypass) would send every other member
+    to a solo run after the batch's start was spent (OpenCode's and Hermes' harness-layer batches, all of them).
+    A member expected blocked that escapes still voids its batch: the expectation only picks, never judges."""
+    return expected_for(vector, layer, harness.name, probe.version, runner.mode) == "blocked"
 
 
 def run_batch(

@@ -411,6 +411,7 @@ class VectorRunner:
             runner = ["agentbox.testing.weakened", *changes] if changes else ["agentbox.cli", "sandbox", "run"]
             argv = [
                 sys.executable,
+                "-P",  # not the working folder first on the import path: it may be a run's workspace
                 "-m",
                 *runner,
                 str(profile),
@@ -476,6 +477,7 @@ class VectorRunner:
         }
         argv = [
             sys.executable,
+            "-P",  # not the working folder first on the import path: it may be a run's workspace
             "-m",
             "agentbox.testing.acp_endpoint",
             "--profile",

@@ -37,6 +37,7 @@ def _inside_sandbox() -> tuple[str | None, bool | None]:
         done = subprocess.run(
             [
                 sys.executable,
+                "-P",  # not the working folder first on the import path: it may be a run's workspace
                 "-m",
                 "agentbox.cli",
                 "sandbox",

@@ -38,7 +38,6 @@ import os
 import sys
 from typing import Callable, Iterable
 
-from agentbox.hot import leave_working_folder_off_path
 
 __all__ = ["MUTATIONS", "SINGLE", "NOT_APPLICABLE", "weaken", "mutate", "mutation_names", "entry_hook", "main"]
 
@@ -293,7 +292,6 @@ def entry_hook(names: Iterable[str]) -> Callable[[dict], dict] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    leave_working_folder_off_path()  # run as `python -m` in the vector's workspace, which the run writes
     from agentbox.run.sandbox_command import compiled_entry, execute, parse_resolve
 
     argv = sys.argv[1:] if argv is None else argv

@@ -64,3 +64,36 @@ def test_a_path_is_a_vectors_own_only_when_its_nonce_or_its_folder_outside_names
 def test_a_denial_to_a_port_two_members_listen_on_is_no_ones_refusal():
     egress = [{"port": 4000, "allowed": False}, {"port": 5000, "allowed": False}]
     assert _own_decisions(egress, {4000, 5000}, [{4000}]) == [{"port": 5000, "allowed": False}]
+
+
+class _Runner:
+    """What Batches.record asks of a VectorRunner when a vector runs alone: each solo run, counted."""
+
+    mode = "headless"
+
+    def __init__(self):
+        self.alone: list[str] = []
+
+    def run(self, vector, layer, harness, probe, model):
+        self.alone.append(vector.id)
+        return vector.id
+
+
+def test_a_vector_expected_to_escape_runs_alone_and_never_spends_a_batch_start(catalogue, monkeypatch):
+    from types import SimpleNamespace
+
+    from agentbox.testing import batch
+    from agentbox.testing.negative import expected_for
+
+    harness, probe = SimpleNamespace(name="opencode"), SimpleNamespace(version="1.18.33", sha256="x")
+    group = max(batch.shared_plans(list(catalogue.vectors), "harness", "opencode").values(), key=len)
+    outcomes = {v.id: expected_for(v, "harness", "opencode", "1.18.33", "headless") for v in group}
+    escaping = [v for v in group if outcomes[v.id] != "blocked"]
+    assert escaping and len(group) > 1  # OpenCode's rules let these through: its declarations say so
+    started: list[list[str]] = []
+    monkeypatch.setattr(batch, "run_batch", lambda runner, members, *a: started.append([v.id for v in members]) or {})
+    runner = _Runner()
+    for v in group:
+        batch.Batches().record(runner, group, v, "harness", harness, probe, None)
+    assert all(outcomes[v] == "blocked" for members in started for v in members)
+    assert {v.id for v in escaping} <= set(runner.alone)

@@ -353,6 +353,16 @@ def test_a_repository_made_in_a_new_folder_during_the_run_is_named_to_the_user_a
     assert "left host-executed files where nothing held them" in line and line.endswith(f"{ws}/newpkg/.git")
 
 
+@needs_bwrap
+def test_a_name_the_run_chose_is_printed_after_it_as_seen_never_as_terminal_escapes(tmp_path, env, ws):
+    # a folder named to erase the warning's line and hide what follows, on a terminal that obeyed it
+    done = sandbox_run(env, profile(tmp_path), ws, "d=$(printf 'a\\r\\033[2K\\033[8m;b'); git init -q \"$d\"; touch ok")
+    assert (ws / "ok").exists()
+    [line] = [line for line in done.stderr.splitlines() if "after the run" in line]
+    assert "\x1b" not in line and "\r" not in line
+    assert line.endswith(f"{ws}/a\\x0d\\x1b[2K\\x1b[8m\\x3bb/.git")
+
+
 def test_what_the_guard_held_at_the_start_is_no_newcomer_and_a_link_left_at_such_a_name_is(tmp_path, ws):
     (ws / ".git").mkdir()
     guard = Guard(spec(ws), [], str(tmp_path / "run"))

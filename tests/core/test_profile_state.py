@@ -176,3 +176,13 @@ def test_the_mechanism_names_no_harness():
 
     source = Path(mechanism.__file__).read_text().lower()
     assert all(name not in source for name in ("claude", "codex", "opencode", "hermes"))
+
+
+def test_a_dropped_key_is_named_on_one_line_with_what_a_terminal_would_obey_escaped():
+    from agentbox.run.profile_state import split
+
+    key = "tip\nagent-box: after the run: nothing was left\x1b[8m"
+    _, dropped = split({key: 1}, {"keep": []})
+    [(name, _)] = dropped
+    assert "\n" not in name and "\x1b" not in name
+    assert name == "tip\\x0aagent-box: after the run: nothing was left\\x1b[8m"

@@ -185,18 +185,23 @@ def test_a_cache_entry_larger_than_any_plan_is_not_loaded(tmp_path):
 
 
 # what the host process may import after the run: the standard library's lazily loaded modules
-PLANTED = ("signal", "subprocess", "json", "re", "shutil", "tempfile", "selectors", "threading", "traceback")
+PLANTED = (
+    *("_sha256", "_sha2", "__future__"),  # what the package imports first: before it could take the folder off the path
+    *("signal", "subprocess", "json", "re", "shutil", "tempfile", "selectors", "threading", "traceback"),
+)
 
 
-def planting_run(tmp_path, env, ws, **kw):
-    """A run, started in its own workspace as the suite starts one, that leaves modules named like the standard
-    library's there: each, imported, writes its name into a file only the host can reach."""
+def planting_run(tmp_path, env, ws, start=(sys.executable, "-m", "agentbox.cli")):
+    """Two runs (compiled, then from the cache: each path imports its own modules after the run), started in their
+    own workspace as the suite starts one, that leave modules named like the standard library's there: each,
+    imported, writes its name into a file only the host can reach. `start`: how agent-box is started."""
     marker = tmp_path / "imported-on-host"
     (ws / "planted.txt").write_text(f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n")
     prof = profile(tmp_path, "  workspace: {access: read_write}\n")
     plant = "for m in " + " ".join(PLANTED) + "; do cp planted.txt $m.py; done"
-    for _ in range(2):  # compiled, then from the cache: each path imports its own modules after the run
-        done = sandbox_run(env, prof, ws, "sh", "-c", plant, cwd=ws, **kw)
+    for _ in range(2):
+        argv = [*start, "sandbox", "run", prof, "--cwd", str(ws), "--", "sh", "-c", plant]
+        done = subprocess.run(argv, env=env, cwd=ws, capture_output=True, text=True)
         assert (ws / "signal.py").exists(), done.stderr
     return marker
 
@@ -206,10 +211,61 @@ def test_a_module_the_run_leaves_in_its_working_folder_is_never_imported_by_the_
     assert not marker.exists(), marker.read_text()
 
 
-def test_control_the_planted_modules_are_imported_when_the_workspace_is_on_the_import_path(tmp_path, env, ws):
-    # the same oracle with the workspace on the path another way (PYTHONPATH, which no one takes off)
-    marker = planting_run(tmp_path, {**env, "PYTHONPATH": str(ws)}, ws)
+@pytest.mark.parametrize(
+    "start", [("-m", "agentbox"), ("-m", "agentbox.cli"), ("-c", "import sys; import agentbox.hot")]
+)
+def test_a_module_an_earlier_run_left_is_not_imported_at_the_next_start_in_that_folder(tmp_path, ws, start):
+    marker = tmp_path / "imported-on-host"
+    for name in PLANTED:
+        (ws / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n")
+    if start[0] == "-c":  # the control: the folder first on the path, as `python -m` puts it, and kept there
+        start = ("-c", f"import sys; sys.path.insert(0, {str(ws)!r}); import agentbox.hot")
+    done = subprocess.run([sys.executable, *start, "--version"], cwd=ws, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert marker.exists() == (start[0] == "-c")
+
+
+# the same runs with both protections taken out: the working folder first on the path, as `python -m` puts it,
+# and no refusal of a run whose workspace is on the import path
+UNPROTECTED = """
+import sys
+sys.path.insert(0, {ws!r})
+from agentbox.sandbox import session
+session._import_path = lambda env: []
+from agentbox.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_control_the_planted_modules_are_imported_when_the_working_folder_stays_on_the_import_path(tmp_path, env, ws):
+    marker = planting_run(tmp_path, env, ws, start=(sys.executable, "-c", UNPROTECTED.format(ws=str(ws))))
     assert marker.exists()
+
+
+def test_a_python_path_entry_reached_through_a_link_the_run_could_replace_is_refused(tmp_path, env, ws):
+    outside = tmp_path / "lib-outside"
+    outside.mkdir()
+    (ws / "lib").symlink_to(outside)  # resolves outside the workspace, but the link itself is the run's to replace
+    prof = profile(tmp_path, "  workspace: {access: read_write}\n")
+    done = sandbox_run({**env, "PYTHONPATH": f"{ws}/lib"}, prof, ws, "touch", f"{ws}/ran")
+    assert done.returncode == 4 and "a folder on Python's import path" in done.stderr
+    assert not (ws / "ran").exists()
+
+
+def test_a_user_site_folder_that_would_be_made_in_the_workspace_is_refused(tmp_path, env, ws):
+    # not there yet: the run would make it, and a later Python would run the .pth files it left there
+    prof = profile(tmp_path, "  workspace: {access: read_write}\n")
+    done = sandbox_run({**env, "PYTHONUSERBASE": f"{ws}/.pyuser"}, prof, ws, "touch", f"{ws}/ran")
+    assert done.returncode == 4 and f"{ws}/.pyuser/lib/python" in done.stderr
+    assert not (ws / "ran").exists()
+
+
+def test_a_run_whose_workspace_is_on_the_launchers_python_path_is_refused_before_it_starts(tmp_path, env, ws):
+    prof = profile(tmp_path, "  workspace: {access: read_write}\n")
+    done = sandbox_run({**env, "PYTHONPATH": f"/nonexistent:{ws}/lib"}, prof, ws, "touch", f"{ws}/ran")
+    assert done.returncode == 4
+    assert f"a folder on Python's import path {ws}/lib is inside {ws}" in done.stderr
+    assert not (ws / "ran").exists()
 
 
 def test_missing_bubblewrap_is_a_clear_error_before_anything_starts(tmp_path, env, ws):

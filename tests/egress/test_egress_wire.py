@@ -18,7 +18,7 @@ from agentbox.egress.http1 import (
 )
 from agentbox.egress.dial import Refused
 from agentbox.egress.sniff import BadHello, classify, client_hello_sni
-from agentbox.egress.tunnel import first_message
+from agentbox.egress.tunnel import check_request, first_message
 
 
 def head(*lines: str) -> bytes:
@@ -193,6 +193,14 @@ def test_a_tunnel_refuses_first_bytes_it_cannot_check(data, reason):
     assert refused.value.reason == reason
 
 
+@pytest.mark.parametrize("spelled", [b"allowed.test\x1f", b"\x0ballowed.test", b"allowed.test ", b"allowed.test\t"])
+def test_a_client_hello_whose_server_name_has_a_blank_or_control_character_is_refused(spelled):
+    # the server gets the name as it came, matches no host of its own and serves its default one
+    hello = client_hello("allowed.testX").replace(b"allowed.testX", spelled)
+    with pytest.raises(Refused):
+        first_message(hello, "allowed.test", 32768)
+
+
 def test_a_tunnel_splices_only_a_whole_client_hello_naming_its_target():
     hello = client_hello("allowed.test")
     assert [first_message(hello[:n], "allowed.test", 32768) for n in (1, 5, len(hello) - 1)] == ["more"] * 3
@@ -229,3 +237,22 @@ def test_a_client_hello_split_across_records_and_reads():
 def test_malformed_hellos_are_refused(data):
     with pytest.raises(BadHello):
         client_hello_sni(data)
+
+
+def _head(target: str, *headers: str):
+    return parse_request(
+        f"GET {target} HTTP/1.1\r\nHost: allowed.test\r\n{''.join(h + chr(13) + chr(10) for h in headers)}\r\n".encode()
+    )
+
+
+@pytest.mark.parametrize("named", ["close, Host", "Content-Length", "keep-alive, transfer-encoding"])
+def test_a_tunnelled_request_whose_connection_header_names_what_was_checked_is_refused(named):
+    with pytest.raises(BadRequest):
+        check_request(_head("/x", f"Connection: {named}"), "allowed.test", 80)
+
+
+def test_a_tunnelled_request_with_a_url_in_its_query_is_origin_form_and_passes():
+    check_request(_head("/login?redirect_uri=https://app.example/cb"), "allowed.test", 80)
+    check_request(_head("/x", "Connection: keep-alive"), "allowed.test", 80)
+    with pytest.raises(Refused):
+        check_request(_head("http://other.test/x"), "allowed.test", 80)
