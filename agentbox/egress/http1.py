@@ -21,6 +21,7 @@ from agentbox.egress import hostnames
 
 __all__ = [
     "BadRequest",
+    "NEVER_DROPPED",
     "RequestHead",
     "parse_request",
     "check_trailer",
@@ -53,7 +54,7 @@ _HOP_BY_HOP = {
 }
 # A Connection header may name further hop-by-hop headers, but never these: dropping one would change
 # how the upstream frames the body, or which host it serves.
-_NEVER_DROPPED = {"host", "content-length", "transfer-encoding"}
+NEVER_DROPPED = {"host", "content-length", "transfer-encoding"}
 
 
 class BadRequest(ValueError):
@@ -69,6 +70,10 @@ class RequestHead(NamedTuple):
     def values(self, name: str) -> list[str]:
         name = name.lower()
         return [v for k, v in self.headers if k.lower() == name]
+
+    def connection_names(self) -> set[str]:
+        """The headers the Connection header names (lower case): an intermediary drops them."""
+        return {t.strip().lower() for v in self.values("connection") for t in v.split(",")}
 
     def host(self) -> str | None:
         hosts = self.values("host")
@@ -184,7 +189,7 @@ def framing(head: RequestHead) -> tuple[str, int]:
 
 def forward_head(head: RequestHead, host: str, port: int, path: str) -> bytes:
     """The origin-form head sent upstream: hop-by-hop headers gone, one request per connection."""
-    named = {t.strip().lower() for v in head.values("connection") for t in v.split(",")} - _NEVER_DROPPED
+    named = head.connection_names() - NEVER_DROPPED
     drop = _HOP_BY_HOP | named
     lines = [f"{head.method} {path} HTTP/{head.version}"]
     if head.host() is None:

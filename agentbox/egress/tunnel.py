@@ -27,6 +27,7 @@ from agentbox.egress import hostnames
 from agentbox.egress.bodies import copy_body
 from agentbox.egress.dial import Refused
 from agentbox.egress.http1 import (
+    NEVER_DROPPED,
     BadRequest,
     RequestHead,
     framing,
@@ -226,8 +227,8 @@ def check_request(head: RequestHead, host: str, port: int, default_port: int = 8
         raise Refused(0, "host_mismatch", f"Host {head.host()!r} in a tunnel to {host}:{port}")
     # a tunnel forwards the head as it came: a Connection header naming Host or the body's framing would have an
     # intermediary upstream drop the very headers checked here (the proxy's own forward_head never drops them)
-    named = {t.strip().lower() for v in head.values("connection") for t in v.split(",")}
-    if named & {"host", "content-length", "transfer-encoding"}:
+    named = head.connection_names()
+    if named & NEVER_DROPPED:
         raise BadRequest(f"a Connection header naming {', '.join(sorted(named))!r} in a tunnel to {host}:{port}")
 
 

@@ -239,6 +239,9 @@ def refuse_writable_state(entry: dict, run_dir: str, env=None, guards: str | Non
 
     if entry.get("trust_writable_state"):
         return
+    sources = writable_sources(entry["argv"], run_dir)
+    if not sources:  # nothing the run writes: nothing to look up (the hot path of a read-only `sandbox run`)
+        return
     home = state_home(env)
 
     paths = {
@@ -264,9 +267,6 @@ def refuse_writable_state(entry: dict, run_dir: str, env=None, guards: str | Non
         ("a folder on Python's import path", path, "take it off PYTHONPATH (or install what it holds outside it)")
         for path in _import_path(env)
     ]
-    sources = writable_sources(entry["argv"], run_dir)
-    if not sources:
-        return
     for label, path, fix in checks:
         if not path:
             continue

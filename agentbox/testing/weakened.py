@@ -38,7 +38,6 @@ import os
 import sys
 from typing import Callable, Iterable
 
-
 __all__ = ["MUTATIONS", "SINGLE", "NOT_APPLICABLE", "weaken", "mutate", "mutation_names", "entry_hook", "main"]
 
 NOT_APPLICABLE = "agentbox-mutation-not-applicable"
