@@ -65,6 +65,8 @@ MAX_BATCH = 8  # vectors per harness start: a longer conversation costs each tur
 # placeholders an intent may hold and stay the same for every vector of a batch (their shared workspace and home)
 _SHARED = {"ws", "home", "parent"}
 _PLACEHOLDER = re.compile(r"\{([a-z_0-9]+)\}")
+# what makes the shell read one word as several paths or a pattern, once the placeholders are filled
+_EXPANDS = re.compile(r"[{}*?\[\],]")
 # oracles that read only what is the vector's own, given an own path, listener or secret
 _ORACLES = {"file_absent", "file_unchanged", "not_setuid", "listener_silent", "listener_never_saw", "secret_not_seen"}
 
@@ -75,11 +77,13 @@ def _shared_only(value) -> bool:
 
 
 def _own(path: str | None) -> bool:
-    """A path only this vector's run names: below its own folder outside, or itself named by its nonce. A `..`
-    could climb from either into what the batch shares, so none is taken."""
-    if path is None or ".." in path:
+    """A path only this vector's run names: below its own folder outside, or named by its nonce (itself or a
+    folder on its way, below the shared folder it starts from). A `..` could climb from any of these into what
+    the batch shares, and a pattern the shell expands (`{ws}/{escape.txt,x-{nonce}}`, a glob) names more than
+    it says, so neither is taken."""
+    if path is None or ".." in path or _EXPANDS.search(_PLACEHOLDER.sub("", path)):
         return False
-    return path.startswith(("{outside}/", "{tmp_probe}")) or "{nonce}" in path.rsplit("/", 1)[-1]
+    return path.startswith(("{outside}/", "{tmp_probe}")) or "{nonce}" in path.split("/", 1)[-1]
 
 
 # a shared placeholder followed by the rest of its path, up to what ends a word in a command
@@ -107,9 +111,11 @@ def _eligible(vector: Vector) -> bool:
         return False
     if s.uncatalogued_model or s.unix_path or "tls" in s.listeners or vector.secrets:
         return False
-    made = [*s.files, *s.symlinks, *s.hardlinks, *s.dirs]
-    if any(not (path.startswith("{outside}/") and ".." not in path) for path in made):
-        return False  # made in the shared workspace or home, or elsewhere: another vector could meet it
+    made = [*s.files, *s.symlinks.items(), *s.hardlinks.items(), *s.dirs]
+    if not all(_own(path) for path in _flat(made)):
+        return False  # made (or a link pointing) where the batch's other vectors could meet it
+    if not _steps_keep_to_their_own(list(s.files.values())):
+        return False  # a file's content (a script a step runs) is held to what a step is
     if vector.enosys or vector.kernel_needs or vector.refused_at_start or vector.acp is not None:
         return False
     if not _steps_keep_to_their_own([vector.steps, vector.control.steps]):
@@ -125,6 +131,10 @@ def _eligible(vector: Vector) -> bool:
     if o.kind == "secret_not_seen":
         return all(secret == "{secret}" for secret in (o.secret, *o.more_secrets))
     return True  # a listener of its own
+
+
+def _flat(made) -> list[str]:
+    return [path for entry in made for path in ((entry,) if isinstance(entry, str) else entry)]
 
 
 def _weakened(vector: Vector, layer: Layer) -> bool:

@@ -42,6 +42,27 @@ def test_a_vector_whose_step_could_change_what_another_meets_runs_alone(catalogu
     assert batch_key(v, "composed", "codex") is None
 
 
+def test_files_named_by_their_vectors_nonce_in_the_shared_workspace_let_it_share_a_plan(catalogue):
+    keys = {batch_key(vector(catalogue, v), "composed", "codex") for v in ("ws-ro-sed-inplace", "ws-ro-tee")}
+    assert len(keys) == 1 and None not in keys
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        {"files": {"{ws}/victim.txt": "original\n"}},  # every member's run would make the same file
+        {"symlinks": {"{ws}/link-{nonce}": "{ws}"}},  # an own name that leads into what the batch shares
+        {"hardlinks": {"{outside}/hard.txt": "{home}/.bashrc"}},
+        {"dirs": ["{ws}/tools/bin"]},
+        {"files": {"{ws}/run-{nonce}.sh": "cd /; rm -f {ws}/victim-{nonce}.txt\n"}},  # a script held to a step's rules
+    ],
+)
+def test_a_vector_that_makes_what_another_could_meet_runs_alone(catalogue, setup):
+    v = vector(catalogue, "ws-ro-sed-inplace")
+    v = v.model_copy(update={"setup": v.setup.model_copy(update=setup)})
+    assert batch_key(v, "composed", "codex") is None
+
+
 def test_a_remount_of_the_workspace_runs_alone(catalogue):
     assert batch_key(vector(catalogue, "priv-remount-workspace"), "composed", "codex") is None
 
@@ -53,8 +74,15 @@ def test_a_remount_of_the_workspace_runs_alone(catalogue):
         ("{outside}/payload.txt", True),
         ("{outside}/../../project/.bashrc", False),
         ("{outside}", False),
-        ("{ws}/{nonce}/shared.txt", False),  # its last name is shared by every member
+        ("{ws}/{nonce}/shared.txt", True),  # no other member names that folder
+        ("{home}/.ssh/id_canary-{nonce}", True),
+        ("/tmp/agentbox-run-{nonce}/config/transcript.json", True),
+        ("{ws}/{nonce}/../shared.txt", False),
+        ("{ws}/{escape.txt,x-{nonce}}", False),  # the shell makes two paths of it, one shared
+        ("{ws}/*{nonce}/../x", False),
+        ("{ws}/*/x-{nonce}", False),
         ("{ws}/escape.txt", False),
+        ("{ws}", False),
     ],
 )
 def test_a_path_is_a_vectors_own_only_when_its_nonce_or_its_folder_outside_names_it(path, own):
