@@ -476,6 +476,8 @@ def load_catalogue(directory: str | Path) -> Catalogue:
             entries = yaml.safe_load(raw) or []
         except yaml.YAMLError as exc:
             raise InputError(f"malformed YAML: {exc}", file=str(path)) from None
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise InputError("a catalogue file is a list of vectors (`- id: ...`), one mapping each", file=str(path))
         for n, entry in enumerate(entries):
             try:
                 vectors.append(Vector.model_validate(entry))

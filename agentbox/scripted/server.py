@@ -12,7 +12,7 @@ import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from agentbox.compile.adapters.base import ToolVocabulary
 from agentbox.scripted.responder import respond
@@ -88,6 +88,10 @@ class _Handler(BaseHTTPRequestHandler):
         )
         if credential is not None:
             answer.record = dataclasses.replace(answer.record, credential=credential)
+        if model.before_reply is not None and not answer.record.side and answer.record.emitted is not None:
+            # before the harness has the next step (or the closing words), so that what the steps before it did
+            # is settled: a batched session looks at its shared folders here (agentbox.testing.batch)
+            model.before_reply(answer.record.step_index)
         model._append(answer.record)
         self.send_response(answer.status)
         self.send_header("Content-Type", answer.content_type)
@@ -154,6 +158,8 @@ class ScriptedModel:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._script = Script(Scenario(), None)
+        # called with the step about to be sent (None: the closing words) on each main-loop reply, before it is sent
+        self.before_reply: Callable[[int | None], None] | None = None
         if scenario is not None:
             self.load(scenario, vocabulary)
 

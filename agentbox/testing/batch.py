@@ -33,6 +33,8 @@ import random
 import re
 import secrets
 import shutil
+import stat
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -42,6 +44,7 @@ import pytest
 from agentbox.core.refusal_kinds import expected_kinds, recognise, table
 from agentbox.prove.evidence import privilege_level
 from agentbox.prove.vectors import kernel_lacks
+from agentbox.testing import footprint
 from agentbox.testing.fixtures import MODEL_KEY
 from agentbox.testing.negative import (
     Attempt,
@@ -56,6 +59,8 @@ from agentbox.testing.negative import (
 from agentbox.testing.targets import Targets, prepare
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agentbox.prove.evidence import EvidenceRecord, Layer
     from agentbox.prove.vectors import Vector
 
@@ -89,11 +94,19 @@ def _own(path: str | None) -> bool:
 # a shared placeholder followed by the rest of its path, up to what ends a word in a command
 _SHARED_PATH = re.compile(r"\{(?:ws|home|parent)\}[^\s'\"`;|&<>()]*")
 # commands whose effect outlives their step in a session that keeps one shell (Claude Code's Bash keeps its
-# working folder and variables) or changes what the next member's step meets: never in a batch
+# working folder and variables) or changes what the next member's step meets, in the shell or from a script
+# (os.rename, shutil.rmtree, a process left running): never in a batch. What slips past the words (a relative
+# path, a pattern the shell expands in the working folder) is what the session's watch is for (`_Watch`).
 _LASTING = re.compile(
-    r"(?<![\w.-])(cd|pushd|popd|mount|umount|chmod|chown|chattr|kill|pkill|killall|rm|rmdir|mv|ln|export|unset|"
-    r"alias|source|ulimit|umask|set|trap|exec|exit|shopt|hash|renice|ionice|nohup|setsid|disown)(?![\w.-])"
+    r"(?<![\w-])(cd|pushd|popd|chdir|mount|umount|chmod|chown|chattr|kill|pkill|killall|rm|rmdir|mv|ln|export|"
+    r"unset|alias|source|ulimit|umask|set|trap|exec|exit|shopt|hash|renice|ionice|nohup|setsid|disown|rename|"
+    r"replace|remove|unlink|symlink|link|rmtree|Popen|fork|start_new_session|daemon)(?![\w-])"
+    r"|\s-(?:delete|exec|execdir|ok|okdir)\b"  # find's acts on what it finds
+    r"|(?<![&>|<])&(?![&>])"  # a job left running in the background
+    r"|/proc/[^/\s]+/(?:cwd|root)\b"  # the working folder under another name
 )
+# a fixed path every run shares (another member's, another harness run's at the same time): only named by the nonce
+_COMMON_PATH = re.compile(r"(?<![\w}])/(?:tmp|var/tmp|dev/shm|run/user/\d+)(?:/[^\s'\"`;|&<>()]*)?")
 
 
 def _steps_keep_to_their_own(steps) -> bool:
@@ -101,6 +114,8 @@ def _steps_keep_to_their_own(steps) -> bool:
     lasts past the step: one member's step must not change what another's meets."""
     text = json.dumps(steps)
     if any(not _own(m.group(0)) for m in _SHARED_PATH.finditer(text)):
+        return False
+    if any("{nonce}" not in m.group(0) or not _own(m.group(0)) for m in _COMMON_PATH.finditer(text)):
         return False
     return not ("~" in text or "$HOME" in text or "${HOME}" in text or "$PWD" in text or _LASTING.search(text))
 
@@ -190,7 +205,112 @@ class _Member:
     vector: Vector
     targets: Targets
     plan: Planned
+    nonce: str = ""
     steps: range = range(0)
+
+
+class _Void(Exception):
+    """Why a batched session stands for no one: each of its members runs alone, and its record says why."""
+
+
+@dataclass
+class _Watch:
+    """The session's shared folders (its workspace and home, the members' own folders) looked at as the members
+    take turns: before the harness starts, when the model is about to send each member's first step, when it is
+    about to send its closing words, and after the run. The words of a step say what it means to touch; the watch
+    sees what it touched (a relative path, a pattern the shell expands in the working folder, a script's own
+    writes). What changed while a member played must be that member's own (named by its nonce) or the harness's
+    (made before the first step, or declared in its vocabulary's `own_state`); once the last member is done, no
+    member's path may change. Anything else voids the session: one member may have changed what another met."""
+
+    base: Path
+    shared: tuple[Path, Path]
+    members: list[_Member]
+    own_state: tuple[str, ...]
+    playing: int = -1  # the member whose steps are being played; -1 before the first, len(members) once done
+    made: set[str] = field(default_factory=set)  # the folders of the home the run made before the first step
+    first: set[str] = field(default_factory=set)  # every path there was when the first step was sent
+    void: str | None = None
+    _last: dict = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._last = footprint.look(self.base)
+
+    def step(self, index: int | None) -> None:
+        """The model is about to send step `index` (None: its closing words): a new member's turn starts here."""
+        turn = (
+            len(self.members)
+            if index is None
+            else next((i for i, m in enumerate(self.members) if index in m.steps), self.playing)
+        )
+        with self._lock:
+            if turn > self.playing:
+                self._close_window()
+                self.playing = turn
+
+    def end(self) -> None:
+        """The run is over: the last window closes, and the session is void if anything in it trespassed."""
+        with self._lock:
+            self._close_window()
+
+    def _close_window(self) -> None:
+        before, now = self._last, footprint.look(self.base)
+        paths, self._last = footprint.changed(before, now), now
+        if self.playing < 0:  # the run starting: its config and the harness's state folders, in no step's way
+            home = f"{self.shared[1]}/"
+            self.made = {p for p in paths if p not in before and p.startswith(home) and now[p][0] == stat.S_IFDIR}
+            self.first = set(now)
+            if any(self._owner(p) is not None for p in paths):
+                self.void = f"{next(p for p in paths if self._owner(p) is not None)} changed before the first step"
+            return
+        for path in paths:
+            owner = self._owner(path)
+            if owner is not None and owner == self.playing:
+                continue
+            if owner is None and (self._harness_own(path) or self.playing >= len(self.members)):
+                continue  # the harness's own, or changed once every member was done: no member met it
+            if self.void is None:
+                self.void = f"{path} changed {self._when()}, and was not {self._whose()} own"
+
+    def _when(self) -> str:
+        if self.playing < 0:
+            return "before the first step"
+        if self.playing >= len(self.members):
+            return "after the last step"
+        return f"while {self.members[self.playing].vector.id} played"
+
+    def _whose(self) -> str:
+        return f"{self.members[self.playing].vector.id}'s" if 0 <= self.playing < len(self.members) else "the harness's"
+
+    def _owner(self, path: str) -> int | None:
+        """The member a path below the session's folders belongs to: its nonce names the path (a folder on its
+        way, below the shared folder or the session's), or None: no member's."""
+        rel = os.path.relpath(path, self.base).split(os.sep)
+        for i, m in enumerate(self.members):
+            if any(m.nonce in part for part in rel):
+                return i
+        return None
+
+    def _harness_own(self, path: str) -> bool:
+        """What the harness writes as it runs: new files in the state folders of the home it made as it started
+        (its sessions and logs; never the config that was there when the first step was sent, which a member
+        changing would change what the next one met), and what its vocabulary declares (`own_state`)."""
+        if path not in self.first and any(path.startswith(f"{p}/") for p in self.made):
+            return True
+        for folder in self.shared:
+            rel = os.path.relpath(path, folder)
+            if rel.startswith(".."):
+                continue
+            if any(
+                # the path itself, what is below it, or a folder on its way
+                rel == pattern.rstrip("/")
+                or (pattern.endswith("/") and rel.startswith(pattern))
+                or pattern.startswith(f"{rel}/")
+                for pattern in self.own_state
+            ):
+                return True
+        return False
 
 
 @dataclass
@@ -200,6 +320,7 @@ class Batches:
 
     records: dict[tuple, EvidenceRecord] = field(default_factory=dict)
     done: set[tuple] = field(default_factory=set)
+    why: dict[tuple, str] = field(default_factory=dict)  # why a member of a batch runs alone after all
 
     def record(self, runner: VectorRunner, selected: list[Vector], vector: Vector, layer: Layer, harness, probe, model):
         """The record of `vector` in `layer`: from its batch (run now, with the selected vectors of the same plan
@@ -219,14 +340,20 @@ class Batches:
             ]
             for start in range(0, len(members), MAX_BATCH):
                 group = members[start : start + MAX_BATCH]
+                why: dict[str, str] = {}
                 try:
-                    made = run_batch(runner, group, layer, harness, probe, model)
-                except Exception:  # noqa: BLE001 - another member's setup may fail: each then runs alone, in its own test
-                    made = {}
+                    made = run_batch(runner, group, layer, harness, probe, model, why)
+                except Exception as exc:  # noqa: BLE001 - a member's setup may fail: each then runs alone, in its own test
+                    made, why = {}, {v.id: f"the batch failed: {exc}" for v in group}
                 for v, record in made.items():
                     self.records[(*where, v)] = record
+                self.why.update({(*where, v): reason for v, reason in why.items()})
         if slot not in self.records:
-            return runner.run(vector, layer, harness, probe, model)
+            record = runner.run(vector, layer, harness, probe, model)
+            reason = self.why.pop(slot, None)
+            if reason is None:
+                return record
+            return record.model_copy(update={"observation": f"{record.observation} (run alone: {reason})"})
         # the test that hands a record over is its own, whichever test's batch made it
         return self.records.pop(slot).model_copy(update={"nodeid": runner.nodeid})
 
@@ -240,14 +367,23 @@ def _expected_blocked(vector: Vector, layer: Layer, harness, probe, runner: Vect
 
 
 def run_batch(
-    runner: VectorRunner, group: list[Vector], layer: Layer, harness, probe, model
+    runner: VectorRunner, group: list[Vector], layer: Layer, harness, probe, model, why: dict[str, str] | None = None
 ) -> dict[str, EvidenceRecord]:
     """The records of the members of `group` a batch could judge: attacks in one session, the blocked-looking ones'
     controls in another (or each alone: on the host, in a weakened sandbox, or the only one). A member left out (an
-    escape, an error, a doubt, or any of these in the attack session, which then stands for no one) runs alone."""
+    escape, an error, a doubt, or any of these in the attack session, which then stands for no one) runs alone, and
+    `why` says why."""
+    why = {} if why is None else why
     start = time.monotonic()
     seed = int.from_bytes(os.urandom(4), "big")
-    attacks = _session(runner, group, layer, False, harness, probe, model, seed) if len(group) > 1 else {}
+    attacks: dict[str, Attempt | None] = {}
+    if len(group) == 1:
+        why[group[0].id] = "no other vector selected here shares its plan"
+    else:
+        try:
+            attacks = _session(runner, group, layer, False, harness, probe, model, seed)
+        except _Void as void:
+            why.update({v.id: f"the attack session stood for no one: {void}" for v in group})
     blocked = [v for v in group if (a := attacks.get(v.id)) is not None and a.effect is False]
     controls: dict[str, Attempt | None]
     if len(blocked) == 1 or (
@@ -256,8 +392,14 @@ def run_batch(
         # a control in a sandbox with a protection taken out (capabilities kept, /proc writable...) can change
         # that sandbox for the controls after it, which would hide one that fails alone: each runs in its own
         controls = {v.id: runner.attempt(v, layer, True, harness, probe, model) for v in blocked}
+    elif blocked:
+        try:
+            controls = _session(runner, blocked, layer, True, harness, probe, model, seed)
+        except _Void as void:
+            controls = {}
+            why.update({v.id: f"the control session stood for no one: {void}" for v in blocked})
     else:
-        controls = _session(runner, blocked, layer, True, harness, probe, model, seed) if blocked else {}
+        controls = {}
     share = (time.monotonic() - start) / max(len(group), 1)
     out: dict[str, EvidenceRecord] = {}
     for v in group:
@@ -265,6 +407,12 @@ def run_batch(
         if attack is not None and attack.effect is False and control is not None and control.effect:
             note = f" (batched: one harness start with {len(group) - 1} other vector(s), order seed {seed})"
             out[v.id] = runner.record(v, layer, harness, probe, attack, control, kernel_lacks(v), share, note)
+        elif v.id not in why:
+            why[v.id] = (
+                "its attack's refusal was not read from its own results"
+                if attack is None or attack.effect is not False
+                else "its control did not show the effect in the batch"
+            )
         # else an escape, an error, a doubt: the vector's own test runs it alone, as every unbatched run, and that
         # run is the record
     return out
@@ -289,13 +437,13 @@ def _session(
             root = base / f"{v.id}-{own}"
             root.mkdir(parents=True)
             targets = prepare(root, v.setup, own, key, shared=shared)
-            members.append(_Member(v, targets, runner.plan(v, layer, control, targets, harness)))
+            members.append(_Member(v, targets, runner.plan(v, layer, control, targets, harness), own))
         if len({json.dumps([m.plan.intent, m.plan.weaken, m.plan.run_layer], sort_keys=True) for m in members}) != 1:
-            return {}  # the key promised one plan: a vector filled otherwise runs alone
+            raise _Void("its members' plans came out different once filled")  # the key promised one plan
         resolve: dict[str, str] = {}
         for m in members:
             if any(resolve.get(name, host) != host for name, host in m.targets.resolve.items()):
-                return {}  # one name, two listeners: no one proxy can serve both
+                raise _Void("two members' listeners have one name, which no one proxy can serve")
             resolve.update(m.targets.resolve)
         steps: list = []
         for m in members:
@@ -319,17 +467,28 @@ def _session(
             first.plan.weaken if run_layer == "composed" else (),
         )
         req.timeout = runner.timeout * (1 + len(group) / 4)  # more turns, each as long as one vector's
-        refused, out = runner.drive(req, harness, probe, done_text, control)
+        watch = _Watch(base, shared, members, vocabulary.own_state)
+        model.before_reply = watch.step
+        try:
+            refused, out = runner.drive(req, harness, probe, done_text, control)
+        finally:
+            model.before_reply = None
+        watch.end()
         if refused or runner.run_problem(out):
-            return {}
+            raise _Void(
+                f"the session's run failed: {' '.join((refused or runner.run_problem(out) or '').split())[:200]}"
+            )
+        if watch.void:
+            raise _Void(watch.void)
         results = model.tool_results()
         egress = out.egress if out.plan.sandbox.egress is not None and run_layer == "composed" else None
         judged: dict[str, Attempt | None] = {}
         ports = [m.targets.listener_ports() for m in members]
         for i, m in enumerate(members):
-            if runner.steps_problem(model, out, vocabulary, m.steps, last_may_end=False, batch=True):
-                if not control:
-                    return {}  # a step not played as asked may have done anything to what the others met
+            problem = runner.steps_problem(model, out, vocabulary, m.steps, last_may_end=False, batch=True)
+            if problem:
+                if not control:  # a step not played as asked may have done anything to what the others met
+                    raise _Void(f"{m.vector.id}'s steps were not played as asked: {problem[:200]}")
                 judged[m.vector.id] = None
                 continue
             mine = [r.text for r in results if r.step_index in m.steps]
@@ -347,8 +506,8 @@ def _session(
                 policy=runner.policy(vocabulary),
             )
             attempt = runner.judge(m.vector, m.plan, m.targets, None, seen)
-            if not control and attempt.effect is not False:
-                return {}  # an escape or an error may have changed what the members after it met: all alone
+            if not control and attempt.effect is not False:  # it may have changed what the members after it met
+                raise _Void(f"{m.vector.id}'s attack {'escaped' if attempt.effect else 'could not be judged'}")
             judged[m.vector.id] = attempt if _judgeable(m, attempt, seen, control) else None
         return judged
     finally:
@@ -363,7 +522,7 @@ def _own_decisions(egress, mine: set[int], others: list[set[int]]):
     if egress is None:
         return None
     theirs = set().union(*others)
-    return [d for d in egress if d.get("port") not in theirs or d.get("port") not in mine]
+    return [d for d in egress if d.get("port") in mine and d.get("port") not in theirs]
 
 
 def _judgeable(m: _Member, attempt: Attempt, seen: Seen, control: bool) -> bool:

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -65,6 +65,7 @@ class Seen:
     said: str = ""
     harness_output: str = ""
     policy: tuple[str, ...] = ()
+    reached: bool = True  # whether a scripted step reached the harness (False: it failed before the first)
 
     def tail(self, n: int = 300) -> str:
         return " ".join(self.printed.split())[-n:]
@@ -75,6 +76,7 @@ class Attempt:
     effect: bool | None  # None: the attempt could not be judged (infrastructure error)
     observation: str
     enosys: bool = False  # the attempt's system call was answered ENOSYS (it left the vector's `enosys` mark)
+    again: str | None = None  # an error that came before any step reached the harness: worth one more try
 
 
 @dataclass
@@ -261,7 +263,20 @@ class VectorRunner:
         mutation: str | None = None,
     ) -> Attempt:
         """One run of the attack (or its control) in `layer`; `mutation`: a single protection removed from the
-        sandbox layer's plan (the mutation check, `agentbox.testing.weakened.SINGLE`)."""
+        sandbox layer's plan (the mutation check, `agentbox.testing.weakened.SINGLE`).
+
+        A harness that failed before the first scripted step reached it (a TUI that never drew its prompt, a start
+        that timed out on a loaded machine) said nothing about the attempt, which never happened: it is tried once
+        more, in a run of its own, and that run is judged on its own. Once: a harness that fails every time is an
+        error, not a flake."""
+        first = self._tried(vector, layer, control, harness, probe, model, mutation)
+        if first.again is None:
+            return first
+        second = self._tried(vector, layer, control, harness, probe, model, mutation)
+        why = " ".join(first.again.split())[:300]
+        return replace(second, observation=f"{second.observation} (a second try: the first never reached it: {why})")
+
+    def _tried(self, vector: Vector, layer: Layer, control: bool, harness, probe, model, mutation) -> Attempt:
         nonce = secrets.token_hex(6)
         root = self._root(vector, nonce)
         targets = prepare(root, vector.setup, nonce, f"{MODEL_KEY}-{nonce}")
@@ -348,7 +363,7 @@ class VectorRunner:
                     False, f"{attempt.observation}; refused at the run's start: {' '.join(error.split())[:300]}"
                 )
         if error:
-            return Attempt(None, _with_egress(error, seen.egress))
+            return Attempt(None, _with_egress(error, seen.egress), again=None if seen.reached else error)
         if spec is None and vector.proof is not None and not os.path.lexists(fill(vector.proof, values)):
             return Attempt(
                 None,
@@ -558,6 +573,7 @@ class VectorRunner:
         if refused:
             return refused, Seen([])
         results = [r.text for r in model.tool_results()]
+        reached = any(r.step_index is not None for r in model.transcript)
         seen = Seen(
             [out.stdout, out.stderr, *results],
             set(model.offered_tools()),
@@ -567,6 +583,7 @@ class VectorRunner:
             printed=results[-1] if results else out.stdout,
             said="\n".join(filter(None, results)),
             harness_output=f"{out.stdout}\n{out.stderr}",
+            reached=reached,
         )
         seen.policy = self.policy(vocabulary)
         return self.run_problem(out) or self.steps_problem(model, out, vocabulary, range(len(steps)), True), seen

@@ -35,6 +35,13 @@ def test_the_read_only_workspace_writes_share_one_plan(catalogue):
         "echo x >> ~/.bashrc; echo pwned > {ws}/escape-{nonce}.txt",  # the shared home
         "echo pwned > {ws}/escape-{nonce}/../x.txt",
         "export PATH=/nowhere; echo pwned > {ws}/escape-{nonce}.txt",
+        # the red team's: what a script or find does to what it finds, a job left running, the working folder under
+        # another name, a fixed path in /tmp every run shares
+        "find . -name '*.txt' -delete; echo pwned > {ws}/escape-{nonce}.txt",
+        'python3 -c \'import os; os.rename("a.txt", "b.txt")\'; echo pwned > {ws}/escape-{nonce}.txt',
+        "echo pwned > /proc/self/cwd/json.py; echo pwned > {ws}/escape-{nonce}.txt",
+        "sleep 30 & echo pwned > {ws}/escape-{nonce}.txt",
+        "echo 'echo pwned' > /tmp/payload.sh; sh /tmp/payload.sh > {ws}/escape-{nonce}.txt",
     ],
 )
 def test_a_vector_whose_step_could_change_what_another_meets_runs_alone(catalogue, command):
@@ -92,6 +99,11 @@ def test_a_path_is_a_vectors_own_only_when_its_nonce_or_its_folder_outside_names
 def test_a_denial_to_a_port_two_members_listen_on_is_no_ones_refusal():
     egress = [{"port": 4000, "allowed": False}, {"port": 5000, "allowed": False}]
     assert _own_decisions(egress, {4000, 5000}, [{4000}]) == [{"port": 5000, "allowed": False}]
+
+
+def test_a_member_is_handed_only_the_denials_to_its_own_listeners():
+    egress = [{"port": 4000, "allowed": False}, {"port": 5000, "allowed": False}, {"port": 443, "allowed": False}]
+    assert _own_decisions(egress, {5000}, [{4000}]) == [{"port": 5000, "allowed": False}]
 
 
 class _Runner:

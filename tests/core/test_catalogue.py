@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentbox.prove.claims import default_catalogue_dir
+from agentbox.errors import InputError
 from agentbox.prove.vectors import Control, Vector, load_catalogue
 
 CATALOGUE = load_catalogue(default_catalogue_dir())
@@ -104,3 +105,11 @@ def test_a_hold_seen_only_as_root_predicts_nothing_for_a_user():
     codex = load_declarations("codex").report(userns.capability, "0.171.0", "harness")
     assert expected_outcome(userns, "harness", codex, None, level="root") == "blocked"
     assert expected_outcome(userns, "harness", codex, None, level="user") == "escaped"
+
+
+@pytest.mark.parametrize("text", ["vectors:\n- id: x\n", "- just a string\n", "id: x\ncapability: y\n"])
+def test_a_catalogue_file_that_is_not_a_list_of_vectors_is_refused_naming_the_file(tmp_path, text):
+    (tmp_path / "mine.yaml").write_text(text)
+    with pytest.raises(InputError, match="a catalogue file is a list of vectors") as exc:
+        load_catalogue(tmp_path)
+    assert str(tmp_path / "mine.yaml") in str(exc.value)

@@ -116,6 +116,37 @@ def test_an_escape_runs_no_control_and_a_block_counts_only_after_a_control_that_
     assert runs(nothing, broken) == (["attack", "control"], ("error", "failed"))
 
 
+def test_an_attempt_the_harness_failed_before_reaching_is_tried_once_more_and_judged_on_its_own(monkeypatch):
+    from agentbox.testing.negative import Attempt
+
+    def attempt_after(*tries: Attempt):
+        left = list(tries)
+        monkeypatch.setattr(VectorRunner, "_tried", lambda self, *a, **k: left.pop(0))
+        got = VectorRunner(CATALOGUE, 30, "t").attempt(CATALOGUE.by_id("net-curl"), "harness", False)
+        return got, len(tries) - len(left)
+
+    never_drawn = Attempt(None, "the TUI never drew its prompt", again="the TUI never drew its prompt")
+    got, runs = attempt_after(never_drawn, Attempt(False, "0 connections"))
+    assert (got.effect, runs) == (False, 2)
+    assert "(a second try: the first never reached it: the TUI never drew its prompt)" in got.observation
+    got, runs = attempt_after(never_drawn, never_drawn, Attempt(False, "0 connections"))
+    assert (got.effect, runs) == (None, 2), "a harness that fails every time is an error, tried once more only"
+    got, runs = attempt_after(Attempt(None, "the harness never answered step 0"), Attempt(False, "0 connections"))
+    assert (got.effect, runs) == (None, 1), "an error after a step reached the harness is the record"
+
+
+def test_only_an_error_before_any_step_reached_the_harness_is_worth_another_try():
+    from agentbox.testing.negative import Planned, Seen
+    from agentbox.prove.vectors import Oracle
+
+    runner, vector = VectorRunner(CATALOGUE, 30, "t"), CATALOGUE.by_id("net-curl")
+    plan = Planned({}, None, {}, (), [], Oracle(kind="listener_silent", listener="http"), "harness", {})
+    before = runner.judge(vector, plan, None, "the harness timed out after 30s", Seen([], reached=False))
+    after = runner.judge(vector, plan, None, "the harness timed out after 30s", Seen([], reached=True))
+    assert (before.effect, before.again) == (None, "the harness timed out after 30s")
+    assert (after.effect, after.again) == (None, None)
+
+
 def test_a_blocked_attack_names_the_refusal_it_met(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENTBOX_VECTOR_ROOT", str(tmp_path / "vectors"))
     vector = CATALOGUE.by_id("ws-ro-shell-redirect")

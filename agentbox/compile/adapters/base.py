@@ -85,6 +85,9 @@ class ToolVocabulary(BaseModel):
     # proves nothing, and neither does its "blocked" (regular expressions; one with a `tool` group counts only
     # when that tool was offered in the run)
     never_ran: tuple[str, ...] = ()
+    # What the harness makes in the workspace or home while it runs, by itself, relative to either ("x/": x and
+    # everything below it): a batched session's watch does not hold these against the step that was playing
+    own_state: tuple[str, ...] = ()
 
 
 class Compilation:
