@@ -77,6 +77,7 @@ def main() -> int:
     )
     args = ap.parse_args()
     from agentbox.compile.adapters import get_adapter
+    from agentbox.hot import read_marshal
     from agentbox.harnesses.installs import find_binary
 
     found = find_binary("codex")
@@ -107,9 +108,7 @@ def main() -> int:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         launch = [*_agent_box(), "launch", profile, "--cwd", ws, "--evidence", store, "--", "--version"]
         first = timed(launch, env)  # probe, compile, index build, gate, cache
-        entry_file = next(os.scandir(os.path.join(home, "cache", "launch"))).path
-        with open(entry_file) as f:
-            entry = json.load(f)
+        entry = read_marshal(next(os.scandir(os.path.join(home, "cache", "launch"))).path)
         sandbox_only, sandbox_env = _sandbox_argv(entry, tmp)
         empty = os.path.join(tmp, "empty-home")
         os.makedirs(empty)

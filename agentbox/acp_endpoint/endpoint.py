@@ -45,7 +45,9 @@ def cache_path(
     """Where an allowed decision for exactly these inputs is kept (launch's key, with this command's format)."""
     from agentbox.run.launch import cache_file
 
-    return cache_file(profile_bytes, profile_path, cwd, evidence, binary, accept_unverified, kind="acp", fmt=FORMAT)
+    return cache_file(
+        profile_bytes, profile_path, cwd, evidence, binary, accept_unverified, kind="acp", fmt=FORMAT, ext="json"
+    )
 
 
 def _cached(

@@ -72,6 +72,9 @@ class RunRequest:
     # The profile's kept answers (`profile_state`): the run starts from them and keeps its own at the end, as a
     # launch does. None (the suite's runs): the run starts from the compiled files alone and keeps nothing.
     state_dir: str | None = None
+    # A testing aid: the run's id (its processes' marker) chosen by the caller, who watches them as the run goes
+    # (a batched session of the negative suite); None: a random one
+    run_id: str | None = None
 
 
 @dataclass
@@ -177,6 +180,7 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
         with sandboxed(
             entry,
             tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root()),
+            run_id=req.run_id,
             source=req.host_env,
             extra_env={**req.extra_env, **launch.env},
             resolve=req.resolve,
@@ -212,7 +216,7 @@ def _alone(req: RunRequest, adapter, asked: dict, command: Command | None) -> It
     """The harness layer: the same native config with no OS sandbox, the harness inheriting everything, as it
     would when started by hand; its processes carry the marker all the same."""
     run_dir = tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root())  # where every run keeps its own (hot.run_root)
-    run_id = secrets.token_hex(8)
+    run_id = req.run_id or secrets.token_hex(8)
     try:
         plan = compile_plan(
             req.loaded,

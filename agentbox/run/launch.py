@@ -15,11 +15,11 @@ A refusal is never cached: it is recomputed, so new evidence is seen at once.
 
 from __future__ import annotations
 
-import json
 import os
 
 from agentbox.core.console import detail, detail_argv, take_flag, warn
 from agentbox.hot import (
+    MARSHAL_TAG,
     agentbox_home,
     home_dir,
     kernel_traces,
@@ -27,6 +27,7 @@ from agentbox.hot import (
     resolve_profile_path,
     sha256,
     private_folder,
+    read_marshal,
     stat_key,
     store_signature,
     which,
@@ -43,7 +44,7 @@ __all__ = [
     "SENTINEL",
 ]
 
-FORMAT = "1"
+FORMAT = "2"
 SENTINEL = "\0agentbox-harness-args\0"  # finds where an adapter puts the user's harness args
 
 
@@ -86,8 +87,10 @@ def cache_file(
     accept_unverified: list[str] | tuple[str, ...],
     kind: str = "launch",
     fmt: str = FORMAT,
+    ext: str = MARSHAL_TAG,
 ) -> str:
-    """Where an allowed start of these inputs is cached (`kind`: the command, `agent-box launch` or `acp`)."""
+    """Where an allowed start of these inputs is cached (`kind`: the command, `agent-box launch` or `acp`; `ext`:
+    its format, launch's in this interpreter's marshal, which it reads without importing json: benchmarks/launch.py)."""
     key = sha256(
         b"\0".join(
             [
@@ -103,7 +106,7 @@ def cache_file(
             ]
         )
     ).hexdigest()
-    return os.path.join(agentbox_home(), "cache", kind, f"{key}.json")
+    return os.path.join(agentbox_home(), "cache", kind, f"{key}.{ext}")
 
 
 def binary_state(base: str, rel: str, command: str) -> list:
@@ -172,9 +175,8 @@ def fast_main(argv: list[str]) -> int | None:
     try:
         with open(path, "rb") as f:
             data = f.read()
-        with open(cache_file(data, path, cwd, evidence, parsed["binary"], parsed["accept_unverified"])) as f:
-            entry = json.load(f)
-        if entry.get("format") != FORMAT or not _current(entry, parsed["binary"]):
+        entry = read_marshal(cache_file(data, path, cwd, evidence, parsed["binary"], parsed["accept_unverified"]))
+        if not isinstance(entry, dict) or entry.get("format") != FORMAT or not _current(entry, parsed["binary"]):
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -186,7 +188,6 @@ def execute(entry: dict, extra: list[str]) -> int:
     """Start the harness with the terminal attached, in the run lifecycle (`run.lifecycle`): recorded, cleaned up."""
     # the hot path's imports, deferred: a launch from its cache imports no more than it runs (benchmarks/launch.py)
     from agentbox.errors import AgentBoxError
-    from agentbox.run.profile_state import state_dir
     from agentbox.run.lifecycle import Record, cannot_start, sandboxed, say
     from agentbox.run.runs import RunStore, egress_log
     from agentbox.sandbox.session import run_attached
@@ -203,13 +204,20 @@ def execute(entry: dict, extra: list[str]) -> int:
     store.reap()
     run_dir = private_folder("agentbox-launch-")
     record = Record(store, {**entry["run"], "harness_args": extra})
+    kept = None
+    if entry["sandbox"].get(
+        "state_files"
+    ):  # json and fnmatch (re, enum: ~5 ms) only for a harness whose answers are kept
+        from agentbox.run.profile_state import state_dir
+
+        kept = state_dir(agentbox_home(), entry["run"]["profile"], entry["run"]["harness"])
     try:
         with sandboxed(
             entry["sandbox"],
             run_dir,
             record=record,
             egress_copy=lambda rid: egress_log(agentbox_home(), rid),
-            state_dir=state_dir(agentbox_home(), entry["run"]["profile"], entry["run"]["harness"]),
+            state_dir=kept,
         ) as run:
             argv = [*run.argv, *entry["harness"], *extra]
             detail_argv(f"run {run.run_id}", argv)

@@ -20,10 +20,10 @@ from agentbox.compile.adapters.base import Probe
 from agentbox.compile.compiler import compile_plan
 from agentbox.errors import HarnessError, InputError
 from agentbox.gate import LAUNCH_MODE, Decision, Target, decide, proven_elsewhere, unknown_accepted
-from agentbox.run.launch import SENTINEL, binary_state, cache_file, execute, stat_key, surface_state
+from agentbox.run.launch import FORMAT, SENTINEL, binary_state, cache_file, execute, stat_key, surface_state
 from agentbox.core.plan import EffectiveRunPlan, canonical_json
 from agentbox.core.profile import LoadedProfile, load_profile
-from agentbox.hot import agentbox_home, kernel_traces, write_json_atomic
+from agentbox.hot import agentbox_home, kernel_traces, write_marshal_atomic
 
 __all__ = ["Built", "build", "launch"]
 
@@ -265,7 +265,7 @@ def _entry(built: Built) -> tuple[dict, bool]:
     appendable = argv[-1:] == [SENTINEL] and SENTINEL not in argv[:-1]
     sandbox = {**entry_from_plan(plan, masks), "trusted": trusted(built)}
     entry = {
-        "format": "1",
+        "format": FORMAT,
         "check": built.check,
         "sandbox": sandbox,
         "harness": [built.probe.binary, *argv[:-1]],
@@ -316,7 +316,7 @@ def launch(
     if not built.loaded.profile.permission_intent.mcp.tools:  # a tool inventory is asked afresh each launch
         with open(built.loaded.source, "rb") as f:
             data = f.read()
-        write_json_atomic(
+        write_marshal_atomic(
             cache_file(data, built.loaded.source, built.plan.cwd, built.check["evidence"], binary, accept_unverified),
             entry,
         )

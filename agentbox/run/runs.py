@@ -13,10 +13,14 @@ Imports only the standard library: the launch hot path records a Run on every st
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
+
+try:  # the C escaper json.dumps uses, without json's own imports
+    from _json import encode_basestring_ascii as _quoted
+except ImportError:  # an interpreter without json's accelerator
+    from json.encoder import py_encode_basestring_ascii as _quoted
 
 __all__ = ["MIGRATIONS", "STATUSES", "RunStore", "process_identity", "now", "egress_log"]
 
@@ -84,6 +88,25 @@ _FIELDS = (
     "run_dir",
     "mode",
 )
+
+
+def json_text(value) -> str:
+    """`json.dumps(value, sort_keys=True)` for the plain data a Run's columns hold, without importing json: a launch
+    records its Run before the harness starts, and json's import of re and enum was ~5 ms of it (benchmarks/launch.py).
+    Strings are escaped by json's own C escaper (ASCII only, as json.dumps gives them)."""
+    if isinstance(value, str):
+        return _quoted(value)
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float) and value - value == 0:  # finite: json writes a float as its repr
+        return float.__repr__(value)
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return "{" + ", ".join(f"{_quoted(k)}: {json_text(v)}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(json_text(v) for v in value) + "]"
+    raise TypeError(f"a Run's column holds plain data (strings, numbers, lists, string-keyed maps), not {value!r}")
 
 
 def egress_log(home: str, run_id: str) -> str:
@@ -173,7 +196,7 @@ class RunStore:
         row = {k: fields.get(k) for k in _FIELDS}
         row["mode"] = row["mode"] or "launch"
         for k in _JSON:
-            row[k] = json.dumps(row[k] if row[k] is not None else ({} if k == "claims" else []), sort_keys=True)
+            row[k] = json_text(row[k] if row[k] is not None else ({} if k == "claims" else []))
         row["accept_unverified"] = int(bool(row["accept_unverified"]))
         row.update(id=run_id, status=status, started_at=now(), **extra)
         cols = ", ".join(row)
@@ -203,10 +226,12 @@ class RunStore:
 
     def add_session(self, run_id: str, session_id: str) -> None:
         """Record an ACP session the Run's endpoint opened (once, in order)."""
+        import json  # a read: only the writes are on a launch's hot path (json_text)
+
         row = self.con.execute("SELECT acp_sessions FROM runs WHERE id=?", (run_id,)).fetchone()
         sessions = json.loads(row["acp_sessions"]) if row else []
         if session_id not in sessions:
-            self.con.execute("UPDATE runs SET acp_sessions=? WHERE id=?", (json.dumps([*sessions, session_id]), run_id))
+            self.con.execute("UPDATE runs SET acp_sessions=? WHERE id=?", (json_text([*sessions, session_id]), run_id))
 
     def reap(self) -> list[str]:
         """Mark running Runs whose launcher is gone as interrupted (and clean up after them)."""
@@ -248,6 +273,8 @@ class RunStore:
 
 
 def _decode(row: sqlite3.Row) -> dict:
+    import json  # a read: only the writes are on a launch's hot path (json_text)
+
     out = dict(row)
     for k in _JSON:
         out[k] = json.loads(out[k])

@@ -33,8 +33,6 @@ import random
 import re
 import secrets
 import shutil
-import stat
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -44,7 +42,7 @@ import pytest
 from agentbox.core.refusal_kinds import expected_kinds, recognise, table
 from agentbox.prove.evidence import privilege_level
 from agentbox.prove.vectors import kernel_lacks
-from agentbox.testing import footprint
+from agentbox.testing.batch_watch import Void, Watch
 from agentbox.testing.fixtures import MODEL_KEY
 from agentbox.testing.negative import (
     Attempt,
@@ -59,12 +57,10 @@ from agentbox.testing.negative import (
 from agentbox.testing.targets import Targets, prepare
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from agentbox.prove.evidence import EvidenceRecord, Layer
     from agentbox.prove.vectors import Vector
 
-__all__ = ["Batches", "batch_key", "batches_key", "group_of", "run_batch", "shared_plans", "MAX_BATCH"]
+__all__ = ["Batches", "batch_key", "batches_key", "group_of", "in_workspace", "run_batch", "shared_plans", "MAX_BATCH"]
 
 MAX_BATCH = 8  # vectors per harness start: a longer conversation costs each turn more, and a failure more re-runs
 # placeholders an intent may hold and stay the same for every vector of a batch (their shared workspace and home)
@@ -100,7 +96,8 @@ _SHARED_PATH = re.compile(r"\{(?:ws|home|parent)\}[^\s'\"`;|&<>()]*")
 _LASTING = re.compile(
     r"(?<![\w-])(cd|pushd|popd|chdir|mount|umount|chmod|chown|chattr|kill|pkill|killall|rm|rmdir|mv|ln|export|"
     r"unset|alias|source|ulimit|umask|set|trap|exec|exit|shopt|hash|renice|ionice|nohup|setsid|disown|rename|"
-    r"replace|remove|unlink|symlink|link|rmtree|Popen|fork|start_new_session|daemon)(?![\w-])"
+    r"replace|remove|removedirs|renames|move|unlink|symlink|link|rmtree|Popen|fork|start_new_session|daemon|"
+    r"posix_spawnp?|spawn[lv]p?e?|eval)(?![\w-])"
     r"|\s-(?:delete|exec|execdir|ok|okdir)\b"  # find's acts on what it finds
     r"|(?<![&>|<])&(?![&>])"  # a job left running in the background
     r"|/proc/[^/\s]+/(?:cwd|root)\b"  # the working folder under another name
@@ -209,110 +206,6 @@ class _Member:
     steps: range = range(0)
 
 
-class _Void(Exception):
-    """Why a batched session stands for no one: each of its members runs alone, and its record says why."""
-
-
-@dataclass
-class _Watch:
-    """The session's shared folders (its workspace and home, the members' own folders) looked at as the members
-    take turns: before the harness starts, when the model is about to send each member's first step, when it is
-    about to send its closing words, and after the run. The words of a step say what it means to touch; the watch
-    sees what it touched (a relative path, a pattern the shell expands in the working folder, a script's own
-    writes). What changed while a member played must be that member's own (named by its nonce) or the harness's
-    (made before the first step, or declared in its vocabulary's `own_state`); once the last member is done, no
-    member's path may change. Anything else voids the session: one member may have changed what another met."""
-
-    base: Path
-    shared: tuple[Path, Path]
-    members: list[_Member]
-    own_state: tuple[str, ...]
-    playing: int = -1  # the member whose steps are being played; -1 before the first, len(members) once done
-    made: set[str] = field(default_factory=set)  # the folders of the home the run made before the first step
-    first: set[str] = field(default_factory=set)  # every path there was when the first step was sent
-    void: str | None = None
-    _last: dict = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        self._last = footprint.look(self.base)
-
-    def step(self, index: int | None) -> None:
-        """The model is about to send step `index` (None: its closing words): a new member's turn starts here."""
-        turn = (
-            len(self.members)
-            if index is None
-            else next((i for i, m in enumerate(self.members) if index in m.steps), self.playing)
-        )
-        with self._lock:
-            if turn > self.playing:
-                self._close_window()
-                self.playing = turn
-
-    def end(self) -> None:
-        """The run is over: the last window closes, and the session is void if anything in it trespassed."""
-        with self._lock:
-            self._close_window()
-
-    def _close_window(self) -> None:
-        before, now = self._last, footprint.look(self.base)
-        paths, self._last = footprint.changed(before, now), now
-        if self.playing < 0:  # the run starting: its config and the harness's state folders, in no step's way
-            home = f"{self.shared[1]}/"
-            self.made = {p for p in paths if p not in before and p.startswith(home) and now[p][0] == stat.S_IFDIR}
-            self.first = set(now)
-            if any(self._owner(p) is not None for p in paths):
-                self.void = f"{next(p for p in paths if self._owner(p) is not None)} changed before the first step"
-            return
-        for path in paths:
-            owner = self._owner(path)
-            if owner is not None and owner == self.playing:
-                continue
-            if owner is None and (self._harness_own(path) or self.playing >= len(self.members)):
-                continue  # the harness's own, or changed once every member was done: no member met it
-            if self.void is None:
-                self.void = f"{path} changed {self._when()}, and was not {self._whose()} own"
-
-    def _when(self) -> str:
-        if self.playing < 0:
-            return "before the first step"
-        if self.playing >= len(self.members):
-            return "after the last step"
-        return f"while {self.members[self.playing].vector.id} played"
-
-    def _whose(self) -> str:
-        return f"{self.members[self.playing].vector.id}'s" if 0 <= self.playing < len(self.members) else "the harness's"
-
-    def _owner(self, path: str) -> int | None:
-        """The member a path below the session's folders belongs to: its nonce names the path (a folder on its
-        way, below the shared folder or the session's), or None: no member's."""
-        rel = os.path.relpath(path, self.base).split(os.sep)
-        for i, m in enumerate(self.members):
-            if any(m.nonce in part for part in rel):
-                return i
-        return None
-
-    def _harness_own(self, path: str) -> bool:
-        """What the harness writes as it runs: new files in the state folders of the home it made as it started
-        (its sessions and logs; never the config that was there when the first step was sent, which a member
-        changing would change what the next one met), and what its vocabulary declares (`own_state`)."""
-        if path not in self.first and any(path.startswith(f"{p}/") for p in self.made):
-            return True
-        for folder in self.shared:
-            rel = os.path.relpath(path, folder)
-            if rel.startswith(".."):
-                continue
-            if any(
-                # the path itself, what is below it, or a folder on its way
-                rel == pattern.rstrip("/")
-                or (pattern.endswith("/") and rel.startswith(pattern))
-                or pattern.startswith(f"{rel}/")
-                for pattern in self.own_state
-            ):
-                return True
-        return False
-
-
 @dataclass
 class Batches:
     """The batched records of one test process, by harness build, mode, layer and batch key; a vector's record is
@@ -382,7 +275,7 @@ def run_batch(
     else:
         try:
             attacks = _session(runner, group, layer, False, harness, probe, model, seed)
-        except _Void as void:
+        except Void as void:
             why.update({v.id: f"the attack session stood for no one: {void}" for v in group})
     blocked = [v for v in group if (a := attacks.get(v.id)) is not None and a.effect is False]
     controls: dict[str, Attempt | None]
@@ -395,7 +288,7 @@ def run_batch(
     elif blocked:
         try:
             controls = _session(runner, blocked, layer, True, harness, probe, model, seed)
-        except _Void as void:
+        except Void as void:
             controls = {}
             why.update({v.id: f"the control session stood for no one: {void}" for v in blocked})
     else:
@@ -439,17 +332,25 @@ def _session(
             targets = prepare(root, v.setup, own, key, shared=shared)
             members.append(_Member(v, targets, runner.plan(v, layer, control, targets, harness), own))
         if len({json.dumps([m.plan.intent, m.plan.weaken, m.plan.run_layer], sort_keys=True) for m in members}) != 1:
-            raise _Void("its members' plans came out different once filled")  # the key promised one plan
+            raise Void("its members' plans came out different once filled")  # the key promised one plan
         resolve: dict[str, str] = {}
         for m in members:
             if any(resolve.get(name, host) != host for name, host in m.targets.resolve.items()):
-                raise _Void("two members' listeners have one name, which no one proxy can serve")
+                raise Void("two members' listeners have one name, which no one proxy can serve")
             resolve.update(m.targets.resolve)
+        first = members[0]
+        # A shell that keeps its working folder from one call to the next (Claude Code's Bash) lets one member's
+        # step leave the next member's relative paths elsewhere, with no `cd` in its words (`$(printf c)d`, red
+        # team): where a shell may run, the folder is asked between two members, and must be the workspace.
+        asks_folder = (first.plan.intent.get("shell") or {}).get("access", "allow") == "allow"
         steps: list = []
-        for m in members:
+        probes: list[int] = []
+        for n, m in enumerate(members):
+            if n and asks_folder:
+                probes.append(len(steps))
+                steps.append({"shell": {"command": "pwd -P"}})
             m.steps = range(len(steps), len(steps) + len(m.plan.steps))
             steps += m.plan.steps
-        first = members[0]
         run_layer = first.plan.run_layer
         assert run_layer in ("harness", "composed")  # the key is made only for the harness and composed layers
         vocabulary = harness.vocabulary()
@@ -467,7 +368,8 @@ def _session(
             first.plan.weaken if run_layer == "composed" else (),
         )
         req.timeout = runner.timeout * (1 + len(group) / 4)  # more turns, each as long as one vector's
-        watch = _Watch(base, shared, members, vocabulary.own_state)
+        req.run_id = secrets.token_hex(8)  # the marker of the run's processes, which the watch follows
+        watch = Watch(base, shared, members, vocabulary.own_state, req.run_id)
         model.before_reply = watch.step
         try:
             refused, out = runner.drive(req, harness, probe, done_text, control)
@@ -475,12 +377,20 @@ def _session(
             model.before_reply = None
         watch.end()
         if refused or runner.run_problem(out):
-            raise _Void(
+            raise Void(
                 f"the session's run failed: {' '.join((refused or runner.run_problem(out) or '').split())[:200]}"
             )
         if watch.void:
-            raise _Void(watch.void)
+            raise Void(watch.void)
         results = model.tool_results()
+        ws = os.path.realpath(shared[0])
+        for index in probes:
+            said = next((r.text for r in results if r.step_index == index), None)
+            if not in_workspace(said, ws):
+                before = next(m.vector.id for m in reversed(members) if m.steps.start < index)
+                raise Void(
+                    f"after {before}'s steps the shell's folder was not the workspace: {' '.join(str(said).split())[:200]}"
+                )
         egress = out.egress if out.plan.sandbox.egress is not None and run_layer == "composed" else None
         judged: dict[str, Attempt | None] = {}
         ports = [m.targets.listener_ports() for m in members]
@@ -488,7 +398,7 @@ def _session(
             problem = runner.steps_problem(model, out, vocabulary, m.steps, last_may_end=False, batch=True)
             if problem:
                 if not control:  # a step not played as asked may have done anything to what the others met
-                    raise _Void(f"{m.vector.id}'s steps were not played as asked: {problem[:200]}")
+                    raise Void(f"{m.vector.id}'s steps were not played as asked: {problem[:200]}")
                 judged[m.vector.id] = None
                 continue
             mine = [r.text for r in results if r.step_index in m.steps]
@@ -499,7 +409,7 @@ def _session(
                 set(model.offered_tools()),
                 {},
                 out.leftovers,
-                _own_decisions(egress, ports[i], ports[:i] + ports[i + 1 :]),
+                _own_decisions(egress, ports[i], ports[:i] + ports[i + 1 :], watch, i),
                 printed=mine[-1] if mine else "",
                 said="\n".join(filter(None, mine)),
                 harness_output="",  # the harness's output holds the other vectors' refusals: never the proof
@@ -507,7 +417,7 @@ def _session(
             )
             attempt = runner.judge(m.vector, m.plan, m.targets, None, seen)
             if not control and attempt.effect is not False:  # it may have changed what the members after it met
-                raise _Void(f"{m.vector.id}'s attack {'escaped' if attempt.effect else 'could not be judged'}")
+                raise Void(f"{m.vector.id}'s attack {'escaped' if attempt.effect else 'could not be judged'}")
             judged[m.vector.id] = attempt if _judgeable(m, attempt, seen, control) else None
         return judged
     finally:
@@ -516,13 +426,26 @@ def _session(
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _own_decisions(egress, mine: set[int], others: list[set[int]]):
+def in_workspace(said: str | None, ws: str) -> bool:
+    """Whether a `pwd -P` answered the workspace itself (not a folder below it), as each harness prints a result:
+    a bare line, after a header, a JSON field."""
+    return said is not None and re.search(re.escape(ws) + r"(?![^\s\"'\\])", said) is not None
+
+
+def _own_decisions(egress, mine: set[int], others: list[set[int]], watch: Watch | None = None, turn: int = 0):
     """The proxy's decisions a member may read as its own: to a port of its listeners that no other member's
-    listener also has (a UDP and a TCP listener can share a number; a denial to that port is then no one's)."""
+    listener also has (a UDP and a TCP listener can share a number; a denial to that port is then no one's), made
+    in its own turn (red team: another member's sweep of every port through the proxy was denied at this one)."""
     if egress is None:
         return None
     theirs = set().union(*others)
-    return [d for d in egress if d.get("port") in mine and d.get("port") not in theirs]
+    return [
+        d
+        for d in egress
+        if d.get("port") in mine
+        and d.get("port") not in theirs
+        and (watch is None or watch.turn_of(d.get("time")) == turn)
+    ]
 
 
 def _judgeable(m: _Member, attempt: Attempt, seen: Seen, control: bool) -> bool:

@@ -137,3 +137,21 @@ def test_a_vector_expected_to_escape_runs_alone_and_never_spends_a_batch_start(c
         batch.Batches().record(runner, group, v, "harness", harness, probe, None)
     assert all(outcomes[v] == "blocked" for members in started for v in members)
     assert {v.id for v in escaping} <= set(runner.alone)
+
+
+@pytest.mark.parametrize(
+    ("said", "there"),
+    [
+        ("/w/project\n", True),
+        ('{"output": "/w/project\\n", "exit_code": 0}', True),  # Hermes' terminal answers in JSON
+        ("Exit code: 0\nOutput:\n/w/project", True),
+        ("/w/project/cell-1\n", False),  # the red team's folder below the workspace
+        ("/w/projectx\n", False),
+        ("pwd: Permission denied", False),
+        (None, False),  # never answered
+    ],
+)
+def test_the_shell_is_in_the_workspace_only_when_pwd_names_the_workspace_itself(said, there):
+    from agentbox.testing.batch import in_workspace
+
+    assert in_workspace(said, "/w/project") is there

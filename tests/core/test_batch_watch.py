@@ -1,18 +1,23 @@
-"""A batched session's watch (agentbox/testing/batch.py `_Watch`, agentbox/testing/footprint.py): what changed in
-the shared folders while a member played must be that member's own or the harness's, or the session stands for
-no one. The red team's two wrong blocks came through here: a relative `json.py` planted in the shared workspace
-that broke the next member's escape, and a control's relative `sed -i ... *.txt` that changed the other members'
-files."""
+"""A batched session's watch (agentbox/testing/batch_watch.py, agentbox/testing/footprint.py): what changed in
+the shared folders while a member played must be that member's own or the harness's, no process a member started
+may still run when the next one's turn begins, and a proxy decision is a member's only in its own turn; else the
+session stands for no one. The red teams' wrong blocks came through here: a relative `json.py` planted in the
+shared workspace that broke the next member's escape, a control's relative `sed -i ... *.txt` that changed the
+other members' files, a sweeper left running that moved the next member's escaped file away, and a sweep of
+every port through the proxy whose denial read as another member's refusal."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 from types import SimpleNamespace
 
 import pytest
 
 from agentbox.testing import footprint
-from agentbox.testing.batch import _Watch
+from agentbox.sandbox.session import MARKER
+from agentbox.testing.batch import _own_decisions
+from agentbox.testing.batch_watch import Watch
 
 
 def test_a_look_sees_files_made_changed_and_chmodded_but_not_a_folder_whose_children_changed(tmp_path):
@@ -42,7 +47,7 @@ def session(tmp_path):
         SimpleNamespace(vector=SimpleNamespace(id="second"), nonce="bbbbbbbbbbbb", steps=range(2, 4)),
     ]
     (ws / "victim-bbbbbbbbbbbb.txt").write_text("original")
-    watch = _Watch(base, (ws, home), members, (".claude/.cc-writes/",))
+    watch = Watch(base, (ws, home), members, (".claude/.cc-writes/",), run_id="feedfacecafebeef")
     return SimpleNamespace(ws=ws, home=home, watch=watch)
 
 
@@ -103,3 +108,56 @@ def test_a_members_path_changing_before_the_first_step_voids_the_session(session
     (session.ws / "victim-bbbbbbbbbbbb.txt").write_text("changed at start")
     session.watch.step(0)
     assert session.watch.void and "before the first step" in session.watch.void
+
+
+@pytest.fixture
+def leftover():
+    """Processes a test starts as a member's step would, killed at the end whatever the test saw."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for p in started:
+        p.kill()
+        p.wait()
+    subprocess.run(["pkill", "-f", "sleep 31.5"], check=False)
+
+
+def test_a_process_a_member_left_running_voids_the_session_at_the_next_turn(session, leftover):
+    started(session)
+    leftover.append(subprocess.Popen(["sleep", "30"]))  # the red team's sweeper, below the harness
+    session.watch.step(2)
+    assert session.watch.void and "a process started while first played was still running at second's turn" in (
+        session.watch.void
+    )
+
+
+def test_a_process_that_left_the_tree_is_found_by_the_runs_marker(session, leftover):
+    started(session)
+    env = {**os.environ, MARKER: "feedfacecafebeef"}
+    subprocess.run(["sh", "-c", "sleep 31.5 >/dev/null 2>&1 &"], env=env, check=True)  # orphaned: init's child now
+    session.watch.step(None)
+    assert session.watch.void and "sleep 31.5" in session.watch.void and "at the closing words" in session.watch.void
+
+
+def test_processes_that_ended_with_their_step_or_ran_from_the_start_void_nothing(session, leftover):
+    leftover.append(subprocess.Popen(["sleep", "30"]))  # there before the first step: the harness's own
+    started(session)
+    subprocess.run(["true"], check=True)
+    session.watch.step(2)
+    session.watch.step(None)
+    assert session.watch.void is None
+
+
+def test_a_proxy_decision_is_a_members_only_in_its_own_turn(session):
+    from datetime import datetime, timezone
+
+    def at(t: float) -> str:
+        return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    started(session)
+    first_turn = at(session.watch.began[0] + 0.0015)
+    session.watch.began.append(session.watch.began[0] + 10)  # the second member's turn, ten seconds on
+    session.watch.playing = 1
+    second_turn = at(session.watch.began[1] + 1)
+    egress = [{"port": 5000, "time": first_turn}, {"port": 5000, "time": second_turn}]
+    assert _own_decisions(egress, {5000}, [{4000}], session.watch, 1) == [{"port": 5000, "time": second_turn}]
+    assert _own_decisions(egress, {5000}, [{4000}], session.watch, 0) == [{"port": 5000, "time": first_turn}]

@@ -201,12 +201,13 @@ def test_a_launch_whose_model_key_variable_is_unset_warns_and_names_it(tmp_path,
 
 
 def test_a_cached_launch_holds_on_the_kernel_its_gate_read_evidence_of_only(setup, abhome):
+    from agentbox.hot import read_marshal
     from agentbox.run.launch import plan_current
 
     argv, env = setup
     assert cli(*argv, "--", "--version", env=env).returncode == 0
-    [cached] = (abhome / "cache" / "launch").glob("*.json")
-    check = json.loads(cached.read_text())["check"]
+    [cached] = (abhome / "cache" / "launch").iterdir()
+    check = read_marshal(str(cached))["check"]
     assert check["kernel"] == os.uname().release and plan_current(check, None)
     # after a kernel upgrade the gate must read the evidence again: it is keyed by the kernel release
     assert not plan_current({**check, "kernel": "4.4.0-before-the-upgrade"}, None)

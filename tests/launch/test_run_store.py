@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentbox.run import runs
 from agentbox.errors import InputError
@@ -117,3 +120,25 @@ def test_a_process_identity_is_its_boot_and_start_time_and_none_once_gone():
     done = subprocess.Popen(["true"])
     done.wait()
     assert process_identity(done.pid) is None
+
+
+_PLAIN = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(_PLAIN)
+def test_a_runs_columns_are_written_as_json_dumps_would_write_them(value):
+    assert runs.json_text(value) == json.dumps(value, sort_keys=True)
+
+
+def test_arguments_that_are_not_text_are_kept_as_json_escapes_them():
+    undecodable = os.fsdecode(b"--name=\xff")  # a surrogate, as Python reads an argv byte that is not UTF-8
+    assert runs.json_text([undecodable, 'é\n"x"']) == json.dumps([undecodable, 'é\n"x"'])
+
+
+def test_what_is_not_plain_data_is_refused_not_written():
+    with pytest.raises(TypeError, match="plain data"):
+        runs.json_text({"when": object()})

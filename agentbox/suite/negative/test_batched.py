@@ -48,10 +48,11 @@ def test_a_batched_session_gives_each_vector_the_outcome_it_gets_alone(
     runner = VectorRunner(session.catalogue(), session.timeout, request.node.nodeid, mode=session.mode)
     alone = {v.id: runner.run(v, "composed", harness, probe, scripted_model) for v in sample}
     # what the batch could not judge on its own runs alone, as in the suite: its record is a solo one
-    batched = run_batch(runner, sample, "composed", harness, probe, scripted_model)
+    why: dict[str, str] = {}
+    batched = run_batch(runner, sample, "composed", harness, probe, scripted_model, why)
     record_property("batched", ", ".join(sorted(batched)) or "none")
     if all(r.outcome == "blocked" for r in alone.values()):
-        assert batched, f"every vector of the sample was blocked alone, yet the batch judged none: {sorted(alone)}"
+        assert batched, f"every vector of the sample was blocked alone, yet the batch judged none: {why}"
     assert {v: r.outcome for v, r in batched.items()} == {v: alone[v].outcome for v in batched}, (
         "a batch changed a verdict: "
         + "; ".join(

@@ -1,0 +1,220 @@
+"""What a batched session's members did to each other, seen as they take turns (agentbox/testing/batch.py).
+
+The words of a step say what it means to touch; the watch sees what happened. It looks when the harness is about
+to be sent each member's first step (the scripted model's `before_reply` hook: everything before is answered, the
+next step not yet sent), when it is about to be sent the closing words, and after the run. Each look asks two
+things, and either answer can void the session (every member then runs alone, its record saying why):
+
+- the session's folders (the shared workspace and home, the members' own folders), entry by entry
+  (`footprint`): what changed while a member played must be named by that member's nonce or be the harness's own
+  (new files in the state folders of the home the run made as it started; what its vocabulary declares in
+  `own_state`); after the last member, no member's path may change;
+- the run's processes (those carrying its marker, and every descendant of this process): none a member's steps
+  started may still be running when the next member's turn begins. A process left behind acts in another's turn,
+  where the folders' look credits what it does to the member playing (red team: a sweeper started by one member
+  moved the next member's escaped file away, which read as blocked; Codex answers a step that runs past 10 s with
+  "Process running with session ID" and leaves it running).
+
+It also keeps when each turn began, so that an egress proxy decision is a member's only if it was made in that
+member's turn (`turn_of`).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from agentbox.sandbox.session import marked
+from agentbox.testing import footprint
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["Void", "Watch"]
+
+# how long a process a step started may take to be gone once the harness has its result (a shell still exiting)
+_SETTLE = 1.0
+
+
+class Void(Exception):
+    """Why a batched session stands for no one: each of its members runs alone, and its record says why."""
+
+
+@dataclass
+class Watch:
+    """The looks of one session; `members` have `.vector.id`, `.nonce` and `.steps` (their step indexes)."""
+
+    base: Path
+    shared: tuple[Path, Path]
+    members: list
+    own_state: tuple[str, ...]
+    run_id: str | None = None  # the run's marker, when its processes are watched
+    playing: int = -1  # the member whose steps are being played; -1 before the first, len(members) once done
+    made: set[str] = field(default_factory=set)  # the folders of the home the run made before the first step
+    first: set[str] = field(default_factory=set)  # every path there was when the first step was sent
+    running: set[tuple[int, str]] = field(default_factory=set)  # the run's processes when the first step was sent
+    began: list[float] = field(default_factory=list)  # when each turn began (the last: the closing words)
+    void: str | None = None
+    _last: dict = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._last = footprint.look(self.base)
+
+    def step(self, index: int | None) -> None:
+        """The model is about to send step `index` (None: its closing words): a new member's turn starts here."""
+        turn = (
+            len(self.members)
+            if index is None
+            else next((i for i, m in enumerate(self.members) if index in m.steps), self.playing)
+        )
+        with self._lock:
+            if turn > self.playing:
+                self._close_window()
+                self._check_processes(turn)
+                self.began += [time.time()] * (turn - self.playing)  # a turn skipped is over as it begins
+                self.playing = turn
+
+    def end(self) -> None:
+        """The run is over: the last window closes, and the session is void if anything in it trespassed."""
+        with self._lock:
+            self._close_window()
+
+    def turn_of(self, when: str | None) -> int | None:
+        """The member whose turn an ISO 8601 time (an egress decision's) falls in, or None."""
+        if not when or not self.began:
+            return None
+        try:
+            t = datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+        # the proxy writes milliseconds, cut: a decision may read up to 1 ms before the moment it was made
+        at = [b - 0.001 for b in self.began]
+        turn = sum(1 for b in at if b <= t) - 1
+        return turn if 0 <= turn < len(self.members) else None
+
+    # -- the folders ---------------------------------------------------------------------------
+    def _close_window(self) -> None:
+        before, now = self._last, footprint.look(self.base)
+        paths, self._last = footprint.changed(before, now), now
+        if self.playing < 0:  # the run starting: its config and the harness's state folders, in no step's way
+            home = f"{self.shared[1]}/"
+            self.made = {p for p in paths if p not in before and p.startswith(home) and now[p][0] == stat.S_IFDIR}
+            self.first = set(now)
+            trespass = next((p for p in paths if self._owner(p) is not None), None)
+            if trespass is not None:
+                self._voids(f"{trespass} changed before the first step")
+            return
+        for path in paths:
+            owner = self._owner(path)
+            if owner is not None and owner == self.playing:
+                continue
+            if owner is None and (self._harness_own(path) or self.playing >= len(self.members)):
+                continue  # the harness's own, or changed once every member was done: no member met it
+            self._voids(f"{path} changed {self._when()}, and was not {self._whose()} own")
+
+    def _owner(self, path: str) -> int | None:
+        """The member a path below the session's folders belongs to: its nonce names the path (a folder on its
+        way, below the shared folder or the session's), or None: no member's."""
+        rel = os.path.relpath(path, self.base).split(os.sep)
+        return next((i for i, m in enumerate(self.members) if any(m.nonce in part for part in rel)), None)
+
+    def _harness_own(self, path: str) -> bool:
+        """What the harness writes as it runs: new files in the state folders of the home it made as it started
+        (its sessions and logs; never the config that was there when the first step was sent, which a member
+        changing would change what the next one met), and what its vocabulary declares (`own_state`)."""
+        if path not in self.first and any(path.startswith(f"{p}/") for p in self.made):
+            return True
+        for folder in self.shared:
+            rel = os.path.relpath(path, folder)
+            if rel.startswith(".."):
+                continue
+            if any(
+                # the path itself, what is below it, or a folder on its way
+                rel == pattern.rstrip("/")
+                or (pattern.endswith("/") and rel.startswith(pattern))
+                or pattern.startswith(f"{rel}/")
+                for pattern in self.own_state
+            ):
+                return True
+        return False
+
+    # -- the processes -------------------------------------------------------------------------
+    def _check_processes(self, turn: int) -> None:
+        if self.run_id is None:
+            return
+        if self.playing < 0:
+            self.running = self._processes()
+            return
+        deadline = time.monotonic() + _SETTLE
+        left = self._processes() - self.running
+        while left and time.monotonic() < deadline:
+            time.sleep(0.02)  # a shell that printed its last line may still be exiting
+            left = self._processes() - self.running
+        if left:
+            pid, command = min(left)
+            nxt = "the closing words" if turn >= len(self.members) else f"{self.members[turn].vector.id}'s turn"
+            self._voids(f"a process started {self._when()} was still running at {nxt}: {pid} {command[:120]}")
+
+    def _processes(self) -> set[tuple[int, str]]:
+        """The run's live processes (pid, command line): those carrying its marker and every descendant of this
+        process (one that dropped the marker from its environment is still below the harness), zombies left out."""
+        assert self.run_id is not None
+        found = {(pid, command) for pid, command in marked(self.run_id) if _alive(pid)}
+        parents = _parents()
+        mine, grew = {os.getpid()}, True
+        while grew:
+            grew = False
+            for pid, ppid in parents.items():
+                if ppid in mine and pid not in mine:
+                    mine.add(pid)
+                    grew = True
+        return found | {(pid, _command(pid)) for pid in mine - {os.getpid()} if _alive(pid)}
+
+    # -- how a void reads ------------------------------------------------------------------------
+    def _voids(self, why: str) -> None:
+        if self.void is None:
+            self.void = why
+
+    def _when(self) -> str:
+        if self.playing < 0:
+            return "before the first step"
+        if self.playing >= len(self.members):
+            return "after the last step"
+        return f"while {self.members[self.playing].vector.id} played"
+
+    def _whose(self) -> str:
+        return f"{self.members[self.playing].vector.id}'s" if 0 <= self.playing < len(self.members) else "the harness's"
+
+
+def _parents() -> dict[int, int]:
+    out = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    out[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
