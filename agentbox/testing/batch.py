@@ -339,18 +339,7 @@ def _session(
                 raise Void("two members' listeners have one name, which no one proxy can serve")
             resolve.update(m.targets.resolve)
         first = members[0]
-        # A shell that keeps its working folder from one call to the next (Claude Code's Bash) lets one member's
-        # step leave the next member's relative paths elsewhere, with no `cd` in its words (`$(printf c)d`, red
-        # team): where a shell may run, the folder is asked between two members, and must be the workspace.
-        asks_folder = (first.plan.intent.get("shell") or {}).get("access", "allow") == "allow"
-        steps: list = []
-        probes: list[int] = []
-        for n, m in enumerate(members):
-            if n and asks_folder:
-                probes.append(len(steps))
-                steps.append({"shell": {"command": "pwd -P"}})
-            m.steps = range(len(steps), len(steps) + len(m.plan.steps))
-            steps += m.plan.steps
+        steps, probes = _script(members)
         run_layer = first.plan.run_layer
         assert run_layer in ("harness", "composed")  # the key is made only for the harness and composed layers
         vocabulary = harness.vocabulary()
@@ -383,14 +372,7 @@ def _session(
         if watch.void:
             raise Void(watch.void)
         results = model.tool_results()
-        ws = os.path.realpath(shared[0])
-        for index in probes:
-            said = next((r.text for r in results if r.step_index == index), None)
-            if not in_workspace(said, ws):
-                before = next(m.vector.id for m in reversed(members) if m.steps.start < index)
-                raise Void(
-                    f"after {before}'s steps the shell's folder was not the workspace: {' '.join(str(said).split())[:200]}"
-                )
+        _check_folder(results, probes, members, os.path.realpath(shared[0]))
         egress = out.egress if out.plan.sandbox.egress is not None and run_layer == "composed" else None
         judged: dict[str, Attempt | None] = {}
         ports = [m.targets.listener_ports() for m in members]
@@ -424,6 +406,33 @@ def _session(
         for m in members:
             m.targets.close()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _script(members: list[_Member]) -> tuple[list, list[int]]:
+    """The session's steps, each member's in turn (its `steps` set here to their indexes), and the indexes of the
+    `pwd -P` asked between two members. A shell that keeps its working folder from one call to the next (Claude
+    Code's Bash) lets one member leave the next one's relative paths elsewhere with no `cd` in its words
+    (`$(printf c)d`, red team), so where the intent lets a shell run, the folder is asked (`_check_folder`)."""
+    asks = (members[0].plan.intent.get("shell") or {}).get("access", "allow") == "allow"
+    steps: list = []
+    probes: list[int] = []
+    for n, m in enumerate(members):
+        if n and asks:
+            probes.append(len(steps))
+            steps.append({"shell": {"command": "pwd -P"}})
+        m.steps = range(len(steps), len(steps) + len(m.plan.steps))
+        steps += m.plan.steps
+    return steps, probes
+
+
+def _check_folder(results, probes: list[int], members: list[_Member], ws: str) -> None:
+    """Void the session where a `pwd -P` between two members did not answer the workspace."""
+    for index in probes:
+        said = next((r.text for r in results if r.step_index == index), None)
+        if not in_workspace(said, ws):
+            before = next(m.vector.id for m in reversed(members) if m.steps.start < index)
+            shown = " ".join(str(said).split())[:200]
+            raise Void(f"after {before}'s steps the shell's folder was not the workspace: {shown}")
 
 
 def in_workspace(said: str | None, ws: str) -> bool:

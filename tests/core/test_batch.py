@@ -155,3 +155,20 @@ def test_the_shell_is_in_the_workspace_only_when_pwd_names_the_workspace_itself(
     from agentbox.testing.batch import in_workspace
 
     assert in_workspace(said, "/w/project") is there
+
+
+def test_the_folder_is_asked_between_two_members_only_where_a_shell_may_run():
+    from types import SimpleNamespace
+
+    from agentbox.testing.batch import _script
+
+    def members(shell: str):
+        plan = SimpleNamespace(intent={"shell": {"access": shell}}, steps=[{"shell": {"command": "true"}}] * 2)
+        return [SimpleNamespace(plan=plan, steps=range(0)) for _ in range(3)]
+
+    played = members("allow")
+    steps, probes = _script(played)
+    assert probes == [2, 5] and all(steps[i] == {"shell": {"command": "pwd -P"}} for i in probes)
+    assert [m.steps for m in played] == [range(0, 2), range(3, 5), range(6, 8)]
+    steps, probes = _script(members("deny"))
+    assert (len(steps), probes) == (6, [])
