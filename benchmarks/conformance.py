@@ -85,7 +85,36 @@ def main() -> int:
             f"target <= 0.2: {'met' if per <= 0.2 else 'NOT met'}); "
             f"wall target <= 10 min: {'met' if wall <= 600 else 'NOT met'}"
         )
+    alone = [_why_alone(r) for r in records if "(run alone: " in (r.get("observation") or "")]
+    if any(_BATCHED.search(r.get("observation") or "") for r in records) or alone:
+        batched = sum(1 for r in records if _BATCHED.search(r.get("observation") or ""))
+        kinds = sorted({k: alone.count(k) for k in alone}.items(), key=lambda kv: -kv[1])
+        print(
+            f"batched records {batched}; run alone after all {len(alone)} (their voided sessions' starts are not "
+            f"counted above): " + "; ".join(f"{n} {kind}" for kind, n in kinds)
+        )
     return 0
+
+
+# why a member of a batch ran alone, as its record's observation says, by kind
+_WHY = (
+    ("was still running", "a process outlived its turn"),
+    ("shell's folder", "the shell's folder moved"),
+    ("changed ", "a shared path changed"),
+    ("attack escaped", "a member escaped"),
+    ("could not be judged", "a member could not be judged"),
+    ("were not played", "steps not played as asked"),
+    ("run failed", "the session's run failed"),
+    ("no other vector", "alone in its plan"),
+    ("refusal was not read", "its refusal not in its own results"),
+    ("control did not show", "its control did not show the effect"),
+    ("batch failed", "the batch failed"),
+)
+
+
+def _why_alone(record: dict) -> str:
+    said = record["observation"].split("(run alone: ", 1)[1]
+    return next((kind for words, kind in _WHY if words in said), said[:60])
 
 
 _BATCHED = re.compile(r"\(batched: one harness start with (\d+) other vector")
