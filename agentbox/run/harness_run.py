@@ -72,9 +72,10 @@ class RunRequest:
     # The profile's kept answers (`profile_state`): the run starts from them and keeps its own at the end, as a
     # launch does. None (the suite's runs): the run starts from the compiled files alone and keeps nothing.
     state_dir: str | None = None
-    # A testing aid: the run's id (its processes' marker) chosen by the caller, who watches them as the run goes
-    # (a batched session of the negative suite); None: a random one
+    # Testing aids: the run's id (its processes' marker) and its private folder (new, empty, made by the caller),
+    # chosen by a caller who watches them as the run goes (a batched session of the negative suite); None: made here
     run_id: str | None = None
+    run_dir: str | None = None
 
 
 @dataclass
@@ -179,7 +180,7 @@ def prepared(req: RunRequest, command: Command | None = None) -> Iterator[Prepar
     try:
         with sandboxed(
             entry,
-            tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root()),
+            req.run_dir or tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root()),
             run_id=req.run_id,
             source=req.host_env,
             extra_env={**req.extra_env, **launch.env},
@@ -215,7 +216,8 @@ def _command(req: RunRequest, adapter, plan: EffectiveRunPlan, command: Command 
 def _alone(req: RunRequest, adapter, asked: dict, command: Command | None) -> Iterator[Prepared]:
     """The harness layer: the same native config with no OS sandbox, the harness inheriting everything, as it
     would when started by hand; its processes carry the marker all the same."""
-    run_dir = tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root())  # where every run keeps its own (hot.run_root)
+    # where every run keeps its own (hot.run_root)
+    run_dir = req.run_dir or tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root())
     run_id = req.run_id or secrets.token_hex(8)
     try:
         plan = compile_plan(

@@ -33,6 +33,7 @@ import random
 import re
 import secrets
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from agentbox.core.refusal_kinds import expected_kinds, recognise, table
+from agentbox.hot import run_root
 from agentbox.prove.evidence import privilege_level
 from agentbox.prove.vectors import kernel_lacks
 from agentbox.testing.batch_watch import Void, Watch
@@ -324,6 +326,7 @@ def _session(
     order = list(group)
     random.Random(seed + int(control)).shuffle(order)
     members: list[_Member] = []
+    run_dir = tempfile.mkdtemp(prefix="agentbox-run-", dir=run_root())  # the run's, its config home watched too
     try:
         for v in order:
             own = secrets.token_hex(6)
@@ -358,13 +361,16 @@ def _session(
         )
         req.timeout = runner.timeout * (1 + len(group) / 4)  # more turns, each as long as one vector's
         req.run_id = secrets.token_hex(8)  # the marker of the run's processes, which the watch follows
-        watch = Watch(base, shared, members, vocabulary.own_state, req.run_id)
+        req.run_dir = run_dir
+        config = (os.path.join(run_dir, "config"),)
+        watch = Watch(base, shared, members, vocabulary.own_state, req.run_id, config, vocabulary.config_state)
         model.before_reply = watch.step
         try:
             refused, out = runner.drive(req, harness, probe, done_text, control)
         finally:
             model.before_reply = None
         watch.end()
+        watch.check_listeners()
         if refused or runner.run_problem(out):
             raise Void(
                 f"the session's run failed: {' '.join((refused or runner.run_problem(out) or '').split())[:200]}"
@@ -372,7 +378,7 @@ def _session(
         if watch.void:
             raise Void(watch.void)
         results = model.tool_results()
-        _check_folder(results, probes, members, os.path.realpath(shared[0]))
+        _check_probes(results, probes, members, os.path.realpath(shared[0]))
         egress = out.egress if out.plan.sandbox.egress is not None and run_layer == "composed" else None
         judged: dict[str, Attempt | None] = {}
         ports = [m.targets.listener_ports() for m in members]
@@ -406,33 +412,50 @@ def _session(
         for m in members:
             m.targets.close()
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(run_dir, ignore_errors=True)  # the run removes it; a session that never started does not
+
+
+# Asked before each member's turn, where a shell may run: the shell's folder, and what the places every member
+# can write and the host cannot see are (the sandbox's private /tmp, /dev/shm, the home: mode, owner, kind)
+PROBE = 'stat -c \'agentbox-mode %n %a %u %g %F\' "$PWD" /tmp /dev/shm "$HOME"'
+_MODES = re.compile(r"agentbox-mode ([^\n\\\"]+)")
 
 
 def _script(members: list[_Member]) -> tuple[list, list[int]]:
     """The session's steps, each member's in turn (its `steps` set here to their indexes), and the indexes of the
-    `pwd -P` asked between two members. A shell that keeps its working folder from one call to the next (Claude
-    Code's Bash) lets one member leave the next one's relative paths elsewhere with no `cd` in its words
-    (`$(printf c)d`, red team), so where the intent lets a shell run, the folder is asked (`_check_folder`)."""
+    probes asked before each turn (`PROBE`, `_check_probes`), where the intent lets a shell run. A shell that keeps
+    its working folder from one call to the next (Claude Code's Bash) let one member leave the next one's relative
+    paths elsewhere with no `cd` in its words (`$(printf c)d`), and a script's `chmod` of the sandbox's private
+    /tmp, a place the host's look cannot see, made the next member's write there fail (red teams)."""
     asks = (members[0].plan.intent.get("shell") or {}).get("access", "allow") == "allow"
     steps: list = []
     probes: list[int] = []
-    for n, m in enumerate(members):
-        if n and asks:
+    for m in members:
+        if asks:
             probes.append(len(steps))
-            steps.append({"shell": {"command": "pwd -P"}})
+            steps.append({"shell": {"command": PROBE}})
         m.steps = range(len(steps), len(steps) + len(m.plan.steps))
         steps += m.plan.steps
+    if asks:  # after the last turn too: what the last member did there is seen as well
+        probes.append(len(steps))
+        steps.append({"shell": {"command": PROBE}})
     return steps, probes
 
 
-def _check_folder(results, probes: list[int], members: list[_Member], ws: str) -> None:
-    """Void the session where a `pwd -P` between two members did not answer the workspace."""
+def _check_probes(results, probes: list[int], members: list[_Member], ws: str) -> None:
+    """Void the session where a probe did not answer the workspace, or the places it looks at changed."""
+    first: list[str] | None = None
     for index in probes:
         said = next((r.text for r in results if r.step_index == index), None)
+        before = next((f"after {m.vector.id}'s steps" for m in reversed(members) if m.steps.start < index), "at start")
+        shown = " ".join(str(said).split())[:200]
         if not in_workspace(said, ws):
-            before = next(m.vector.id for m in reversed(members) if m.steps.start < index)
-            shown = " ".join(str(said).split())[:200]
-            raise Void(f"after {before}'s steps the shell's folder was not the workspace: {shown}")
+            raise Void(f"{before} the shell's folder was not the workspace: {shown}")
+        modes = _MODES.findall(said or "")
+        if first is None:
+            first = modes
+        elif modes != first:
+            raise Void(f"{before} the sandbox's own places changed: {'; '.join(modes)} (at start: {'; '.join(first)})")
 
 
 def in_workspace(said: str | None, ws: str) -> bool:

@@ -27,13 +27,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from fnmatch import fnmatchcase
+from pathlib import Path
 
 from agentbox.sandbox.session import marked
 from agentbox.testing import footprint
 
-if TYPE_CHECKING:
-    from pathlib import Path
 
 __all__ = ["Void", "Watch"]
 
@@ -47,13 +46,18 @@ class Void(Exception):
 
 @dataclass
 class Watch:
-    """The looks of one session; `members` have `.vector.id`, `.nonce` and `.steps` (their step indexes)."""
+    """The looks of one session; `members` have `.vector.id`, `.nonce`, `.steps` (their step indexes) and `.targets`."""
 
     base: Path
     shared: tuple[Path, Path]
     members: list
     own_state: tuple[str, ...]
     run_id: str | None = None  # the run's marker, when its processes are watched
+    # the harness's state outside the session's folders, looked at too: the run's config home (Claude Code sources
+    # a shell snapshot kept there before every Bash call; a member that appended to it changed what the next
+    # member's `cp` did, red team)
+    state: tuple[str, ...] = ()
+    config_state: tuple[str, ...] = ()  # what the harness writes there as it runs (its vocabulary's `config_state`)
     playing: int = -1  # the member whose steps are being played; -1 before the first, len(members) once done
     made: set[str] = field(default_factory=set)  # the folders of the home the run made before the first step
     first: set[str] = field(default_factory=set)  # every path there was when the first step was sent
@@ -64,7 +68,10 @@ class Watch:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self._last = footprint.look(self.base)
+        self._last = self._look()
+
+    def _look(self) -> dict:
+        return footprint.look(self.base, *(Path(p) for p in self.state))
 
     def step(self, index: int | None) -> None:
         """The model is about to send step `index` (None: its closing words): a new member's turn starts here."""
@@ -87,24 +94,45 @@ class Watch:
 
     def turn_of(self, when: str | None) -> int | None:
         """The member whose turn an ISO 8601 time (an egress decision's) falls in, or None."""
-        if not when or not self.began:
+        if not when:
             return None
         try:
             t = datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp()
         except ValueError:
             return None
         # the proxy writes milliseconds, cut: a decision may read up to 1 ms before the moment it was made
-        at = [b - 0.001 for b in self.began]
-        turn = sum(1 for b in at if b <= t) - 1
+        return self.turn_at(t + 0.001)
+
+    def turn_at(self, t: float) -> int | None:
+        """The member whose turn the time `t` (seconds since the epoch) falls in, or None."""
+        turn = sum(1 for b in self.began if b <= t) - 1
         return turn if 0 <= turn < len(self.members) else None
+
+    def check_listeners(self) -> None:
+        """After the run: a member's listener reached outside that member's turn voids the session (red team: one
+        member's control connected to every listener it could find, and another's broken control passed)."""
+        for i, m in enumerate(self.members):
+            for name, listener in m.targets.listeners.items():
+                listener.hits()  # what is still queued is taken now, and is outside every turn
+                stray = next((t for t in listener.times if self.turn_at(t) != i), None)
+                if stray is not None:
+                    when = self.turn_at(stray)
+                    by = (
+                        f"while {self.members[when].vector.id} played"
+                        if when is not None
+                        else "before the first step"
+                        if not self.began or stray < self.began[0]
+                        else "after the last step"
+                    )
+                    self._voids(f"{m.vector.id}'s {name} listener was reached {by}")
 
     # -- the folders ---------------------------------------------------------------------------
     def _close_window(self) -> None:
-        before, now = self._last, footprint.look(self.base)
+        before, now = self._last, self._look()
         paths, self._last = footprint.changed(before, now), now
         if self.playing < 0:  # the run starting: its config and the harness's state folders, in no step's way
-            home = f"{self.shared[1]}/"
-            self.made = {p for p in paths if p not in before and p.startswith(home) and now[p][0] == stat.S_IFDIR}
+            homes = tuple(f"{h}/" for h in (self.shared[1], *self.state))
+            self.made = {p for p in paths if p not in before and p.startswith(homes) and now[p][0] == stat.S_IFDIR}
             self.first = set(now)
             trespass = next((p for p in paths if self._owner(p) is not None), None)
             if trespass is not None:
@@ -130,17 +158,10 @@ class Watch:
         changing would change what the next one met), and what its vocabulary declares (`own_state`)."""
         if path not in self.first and any(path.startswith(f"{p}/") for p in self.made):
             return True
-        for folder in self.shared:
+        places = [(folder, self.own_state) for folder in self.shared] + [(f, self.config_state) for f in self.state]
+        for folder, patterns in places:
             rel = os.path.relpath(path, folder)
-            if rel.startswith(".."):
-                continue
-            if any(
-                # the path itself, what is below it, or a folder on its way
-                rel == pattern.rstrip("/")
-                or (pattern.endswith("/") and rel.startswith(pattern))
-                or pattern.startswith(f"{rel}/")
-                for pattern in self.own_state
-            ):
+            if not rel.startswith("..") and any(_declared(rel, pattern) for pattern in patterns):
                 return True
         return False
 
@@ -190,6 +211,19 @@ class Watch:
 
     def _whose(self) -> str:
         return f"{self.members[self.playing].vector.id}'s" if 0 <= self.playing < len(self.members) else "the harness's"
+
+
+def _declared(rel: str, pattern: str) -> bool:
+    """Whether a vocabulary's pattern names `rel`: the path itself (`*` in a name matches any characters but `/`),
+    what is below it (a pattern ending in `/`), or a folder on its way."""
+    if pattern.endswith("/"):
+        base = pattern.rstrip("/")
+        return _match(rel, base) or rel.startswith(f"{base}/") or base.startswith(f"{rel}/")
+    return _match(rel, pattern) or pattern.startswith(f"{rel}/")
+
+
+def _match(rel: str, pattern: str) -> bool:
+    return rel.count("/") == pattern.count("/") and fnmatchcase(rel, pattern) if "*" in pattern else rel == pattern
 
 
 def _parents() -> dict[int, int]:

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 from pathlib import Path
@@ -64,6 +65,7 @@ class Listener:
             self.sock.listen(64)
         self.sock.setblocking(False)
         self._count = 0
+        self.times: list[float] = []  # when each client was taken (a batched session reads whose turn it came in)
         self.received = b""  # what TCP clients sent (each request head, read briefly before the answer)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -74,8 +76,10 @@ class Listener:
         try:
             if self.kind == "udp":
                 self.sock.recvfrom(65536)
+                taken = time.time()
             else:
                 conn, _ = self.sock.accept()
+                taken = time.time()
                 try:
                     if self.tls is not None:
                         conn.settimeout(2.0)
@@ -97,6 +101,7 @@ class Listener:
             return False
         with self._lock:
             self._count += 1
+            self.times.append(taken)
         return True
 
     def _serve(self) -> None:

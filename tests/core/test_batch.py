@@ -160,7 +160,7 @@ def test_the_shell_is_in_the_workspace_only_when_pwd_names_the_workspace_itself(
 def test_the_folder_is_asked_between_two_members_only_where_a_shell_may_run():
     from types import SimpleNamespace
 
-    from agentbox.testing.batch import _script
+    from agentbox.testing.batch import PROBE, _script
 
     def members(shell: str):
         plan = SimpleNamespace(intent={"shell": {"access": shell}}, steps=[{"shell": {"command": "true"}}] * 2)
@@ -168,7 +168,30 @@ def test_the_folder_is_asked_between_two_members_only_where_a_shell_may_run():
 
     played = members("allow")
     steps, probes = _script(played)
-    assert probes == [2, 5] and all(steps[i] == {"shell": {"command": "pwd -P"}} for i in probes)
-    assert [m.steps for m in played] == [range(0, 2), range(3, 5), range(6, 8)]
+    assert probes == [0, 3, 6, 9] and all(steps[i] == {"shell": {"command": PROBE}} for i in probes)
+    assert [m.steps for m in played] == [range(1, 3), range(4, 6), range(7, 9)]
     steps, probes = _script(members("deny"))
     assert (len(steps), probes) == (6, [])
+
+
+def test_a_probe_that_finds_the_folder_moved_or_the_sandboxs_own_places_changed_voids_the_session():
+    from types import SimpleNamespace
+
+    from agentbox.testing.batch import _check_probes
+    from agentbox.testing.batch_watch import Void
+
+    ok = "/w/project\nagentbox-mode /tmp 1777 0 0 directory\n"
+    chmodded = "/w/project\nagentbox-mode /tmp 555 0 0 directory\n"  # the red team's script, as Codex prints it
+    members = [
+        SimpleNamespace(vector=SimpleNamespace(id=v), steps=r) for v, r in (("a", range(1, 2)), ("b", range(3, 4)))
+    ]
+
+    def check(*said):
+        results = [SimpleNamespace(step_index=i, text=t) for i, t in zip((0, 2, 4), said)]
+        _check_probes(results, [0, 2, 4], members, "/w/project")
+
+    check(ok, ok, ok)
+    with pytest.raises(Void, match="after a's steps the sandbox's own places changed: /tmp 555"):
+        check(ok, chmodded, chmodded)
+    with pytest.raises(Void, match="after b's steps the shell's folder was not the workspace"):
+        check(ok, ok, "/w/project/cell\n")

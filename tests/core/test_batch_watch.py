@@ -9,7 +9,9 @@ every port through the proxy whose denial read as another member's refusal."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -18,6 +20,7 @@ from agentbox.testing import footprint
 from agentbox.sandbox.session import MARKER
 from agentbox.testing.batch import _own_decisions
 from agentbox.testing.batch_watch import Watch
+from agentbox.testing.targets import Listener
 
 
 def test_a_look_sees_files_made_changed_and_chmodded_but_not_a_folder_whose_children_changed(tmp_path):
@@ -42,13 +45,17 @@ def session(tmp_path):
     ws, home = base / "project", base / "home"
     for d in (ws, home):
         d.mkdir(parents=True)
+    listeners = {"tcp": Listener("tcp")}
     members = [
-        SimpleNamespace(vector=SimpleNamespace(id="first"), nonce="aaaaaaaaaaaa", steps=range(0, 2)),
-        SimpleNamespace(vector=SimpleNamespace(id="second"), nonce="bbbbbbbbbbbb", steps=range(2, 4)),
+        SimpleNamespace(vector=SimpleNamespace(id="first"), nonce="aaaaaaaaaaaa", steps=range(0, 2), targets=None),
+        SimpleNamespace(vector=SimpleNamespace(id="second"), nonce="bbbbbbbbbbbb", steps=range(2, 4), targets=None),
     ]
+    members[0].targets = SimpleNamespace(listeners={})
+    members[1].targets = SimpleNamespace(listeners=listeners)
     (ws / "victim-bbbbbbbbbbbb.txt").write_text("original")
     watch = Watch(base, (ws, home), members, (".claude/.cc-writes/",), run_id="feedfacecafebeef")
-    return SimpleNamespace(ws=ws, home=home, watch=watch)
+    yield SimpleNamespace(ws=ws, home=home, watch=watch, listener=listeners["tcp"])
+    listeners["tcp"].close()
 
 
 def started(s):
@@ -161,3 +168,54 @@ def test_a_proxy_decision_is_a_members_only_in_its_own_turn(session):
     egress = [{"port": 5000, "time": first_turn}, {"port": 5000, "time": second_turn}]
     assert _own_decisions(egress, {5000}, [{4000}], session.watch, 1) == [{"port": 5000, "time": second_turn}]
     assert _own_decisions(egress, {5000}, [{4000}], session.watch, 0) == [{"port": 5000, "time": first_turn}]
+
+
+def reach(listener: Listener) -> None:
+    socket.create_connection((listener.host, listener.address), 5).close()
+    deadline = time.monotonic() + 5
+    while not listener.times and time.monotonic() < deadline:  # its thread takes it within its 50 ms poll
+        time.sleep(0.01)
+    assert listener.times, "the listener never took the connection"
+
+
+def test_a_members_listener_reached_in_anothers_turn_voids_the_session(session):
+    started(session)
+    reach(session.listener)  # the red team's scan: the first member's control connects to the second's listener
+    session.watch.step(2)
+    session.watch.step(None)
+    session.watch.end()
+    session.watch.check_listeners()
+    assert session.watch.void == "second's tcp listener was reached while first played"
+
+
+def test_a_members_listener_reached_in_its_own_turn_voids_nothing(session):
+    started(session)
+    session.watch.step(2)
+    reach(session.listener)
+    session.watch.step(None)
+    session.watch.check_listeners()
+    assert session.watch.void is None
+
+
+def test_the_harness_config_home_is_watched_save_what_its_vocabulary_says_it_writes(tmp_path):
+    """The red team's shell snapshot: Claude Code sources it before every Bash call, from its config home, outside
+    the session's folders; a member that appended to it changed what the next member's command did."""
+    base, config = tmp_path / "batch", tmp_path / "run" / "config"
+    for d in (base / "project", base / "home"):
+        d.mkdir(parents=True)
+    members = [
+        SimpleNamespace(vector=SimpleNamespace(id=v), nonce=v * 12, steps=r)
+        for v, r in (("a", range(1, 2)), ("b", range(3, 4)))
+    ]
+    watch = Watch(base, (base / "project", base / "home"), members, (), None, (str(config),), ("projects/",))
+    (config / "shell-snapshots").mkdir(parents=True)  # the run starting: its config, then the harness's first call
+    (config / "shell-snapshots" / "snapshot-bash-1.sh").write_text("export PATH=/usr/bin\n")
+    (config / "projects").mkdir()
+    watch.step(1)
+    (config / "projects" / "session.jsonl").write_text("{}\n")  # its transcript, as it runs
+    watch.step(3)
+    assert watch.void is None
+    with (config / "shell-snapshots" / "snapshot-bash-1.sh").open("a") as f:
+        f.write('cp() { command cp "$1" /usr/share/; }\n')
+    watch.step(None)
+    assert watch.void and "snapshot-bash-1.sh changed while b played" in watch.void

@@ -88,6 +88,10 @@ class ToolVocabulary(BaseModel):
     # What the harness makes in the workspace or home while it runs, by itself, relative to either ("x/": x and
     # everything below it): a batched session's watch does not hold these against the step that was playing
     own_state: tuple[str, ...] = ()
+    # What it writes in its config home (the run's, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`...) as it runs, relative to
+    # it (its transcript, logs, session database; `*` matches within a name): never what it reads back as a command
+    # runs (a shell snapshot, its settings), which a member changing would change for the next one
+    config_state: tuple[str, ...] = ()
 
 
 class Compilation:
