@@ -86,7 +86,7 @@ def _own(path: str | None) -> bool:
     it says, so neither is taken."""
     if path is None or ".." in path or _EXPANDS.search(_PLACEHOLDER.sub("", path)):
         return False
-    return path.startswith(("{outside}/", "{tmp_probe}")) or "{nonce}" in path.split("/", 1)[-1]
+    return path.startswith("{outside}/") or "{nonce}" in path.split("/", 1)[-1]
 
 
 # a shared placeholder followed by the rest of its path, up to what ends a word in a command
@@ -104,8 +104,11 @@ _LASTING = re.compile(
     r"|(?<![&>|<])&(?![&>])"  # a job left running in the background
     r"|/proc/[^/\s]+/(?:cwd|root)\b"  # the working folder under another name
 )
-# a fixed path every run shares (another member's, another harness run's at the same time): only named by the nonce
-_COMMON_PATH = re.compile(r"(?<![\w}])/(?:tmp|var/tmp|dev/shm|run/user/\d+)(?:/[^\s'\"`;|&<>()]*)?")
+# the scratch places every member of a session shares and the host's look cannot see (inside the sandbox, a private
+# /tmp): a vector that uses one runs alone, even at a path named by its nonce, since another member can learn the
+# nonce (a file named by it in the shared workspace, a listing) and plant there first (red team: a link at
+# /tmp/stage-<nonce>.txt into a read-only folder turned an escape into a refusal)
+_COMMON_PATH = re.compile(r"(?<![\w}])/(?:tmp|var/tmp|dev/shm|run/user/\d+)(?![\w.-])|\{tmp_probe\}")
 
 
 def _steps_keep_to_their_own(steps) -> bool:
@@ -114,7 +117,7 @@ def _steps_keep_to_their_own(steps) -> bool:
     text = json.dumps(steps)
     if any(not _own(m.group(0)) for m in _SHARED_PATH.finditer(text)):
         return False
-    if any("{nonce}" not in m.group(0) or not _own(m.group(0)) for m in _COMMON_PATH.finditer(text)):
+    if _COMMON_PATH.search(text):
         return False
     return not ("~" in text or "$HOME" in text or "${HOME}" in text or "$PWD" in text or _LASTING.search(text))
 

@@ -33,7 +33,6 @@ from pathlib import Path
 from agentbox.sandbox.session import marked
 from agentbox.testing import footprint
 
-
 __all__ = ["Void", "Watch"]
 
 # how long a process a step started may take to be gone once the harness has its result (a shell still exiting)
@@ -131,8 +130,10 @@ class Watch:
         before, now = self._last, self._look()
         paths, self._last = footprint.changed(before, now), now
         if self.playing < 0:  # the run starting: its config and the harness's state folders, in no step's way
-            homes = tuple(f"{h}/" for h in (self.shared[1], *self.state))
-            self.made = {p for p in paths if p not in before and p.startswith(homes) and now[p][0] == stat.S_IFDIR}
+            # in the home only: in the config home, what the harness makes as it runs is declared by name
+            # (`config_state`), since a new file in a folder it made there can be one it reads (its session-env)
+            home = f"{self.shared[1]}/"
+            self.made = {p for p in paths if p not in before and p.startswith(home) and now[p][0] == stat.S_IFDIR}
             self.first = set(now)
             trespass = next((p for p in paths if self._owner(p) is not None), None)
             if trespass is not None:

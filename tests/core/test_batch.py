@@ -42,6 +42,10 @@ def test_the_read_only_workspace_writes_share_one_plan(catalogue):
         "echo pwned > /proc/self/cwd/json.py; echo pwned > {ws}/escape-{nonce}.txt",
         "sleep 30 & echo pwned > {ws}/escape-{nonce}.txt",
         "echo 'echo pwned' > /tmp/payload.sh; sh /tmp/payload.sh > {ws}/escape-{nonce}.txt",
+        # the sandbox's private /tmp, unseen by the host's look, even at a path named by the nonce: another member
+        # can learn the nonce and plant a link there first (red team)
+        "echo pwned > /tmp/stage-{nonce}.txt && cp /tmp/stage-{nonce}.txt {ws}/escape-{nonce}.txt",
+        "echo pwned > {tmp_probe} && cp {tmp_probe} {ws}/escape-{nonce}.txt",
     ],
 )
 def test_a_vector_whose_step_could_change_what_another_meets_runs_alone(catalogue, command):
