@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from agentbox.testing import footprint
-from agentbox.sandbox.session import MARKER
+from agentbox.sandbox.session import MARKER, kill_marked
 from agentbox.testing.batch import _own_decisions
 from agentbox.testing.batch_watch import Watch
 from agentbox.testing.targets import Listener
@@ -125,7 +125,7 @@ def leftover():
     for p in started:
         p.kill()
         p.wait()
-    subprocess.run(["pkill", "-f", "sleep 31.5"], check=False)
+    kill_marked("feedfacecafebeef")  # the one that left the tree, found as the watch found it
 
 
 def test_a_process_a_member_left_running_voids_the_session_at_the_next_turn(session, leftover):
