@@ -205,9 +205,8 @@ def execute(entry: dict, extra: list[str]) -> int:
     run_dir = private_folder("agentbox-launch-")
     record = Record(store, {**entry["run"], "harness_args": extra})
     kept = None
-    if entry["sandbox"].get(
-        "state_files"
-    ):  # json and fnmatch (re, enum: ~5 ms) only for a harness whose answers are kept
+    if entry["sandbox"].get("state_files"):
+        # json and fnmatch (re, enum: ~5 ms) only for a harness whose answers are kept (benchmarks/launch.py)
         from agentbox.run.profile_state import state_dir
 
         kept = state_dir(agentbox_home(), entry["run"]["profile"], entry["run"]["harness"])

@@ -31,6 +31,8 @@ else:
 
 __all__ = [
     "MARKER",
+    "command_line",
+    "parent_pid",
     "RUN_DIR",
     "entry_from_plan",
     "writable_sources",
@@ -383,12 +385,21 @@ def marked(run_id: str) -> list[tuple[int, str]]:
             with open(f"/proc/{entry}/environ", "rb") as f:
                 if needle not in f.read().split(b"\0"):
                     continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:
             continue
-        found.append((int(entry), cmdline))
+        cmdline = command_line(int(entry))
+        if cmdline is not None:
+            found.append((int(entry), cmdline))
     return found
+
+
+def command_line(pid: int) -> str | None:
+    """A process's command line, its arguments joined by spaces; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return None
 
 
 def kill_marked(run_id: str, grace: float = 0.0) -> list[tuple[int, str]]:
@@ -434,7 +445,8 @@ def _still_running(found: list[tuple[int, str]], grace: float) -> list[tuple[int
             os.close(fd)
 
 
-def _ppid(pid: int) -> int | None:
+def parent_pid(pid: int) -> int | None:
+    """A process's parent, None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return int(f.read().rsplit(")", 1)[1].split()[1])
@@ -455,7 +467,7 @@ def run_attached(argv: list[str], env: dict[str, str], run_id: str, pass_fds: tu
 
     def forward(signum, frame):
         # bwrap and its pid-1 init would die of (or ignore) the signal: send it past them
-        inside = [p for p, _ in marked(run_id) if p != pid and _ppid(p) != pid]
+        inside = [p for p, _ in marked(run_id) if p != pid and parent_pid(p) != pid]
         for target in inside or ([] if signum == signal.SIGWINCH else [pid]):
             try:
                 os.kill(target, signum)

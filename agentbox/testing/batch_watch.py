@@ -30,7 +30,8 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from agentbox.sandbox.session import marked
+from agentbox.run.runs import process_identity
+from agentbox.sandbox.session import command_line, marked, parent_pid
 from agentbox.testing import footprint
 
 __all__ = ["Void", "Watch"]
@@ -188,7 +189,7 @@ class Watch:
         process (one that dropped the marker from its environment is still below the harness), zombies left out."""
         assert self.run_id is not None
         found = {(pid, command) for pid, command in marked(self.run_id) if _alive(pid)}
-        parents = _parents()
+        parents = {int(e): parent_pid(int(e)) for e in os.listdir("/proc") if e.isdigit()}
         mine, grew = {os.getpid()}, True
         while grew:
             grew = False
@@ -196,7 +197,7 @@ class Watch:
                 if ppid in mine and pid not in mine:
                     mine.add(pid)
                     grew = True
-        return found | {(pid, _command(pid)) for pid in mine - {os.getpid()} if _alive(pid)}
+        return found | {(pid, command_line(pid) or "") for pid in mine - {os.getpid()} if _alive(pid)}
 
     # -- how a void reads ------------------------------------------------------------------------
     def _voids(self, why: str) -> None:
@@ -227,29 +228,5 @@ def _match(rel: str, pattern: str) -> bool:
     return rel.count("/") == pattern.count("/") and fnmatchcase(rel, pattern) if "*" in pattern else rel == pattern
 
 
-def _parents() -> dict[int, int]:
-    out = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    out[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    return out
-
-
 def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
-
-
-def _command(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
+    return process_identity(pid) is not None  # None: gone, or a zombie

@@ -64,7 +64,6 @@ class Listener:
         if stype == socket.SOCK_STREAM:
             self.sock.listen(64)
         self.sock.setblocking(False)
-        self._count = 0
         self.times: list[float] = []  # when each client was taken (a batched session reads whose turn it came in)
         self.received = b""  # what TCP clients sent (each request head, read briefly before the answer)
         self._lock = threading.Lock()
@@ -100,7 +99,6 @@ class Listener:
         except OSError:
             return False
         with self._lock:
-            self._count += 1
             self.times.append(taken)
         return True
 
@@ -120,7 +118,7 @@ class Listener:
         self._thread.join()
         while self._take():
             pass
-        return self._count
+        return len(self.times)
 
     def close(self) -> None:
         self._stop.set()
