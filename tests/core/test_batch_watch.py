@@ -9,6 +9,7 @@ every port through the proxy whose denial read as another member's refusal."""
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import time
@@ -53,7 +54,8 @@ def session(tmp_path):
     members[0].targets = SimpleNamespace(listeners={})
     members[1].targets = SimpleNamespace(listeners=listeners)
     (ws / "victim-bbbbbbbbbbbb.txt").write_text("original")
-    watch = Watch(base, (ws, home), members, (".claude/.cc-writes/",), run_id="feedfacecafebeef")
+    # a marker of its own: a test on another worker leaves marked processes of its run, never of this one
+    watch = Watch(base, (ws, home), members, (".claude/.cc-writes/",), run_id=secrets.token_hex(8))
     yield SimpleNamespace(ws=ws, home=home, watch=watch, listener=listeners["tcp"])
     listeners["tcp"].close()
 
@@ -118,14 +120,14 @@ def test_a_members_path_changing_before_the_first_step_voids_the_session(session
 
 
 @pytest.fixture
-def leftover():
+def leftover(session):
     """Processes a test starts as a member's step would, killed at the end whatever the test saw."""
     started: list[subprocess.Popen] = []
     yield started
     for p in started:
         p.kill()
         p.wait()
-    kill_marked("feedfacecafebeef")  # the one that left the tree, found as the watch found it
+    kill_marked(session.watch.run_id)  # the one that left the tree, found as the watch found it
 
 
 def test_a_process_a_member_left_running_voids_the_session_at_the_next_turn(session, leftover):
@@ -139,7 +141,7 @@ def test_a_process_a_member_left_running_voids_the_session_at_the_next_turn(sess
 
 def test_a_process_that_left_the_tree_is_found_by_the_runs_marker(session, leftover):
     started(session)
-    env = {**os.environ, MARKER: "feedfacecafebeef"}
+    env = {**os.environ, MARKER: session.watch.run_id}
     subprocess.run(["sh", "-c", "sleep 31.5 >/dev/null 2>&1 &"], env=env, check=True)  # orphaned: init's child now
     session.watch.step(None)
     assert session.watch.void and "sleep 31.5" in session.watch.void and "at the closing words" in session.watch.void
