@@ -44,7 +44,7 @@ from agentbox.core.refusal_kinds import expected_kinds, recognise, table
 from agentbox.hot import run_root
 from agentbox.prove.evidence import privilege_level
 from agentbox.prove.vectors import kernel_lacks
-from agentbox.testing.batch_watch import Void, Watch
+from agentbox.testing.batch_watch import Void, Watch, adopting
 from agentbox.testing.fixtures import MODEL_KEY
 from agentbox.testing.negative import (
     Attempt,
@@ -101,6 +101,7 @@ _LASTING = re.compile(
     r"replace|remove|removedirs|renames|move|unlink|symlink|link|rmtree|Popen|fork|start_new_session|daemon|"
     r"posix_spawnp?|spawn[lv]p?e?|eval)(?![\w-])"
     r"|\s-(?:delete|exec|execdir|ok|okdir)\b"  # find's acts on what it finds
+    r"|\bcp\s+(?:-\w*[sl]|--(?:symbolic-)?link)"  # a link made by cp (red team: `cp -s`)
     r"|(?<![&>|<])&(?![&>])"  # a job left running in the background
     r"|/proc/[^/\s]+/(?:cwd|root)\b"  # the working folder under another name
 )
@@ -111,15 +112,23 @@ _LASTING = re.compile(
 _COMMON_PATH = re.compile(r"(?<![\w}])/(?:tmp|var/tmp|dev/shm|run/user/\d+)(?![\w.-])|\{tmp_probe\}")
 
 
+# what the shell takes away from a word before it is used: quotes and escapes
+_QUOTES = re.compile(r"[\\'\"]")
+
+
 def _steps_keep_to_their_own(steps) -> bool:
     """Whether steps touch what the batch shares only at paths named by their nonce and run nothing whose effect
     lasts past the step: one member's step must not change what another's meets."""
     text = json.dumps(steps)
     if any(not _own(m.group(0)) for m in _SHARED_PATH.finditer(text)):
         return False
-    if _COMMON_PATH.search(text):
-        return False
-    return not ("~" in text or "$HOME" in text or "${HOME}" in text or "$PWD" in text or _LASTING.search(text))
+    # read as the shell reads them too, its quotes gone: `/tm''p` is /tmp (red team)
+    for words in (text, _QUOTES.sub("", text)):
+        if _COMMON_PATH.search(words) or _LASTING.search(words):
+            return False
+        if "~" in words or "$HOME" in words or "${HOME" in words or "$PWD" in words or "${PWD" in words:
+            return False
+    return True
 
 
 def _eligible(vector: Vector) -> bool:
@@ -369,7 +378,8 @@ def _session(
         watch = Watch(base, shared, members, vocabulary.own_state, req.run_id, config, vocabulary.config_state)
         model.before_reply = watch.step
         try:
-            refused, out = runner.drive(req, harness, probe, done_text, control)
+            with adopting():
+                refused, out = runner.drive(req, harness, probe, done_text, control)
         finally:
             model.before_reply = None
         watch.end()
@@ -421,6 +431,9 @@ def _session(
 # Asked before each member's turn, where a shell may run: the shell's folder, and what the places every member
 # can write and the host cannot see are (the sandbox's private /tmp, /dev/shm, the home: mode, owner, kind)
 PROBE = 'stat -c \'agentbox-mode %n %a %u %g %F\' "$PWD" /tmp /dev/shm "$HOME"'
+# in the sandbox, /tmp and /dev/shm are the run's own, which no look of the host sees: their entries are asked for
+# too (red team: a link planted at another member's /tmp path turned its escape into a refusal, and changed no mode)
+PRIVATE_PROBE = PROBE + " " + " ".join(f"{d}/* {d}/.[!.]* {d}/..?*" for d in ("/tmp", "/dev/shm"))
 _MODES = re.compile(r"agentbox-mode ([^\n\\\"]+)")
 
 
@@ -431,17 +444,18 @@ def _script(members: list[_Member]) -> tuple[list, list[int]]:
     paths elsewhere with no `cd` in its words (`$(printf c)d`), and a script's `chmod` of the sandbox's private
     /tmp, a place the host's look cannot see, made the next member's write there fail (red teams)."""
     asks = (members[0].plan.intent.get("shell") or {}).get("access", "allow") == "allow"
+    probe = PRIVATE_PROBE if members[0].plan.run_layer == "composed" else PROBE
     steps: list = []
     probes: list[int] = []
     for m in members:
         if asks:
             probes.append(len(steps))
-            steps.append({"shell": {"command": PROBE}})
+            steps.append({"shell": {"command": probe}})
         m.steps = range(len(steps), len(steps) + len(m.plan.steps))
         steps += m.plan.steps
     if asks:  # after the last turn too: what the last member did there is seen as well
         probes.append(len(steps))
-        steps.append({"shell": {"command": PROBE}})
+        steps.append({"shell": {"command": probe}})
     return steps, probes
 
 

@@ -13,7 +13,9 @@ things, and either answer can void the session (every member then runs alone, it
   started may still be running when the next member's turn begins. A process left behind acts in another's turn,
   where the folders' look credits what it does to the member playing (red team: a sweeper started by one member
   moved the next member's escaped file away, which read as blocked; Codex answers a step that runs past 10 s with
-  "Process running with session ID" and leaves it running).
+  "Process running with session ID" and leaves it running). While the harness runs, this process adopts every
+  orphan below it (`adopting`), so a process that both dropped the marker and left the tree (a double fork)
+  is still a descendant.
 
 It also keeps when each turn began, so that an egress proxy decision is a member's only if it was made in that
 member's turn (`turn_of`).
@@ -21,10 +23,14 @@ member's turn (`turn_of`).
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import stat
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
@@ -34,10 +40,11 @@ from agentbox.run.runs import process_identity
 from agentbox.sandbox.session import command_line, marked, parent_pid
 from agentbox.testing import footprint
 
-__all__ = ["Void", "Watch"]
+__all__ = ["Void", "Watch", "adopting"]
 
 # how long a process a step started may take to be gone once the harness has its result (a shell still exiting)
 _SETTLE = 1.0
+_PR_SET_CHILD_SUBREAPER = 36  # prctl(2)
 
 
 class Void(Exception):
@@ -62,6 +69,7 @@ class Watch:
     made: set[str] = field(default_factory=set)  # the folders of the home the run made before the first step
     first: set[str] = field(default_factory=set)  # every path there was when the first step was sent
     running: set[tuple[int, str]] = field(default_factory=set)  # the run's processes when the first step was sent
+    ended: set[int] = field(default_factory=set)  # its ended, unreaped descendants at the last look
     began: list[float] = field(default_factory=list)  # when each turn began (the last: the closing words)
     void: str | None = None
     _last: dict = field(default_factory=dict)
@@ -172,21 +180,30 @@ class Watch:
         if self.run_id is None:
             return
         if self.playing < 0:
-            self.running = self._processes()
+            self.running, self.ended = self._processes()
             return
+        # A process that forks and exits between the listing of /proc and the reading of its entries hides its
+        # child from one look, and a chain of them (each forking the next and exiting) from every look. Each such
+        # hop leaves an ended descendant (adopted, so it stays until reaped): while new ones appear, look again.
         deadline = time.monotonic() + _SETTLE
-        left = self._processes() - self.running
-        while left and time.monotonic() < deadline:
+        live, ended = self._processes()
+        left, hopped = live - self.running, ended - self.ended
+        while (left or hopped) and time.monotonic() < deadline:
             time.sleep(0.02)  # a shell that printed its last line may still be exiting
-            left = self._processes() - self.running
+            live, now = self._processes()
+            left, hopped, ended = live - self.running, now - ended, now
+        self.ended = ended
+        nxt = "the closing words" if turn >= len(self.members) else f"{self.members[turn].vector.id}'s turn"
         if left:
             pid, command = min(left)
-            nxt = "the closing words" if turn >= len(self.members) else f"{self.members[turn].vector.id}'s turn"
             self._voids(f"a process started {self._when()} was still running at {nxt}: {pid} {command[:120]}")
+        elif hopped:
+            self._voids(f"processes started {self._when()} were still starting and ending at {nxt}")
 
-    def _processes(self) -> set[tuple[int, str]]:
-        """The run's live processes (pid, command line): those carrying its marker and every descendant of this
-        process (one that dropped the marker from its environment is still below the harness), zombies left out."""
+    def _processes(self) -> tuple[set[tuple[int, str]], set[int]]:
+        """The run's processes: the live ones (pid, command line), those carrying its marker and every descendant
+        of this process (one that dropped the marker from its environment is still below the harness); and the
+        descendants that have ended but are not yet reaped (zombies)."""
         assert self.run_id is not None
         found = {(pid, command) for pid, command in marked(self.run_id) if _alive(pid)}
         parents = {int(e): parent_pid(int(e)) for e in os.listdir("/proc") if e.isdigit()}
@@ -197,7 +214,9 @@ class Watch:
                 if ppid in mine and pid not in mine:
                     mine.add(pid)
                     grew = True
-        return found | {(pid, command_line(pid) or "") for pid in mine - {os.getpid()} if _alive(pid)}
+        mine.discard(os.getpid())
+        live = {pid for pid in mine if _alive(pid)}
+        return found | {(pid, command_line(pid) or "") for pid in live}, mine - live
 
     # -- how a void reads ------------------------------------------------------------------------
     def _voids(self, why: str) -> None:
@@ -213,6 +232,44 @@ class Watch:
 
     def _whose(self) -> str:
         return f"{self.members[self.playing].vector.id}'s" if 0 <= self.playing < len(self.members) else "the harness's"
+
+
+@contextmanager
+def adopting() -> Iterator[None]:
+    """While open, this process is a child subreaper: an orphan anywhere below it is re-parented to it rather than
+    to init, so it stays a descendant the process look finds (red team: a double-forked daemon that also dropped the
+    run's marker was neither marked nor below the harness). On leaving, once the harness has ended and been waited
+    for, every child this process did not have before is an adopted one: it is killed if still running (it outlived
+    its run) and reaped, so none is left a zombie of the test process."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    before = set(_children())
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed: a batched session needs it")
+    try:
+        yield
+    finally:
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        for pid in set(_children()) - before:
+            try:
+                handle = os.pidfd_open(pid)  # this process, not one that takes its number once it is reaped
+            except ProcessLookupError:
+                continue  # reaped already: one of the run's own, waited for as it ended
+            try:
+                if parent_pid(pid) == os.getpid():
+                    signal.pidfd_send_signal(handle, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            finally:
+                os.close(handle)
+
+
+def _children() -> Iterator[int]:
+    """This process's children, zombies included."""
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and parent_pid(int(entry)) == me:
+            yield int(entry)
 
 
 def _declared(rel: str, pattern: str) -> bool:

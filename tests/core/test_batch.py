@@ -4,6 +4,8 @@ what is their own, so that one member cannot change what another meets."""
 from __future__ import annotations
 
 import importlib.resources
+import shutil
+import subprocess
 
 import pytest
 
@@ -46,6 +48,12 @@ def test_the_read_only_workspace_writes_share_one_plan(catalogue):
         # can learn the nonce and plant a link there first (red team)
         "echo pwned > /tmp/stage-{nonce}.txt && cp /tmp/stage-{nonce}.txt {ws}/escape-{nonce}.txt",
         "echo pwned > {tmp_probe} && cp {tmp_probe} {ws}/escape-{nonce}.txt",
+        # the same words with the shell's quotes in them (red team: `/tm''p` is /tmp to the shell)
+        "echo pwned > /tm''p/stage-{nonce}.txt && cp /tm''p/stage-{nonce}.txt {ws}/escape-{nonce}.txt",
+        "c\\d / && echo pwned > {ws}/escape-{nonce}.txt",
+        'echo pwned > {ws}/escape-{nonce}.txt; ch""mod 000 {ws}/escape-{nonce}.txt',
+        "echo x >> ${HOME%}/.bashrc; echo pwned > {ws}/escape-{nonce}.txt",
+        "cp -s {ws}/escape-{nonce}.txt {ws}/link-{nonce}.txt; echo pwned > {ws}/escape-{nonce}.txt",
     ],
 )
 def test_a_vector_whose_step_could_change_what_another_meets_runs_alone(catalogue, command):
@@ -166,8 +174,10 @@ def test_the_folder_is_asked_between_two_members_only_where_a_shell_may_run():
 
     from agentbox.testing.batch import PROBE, _script
 
-    def members(shell: str):
-        plan = SimpleNamespace(intent={"shell": {"access": shell}}, steps=[{"shell": {"command": "true"}}] * 2)
+    def members(shell: str, layer: str = "harness"):
+        plan = SimpleNamespace(
+            intent={"shell": {"access": shell}}, steps=[{"shell": {"command": "true"}}] * 2, run_layer=layer
+        )
         return [SimpleNamespace(plan=plan, steps=range(0)) for _ in range(3)]
 
     played = members("allow")
@@ -176,6 +186,41 @@ def test_the_folder_is_asked_between_two_members_only_where_a_shell_may_run():
     assert [m.steps for m in played] == [range(1, 3), range(4, 6), range(7, 9)]
     steps, probes = _script(members("deny"))
     assert (len(steps), probes) == (6, [])
+
+
+def test_in_the_sandbox_the_probe_also_lists_its_private_tmp_and_shm_entries_dotfiles_included():
+    from types import SimpleNamespace
+
+    from agentbox.testing.batch import PRIVATE_PROBE, _script
+
+    plan = SimpleNamespace(intent={}, steps=[{"shell": {"command": "true"}}], run_layer="composed")
+    steps, probes = _script([SimpleNamespace(plan=plan, steps=range(0))])
+    assert all(steps[i] == {"shell": {"command": PRIVATE_PROBE}} for i in probes)
+    if shutil.which("bwrap") is None:
+        pytest.skip("needs bubblewrap: a private /tmp and /dev/shm to list")
+    planted = "touch /tmp/a /tmp/.b /tmp/..c /dev/shm/.d && ln -s /nowhere /tmp/e"
+    said = subprocess.run(
+        [
+            "bwrap",
+            "--dev-bind",
+            "/",
+            "/",
+            "--tmpfs",
+            "/tmp",
+            "--tmpfs",
+            "/dev/shm",
+            "bash",
+            "-c",
+            f"{planted}; {PRIVATE_PROBE}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    assert {"/tmp/a", "/tmp/.b", "/tmp/..c", "/dev/shm/.d", "/tmp/e"} <= {line.split()[1] for line in said.splitlines()}
+    assert any(
+        line.startswith("agentbox-mode /tmp/e 777 ") and line.endswith(" symbolic link") for line in said.splitlines()
+    )
 
 
 def test_a_probe_that_finds_the_folder_moved_or_the_sandboxs_own_places_changed_voids_the_session():

@@ -4,7 +4,8 @@ may still run when the next one's turn begins, and a proxy decision is a member'
 session stands for no one. The red teams' wrong blocks came through here: a relative `json.py` planted in the
 shared workspace that broke the next member's escape, a control's relative `sed -i ... *.txt` that changed the
 other members' files, a sweeper left running that moved the next member's escaped file away, and a sweep of
-every port through the proxy whose denial read as another member's refusal."""
+every port through the proxy whose denial read as another member's refusal; a double-forked daemon that dropped
+the run's marker is found only because the test adopts orphans while the harness runs."""
 
 from __future__ import annotations
 
@@ -12,15 +13,16 @@ import os
 import secrets
 import socket
 import subprocess
+import sys
 import time
 from types import SimpleNamespace
 
 import pytest
 
 from agentbox.testing import footprint
-from agentbox.sandbox.session import MARKER, kill_marked
+from agentbox.sandbox.session import MARKER, command_line, kill_marked
 from agentbox.testing.batch import _own_decisions
-from agentbox.testing.batch_watch import Watch
+from agentbox.testing.batch_watch import Watch, _children, adopting
 from agentbox.testing.targets import Listener
 
 
@@ -145,6 +147,71 @@ def test_a_process_that_left_the_tree_is_found_by_the_runs_marker(session, lefto
     subprocess.run(["sh", "-c", "sleep 31.5 >/dev/null 2>&1 &"], env=env, check=True)  # orphaned: init's child now
     session.watch.step(None)
     assert session.watch.void and "sleep 31.5" in session.watch.void and "at the closing words" in session.watch.void
+
+
+def test_without_adopting_a_process_that_left_both_the_tree_and_the_marker_is_not_seen(session):
+    started(session)
+    env = {k: v for k, v in os.environ.items() if k != MARKER}
+    subprocess.run(["sh", "-c", "(sleep 34.5 >/dev/null 2>&1 &) &"], env=env, check=True)
+    daemon = _running("sleep 34.5")
+    try:
+        session.watch.step(None)
+        assert daemon and session.watch.void is None  # why the session adopts orphans: this one is init's, unmarked
+    finally:
+        for pid in daemon:
+            os.kill(pid, 9)
+
+
+def _running(command: str, wait: float = 2.0) -> list[int]:
+    """The live processes whose command line is `command`, once one shows (a background job takes a moment)."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = [int(e) for e in os.listdir("/proc") if e.isdigit() and command_line(int(e)) == command]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.01)
+
+
+def test_a_process_that_left_both_the_tree_and_the_marker_is_found_while_the_test_adopts_orphans(session, leftover):
+    started(session)
+    env = {k: v for k, v in os.environ.items() if k != MARKER}  # the red team's daemon: unmarked, double-forked
+    with adopting():
+        subprocess.run(["sh", "-c", "(sleep 32.5 >/dev/null 2>&1 &) &"], env=env, check=True)
+        session.watch.step(None)
+    assert session.watch.void and "sleep 32.5" in session.watch.void and "at the closing words" in session.watch.void
+
+
+# each generation forks the next and exits at once, until told to stop: no look of /proc may catch one alive
+_HOPPER = "import os, sys\nwhile not os.path.exists(sys.argv[1]):\n    if os.fork():\n        os._exit(0)\n"
+
+
+def test_a_chain_of_processes_each_forking_the_next_and_exiting_voids_the_session(session, tmp_path):
+    started(session)
+    env = {k: v for k, v in os.environ.items() if k != MARKER}
+    with adopting():
+        subprocess.run(
+            [sys.executable, "-c", f"import os\nif os.fork(): os._exit(0)\n{_HOPPER}", tmp_path / "stop"],
+            env=env,
+            check=True,
+        )
+        session.watch.step(None)
+        (tmp_path / "stop").touch()
+    assert session.watch.void and "at the closing words" in session.watch.void
+
+
+def test_adopting_ends_and_reaps_what_it_adopted_and_leaves_the_tests_own_children_alone():
+    own = subprocess.Popen(["sleep", "30"])
+    try:
+        with adopting():
+            subprocess.run(["sh", "-c", "(sleep 33.5 >/dev/null 2>&1 &) &"], check=True)
+            adopted = [pid for pid in _children() if pid != own.pid]  # the daemon, and the subshell's zombie
+            assert adopted
+        assert list(_children()) == [own.pid]  # the adopted ones killed and reaped: no zombie of the test's
+        assert not any(os.path.exists(f"/proc/{pid}") for pid in adopted)
+        assert own.poll() is None
+    finally:
+        own.kill()
+        own.wait()
 
 
 def test_processes_that_ended_with_their_step_or_ran_from_the_start_void_nothing(session, leftover):
