@@ -256,7 +256,8 @@ class SandboxPlan(_Frozen):
     # every process of the run gets the seccomp denylist (agentbox/data/seccomp/denylist.yaml)
     syscall_filter: bool = False
     # every process of the run is kept from abstract unix sockets made outside it (Landlock scope), where the run
-    # shares the host's network namespace and with it the host's abstract sockets
+    # shares the host's network namespace and with it the host's abstract sockets; wanted here, entered at the
+    # start where the kernel has it
     abstract_unix_scope: bool = False
     # how the harness reaches the model route: "relay" (a loopback port of the inner relay, network unshared) or
     # "tcp" (a loopback port the proxy listens on, network shared; its number fills MODEL_PORT_TOKEN at start)

@@ -28,7 +28,15 @@ from agentbox.core.profile import LoadedProfile
 from agentbox.run.profile_state import keep, restore
 from agentbox.sandbox.backend import get_backend
 from agentbox.run.lifecycle import NAMESPACE_GRACE, ProxyDied, sandboxed
-from agentbox.sandbox.session import MARKER, cleanup, entry_from_plan, kill_marked, settle_key_approvals, write_config
+from agentbox.sandbox.session import (
+    MARKER,
+    cleanup,
+    entry_from_plan,
+    kill_marked,
+    settle_key_approvals,
+    start_scoped,
+    write_config,
+)
 from agentbox.sandbox.startup import Started, read_decisions
 from agentbox.sandbox.surfaces import discover
 
@@ -268,16 +276,19 @@ def run_harness(req: RunRequest) -> RunOutcome:
     """A headless one-shot run, bounded by `req.timeout`; the process group is killed on timeout."""
     with prepared(req) as run:
         start = time.monotonic()
-        proc = subprocess.Popen(
+        proc = start_scoped(
             run.argv,
-            cwd=run.cwd,
-            env=run.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            text=True,
-            pass_fds=run.pass_fds,
+            lambda argv: subprocess.Popen(
+                argv,
+                cwd=run.cwd,
+                env=run.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                text=True,
+                pass_fds=run.pass_fds,
+            ),
         )
         timed_out = False
         try:

@@ -34,7 +34,7 @@ from agentbox.core.plan import (
     RuntimeRequirements,
     SandboxPlan,
 )
-from agentbox.sandbox import landlock_scope, unix_filter
+from agentbox.sandbox import unix_filter
 from agentbox.sandbox.backend import LockedDownCommand, SandboxRequest
 from agentbox.sandbox.relay import RELAY_DIR
 from agentbox.sandbox.session import BASE_ENV, hide_state, state_home
@@ -269,8 +269,11 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
         egress=policy,
         unix_filter=unix_filter.supported(),
         syscall_filter=True,
-        # a network namespace of its own has its own abstract sockets; a shared one has the host's
-        abstract_unix_scope=not unshares_net(req) and landlock_scope.supported(),
+        # a network namespace of its own has its own abstract sockets; a shared one has the host's. Wanted here,
+        # entered at the start where the kernel has it (`session.sandbox_argv`): a plan is cached and reused, and
+        # one compiled where Landlock was out of reach (a container, a parent's syscall filter) would otherwise
+        # leave the scope out of every later run (red team)
+        abstract_unix_scope=not unshares_net(req),
         host_executed=host_executed_spec(request),
         model_route=None if policy is None or policy.model_endpoint is None else "relay" if relay else "tcp",
         proxy_tcp=proxy_tcp,

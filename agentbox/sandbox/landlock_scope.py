@@ -8,8 +8,11 @@ process's Landlock domain, and the domain is inherited by everything the process
 handles no file system or network access, so it leaves bubblewrap's own mounts alone (Landlock refuses
 mounts only to domains that restrict the file system).
 
-Run as a script it applies the scope and execs its arguments: `python3 -I -S landlock_scope.py bwrap ...`.
-Standard library only: it runs on the launch hot path, before bubblewrap.
+Run as a script it applies the scope and execs its arguments: `python3 -I -S landlock_scope.py bwrap ...`; that
+command line is how a plan says the scope is wanted. Agent-Box's own starts (`sandbox run`, `launch`, a harness
+run, a TUI) do not exec a second Python for it (~10 ms of the launch hot path, benchmarks/sandbox_run.py): they
+start the rest of the command line from a thread that entered the scope first (`in_scope`); any other caller
+still gets the scope from the script. Standard library only: it runs on the launch hot path, before bubblewrap.
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ import ctypes
 import os
 import sys
 
-__all__ = ["abi_version", "supported", "restrict", "ABI_SCOPED"]
+TYPE_CHECKING = False  # `typing` is not imported on the launch hot path
+if TYPE_CHECKING:
+    from typing import Callable, TypeVar
+
+    T = TypeVar("T")
+
+__all__ = ["abi_version", "supported", "restrict", "in_scope", "ABI_SCOPED"]
 
 # The generic syscall table: x86_64 and aarch64 (and every architecture since 5.13) number them alike.
 _CREATE_RULESET, _RESTRICT_SELF = 444, 446
@@ -68,6 +77,55 @@ def restrict() -> None:
             raise OSError(ctypes.get_errno(), f"landlock_restrict_self: {os.strerror(ctypes.get_errno())}")
     finally:
         os.close(fd)
+
+
+def in_scope(start: "Callable[[], T]") -> "T":
+    """What `start()` returns (a pid, or an object with a `.pid`), called on a thread of its own that entered the
+    scope first: the process it starts is in the scope, and this process is not (a Landlock domain and
+    no_new_privs belong to a thread, and a child inherits its parent thread's). The thread stays until that
+    process has ended, unreaped: bubblewrap's --die-with-parent takes the thread that started it for its parent.
+    OSError, naming the scope, when the scope cannot be applied: nothing is started then (fail closed)."""
+    import _thread  # the thread module itself: `threading` is not on the hot path, and nothing here needs it
+
+    ready = _thread.allocate_lock()
+    ready.acquire()
+    box: list = []
+
+    def body() -> None:
+        try:
+            try:
+                restrict()
+            except OSError as exc:
+                raise OSError(exc.errno, f"the run's Landlock scope (abstract unix sockets) cannot be applied: {exc}")
+            made = start()
+        except BaseException as exc:
+            box.append(exc)
+            ready.release()
+            return
+        box.append(made)
+        ready.release()
+        pid = made if isinstance(made, int) else getattr(made, "pid", None)
+        try:
+            if pid is not None:
+                os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:
+            pass  # reaped already by whoever waits for it
+
+    _thread.start_new_thread(body, ())
+    try:
+        ready.acquire()
+    except BaseException:
+        # interrupted (Ctrl-C) while the thread starts it: what it starts is ended, never left running unwatched
+        with ready:
+            made = box[0]
+        if isinstance(made, int):
+            os.kill(made, 9)
+        elif not isinstance(made, BaseException):
+            made.kill()
+        raise
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    return box[0]
 
 
 def main(argv: list[str]) -> int:

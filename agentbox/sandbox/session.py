@@ -26,6 +26,10 @@ from agentbox.sandbox.host_guard import guard_folder
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import signal
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    T = TypeVar("T")
 else:
     import _signal as signal
 
@@ -33,6 +37,7 @@ __all__ = [
     "MARKER",
     "command_line",
     "parent_pid",
+    "start_scoped",
     "RUN_DIR",
     "entry_from_plan",
     "writable_sources",
@@ -333,10 +338,19 @@ def sandbox_argv(
         argv[at:at] = guard
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
-    if entry.get("landlock_scope"):
+    if entry.get("landlock_scope") and _landlock():
         # bubblewrap starts inside the scope, so everything it starts is in it too
         argv = [sys.executable or python_for_sandbox(), "-I", "-S", _LANDLOCK, *argv]
     return argv
+
+
+def _landlock() -> bool:
+    """Whether this kernel, as this process meets it, has the Landlock scope over abstract sockets: asked at each
+    start, never cached with a plan. Without it the scope is left out, as a second wall may be (the unix-socket
+    filter is the first)."""
+    from agentbox.sandbox import landlock_scope  # ctypes: only a run that shares the host's network
+
+    return landlock_scope.supported()
 
 
 def hide_state(argv: list[str], state: str) -> list[str]:
@@ -504,10 +518,25 @@ def run_forwarding(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ..
     return os.waitstatus_to_exitcode(status)
 
 
+def start_scoped(argv: list[str], start: Callable[[list[str]], T]) -> T:
+    """`start(argv)`, or, when argv is the command line that applies the run's Landlock scope by exec
+    (`sandbox_argv`), `start` of the rest of it from a thread in that scope (`landlock_scope.in_scope`): the same
+    scope over the same processes, without the start of a second Python (~10 ms, benchmarks/sandbox_run.py)."""
+    if argv[1:4] != ["-I", "-S", _LANDLOCK]:
+        return start(argv)
+    from agentbox.sandbox.landlock_scope import in_scope  # ctypes: only a run that shares the host's network
+
+    return in_scope(lambda: start(argv[4:]))
+
+
 def spawn(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = (), **options) -> int:
     """Start argv as subprocess.Popen(close_fds=True, pass_fds=...) would, and return its pid. posix_spawn, not
     subprocess: importing subprocess costs ~4 ms of the measured hot paths (benchmarks/sandbox_run.py,
     benchmarks/launch.py). FileNotFoundError when argv[0] is not found on PATH."""
+    return start_scoped(argv, lambda a: _spawn(a, env, pass_fds, **options))
+
+
+def _spawn(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...], **options) -> int:
     path = argv[0] if "/" in argv[0] else which(argv[0])
     if path is None:
         raise FileNotFoundError(f"{argv[0]} not found on PATH")

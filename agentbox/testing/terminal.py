@@ -9,6 +9,8 @@ from __future__ import annotations
 import pexpect
 import ptyprocess
 
+from agentbox.sandbox.session import start_scoped
+
 __all__ = ["spawn"]
 
 
@@ -22,5 +24,6 @@ class _Spawn(pexpect.spawn):
 
 
 def spawn(argv: list[str], *, env: dict[str, str], cwd: str, pass_fds: tuple[int, ...] = (), **kwargs) -> pexpect.spawn:
-    """`argv` on a new pty with exactly `env`, inheriting `pass_fds` (the sandbox's seccomp program)."""
-    return _Spawn(argv[0], list(argv[1:]), env=env, cwd=cwd, pass_fds=pass_fds, **kwargs)
+    """`argv` on a new pty with exactly `env`, inheriting `pass_fds` (the sandbox's seccomp program), started as
+    `launch` starts it (a run's Landlock scope entered on a thread, `session.start_scoped`)."""
+    return start_scoped(argv, lambda a: _Spawn(a[0], list(a[1:]), env=env, cwd=cwd, pass_fds=pass_fds, **kwargs))

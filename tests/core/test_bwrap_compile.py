@@ -42,6 +42,14 @@ def test_network_none_unshares_the_network_and_unrestricted_does_not():
     assert "--unshare-net" not in compile_bwrap(request(req={"network": "unrestricted"})).argv
 
 
+def test_a_shared_network_wants_the_abstract_socket_scope_whatever_the_compiling_kernel_has(monkeypatch):
+    from agentbox.sandbox import landlock_scope
+
+    monkeypatch.setattr(landlock_scope, "supported", lambda: False)  # compiled in a container without Landlock
+    assert compile_bwrap(request(req={"network": "unrestricted"})).abstract_unix_scope
+    assert not compile_bwrap(request(req={"network": "none"})).abstract_unix_scope  # its own abstract sockets
+
+
 def test_a_remote_model_unshares_the_network_too_and_network_none_stays_exact():
     req = request(req={"model_endpoint": "api.example.com:443"})
     assert "--unshare-net" in compile_bwrap(req).argv  # the model is reached through the egress proxy
