@@ -104,7 +104,7 @@ def in_scope(start: "Callable[[], T]") -> "T":
             return
         box.append(made)
         ready.release()
-        pid = made if isinstance(made, int) else getattr(made, "pid", None)
+        pid = _pid(made)
         try:
             if pid is not None:
                 os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
@@ -117,15 +117,20 @@ def in_scope(start: "Callable[[], T]") -> "T":
     except BaseException:
         # interrupted (Ctrl-C) while the thread starts it: what it starts is ended, never left running unwatched
         with ready:
-            made = box[0]
-        if isinstance(made, int):
-            os.kill(made, 9)
-        elif not isinstance(made, BaseException):
-            made.kill()
+            pid = _pid(box[0])
+        if pid is not None:
+            os.kill(pid, 9)
         raise
     if isinstance(box[0], BaseException):
         raise box[0]
     return box[0]
+
+
+def _pid(made) -> int | None:
+    """The process `start()` made: a pid, or a Popen's (a pexpect spawn's) `.pid`; None for anything else."""
+    if isinstance(made, BaseException):
+        return None
+    return made if isinstance(made, int) else getattr(made, "pid", None)
 
 
 def main(argv: list[str]) -> int:

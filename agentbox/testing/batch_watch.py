@@ -256,10 +256,13 @@ def adopting() -> Iterator[None]:
                 continue  # reaped already: one of the run's own, waited for as it ended
             try:
                 if parent_pid(pid) == os.getpid():
-                    signal.pidfd_send_signal(handle, signal.SIGKILL)
+                    try:
+                        signal.pidfd_send_signal(handle, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass  # ended already: a zombie, reaped below
                     os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
+            except ChildProcessError:
+                pass  # reaped meanwhile by the run's own wait
             finally:
                 os.close(handle)
 
