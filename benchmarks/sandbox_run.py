@@ -47,7 +47,7 @@ def main() -> int:
                 "  command_network: {access: none, requirement: required}\n"
             )
         # network unrestricted (the default) shares the host's network: bubblewrap then starts inside the
-        # Landlock scope over abstract sockets (one more exec on the path)
+        # Landlock scope over abstract sockets (entered on a thread of the launcher, session.start_scoped)
         shared = os.path.join(tmp, "shared.yaml")
         with open(shared, "w") as f:
             f.write(
