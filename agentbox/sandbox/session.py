@@ -316,6 +316,9 @@ def _import_path(env) -> list[str]:
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LANDLOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock_scope.py")
+# after the Python that runs it: the command line that enters the run's Landlock scope by exec (`sandbox_argv`),
+# which `start_scoped` recognises and enters on a thread instead
+_SCOPE = ["-I", "-S", _LANDLOCK]
 
 
 def sandbox_argv(
@@ -340,7 +343,7 @@ def sandbox_argv(
         argv += ["--seccomp", str(seccomp_fd)]
     if entry.get("landlock_scope") and _landlock():
         # bubblewrap starts inside the scope, so everything it starts is in it too
-        argv = [sys.executable or python_for_sandbox(), "-I", "-S", _LANDLOCK, *argv]
+        argv = [sys.executable or python_for_sandbox(), *_SCOPE, *argv]
     return argv
 
 
@@ -522,11 +525,11 @@ def start_scoped(argv: list[str], start: Callable[[list[str]], T]) -> T:
     """`start(argv)`, or, when argv is the command line that applies the run's Landlock scope by exec
     (`sandbox_argv`), `start` of the rest of it from a thread in that scope (`landlock_scope.in_scope`): the same
     scope over the same processes, without the start of a second Python (~10 ms, benchmarks/sandbox_run.py)."""
-    if argv[1:4] != ["-I", "-S", _LANDLOCK]:
+    if argv[1 : 1 + len(_SCOPE)] != _SCOPE:
         return start(argv)
     from agentbox.sandbox.landlock_scope import in_scope  # ctypes: only a run that shares the host's network
 
-    return in_scope(lambda: start(argv[4:]))
+    return in_scope(lambda: start(argv[1 + len(_SCOPE) :]))
 
 
 def spawn(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = (), **options) -> int:

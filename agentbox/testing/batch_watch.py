@@ -206,7 +206,7 @@ class Watch:
         descendants that have ended but are not yet reaped (zombies)."""
         assert self.run_id is not None
         found = {(pid, command) for pid, command in marked(self.run_id) if _alive(pid)}
-        parents = {int(e): parent_pid(int(e)) for e in os.listdir("/proc") if e.isdigit()}
+        parents = _parents()
         mine, grew = {os.getpid()}, True
         while grew:
             grew = False
@@ -267,12 +267,15 @@ def adopting() -> Iterator[None]:
                 os.close(handle)
 
 
-def _children() -> Iterator[int]:
+def _children() -> list[int]:
     """This process's children, zombies included."""
     me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and parent_pid(int(entry)) == me:
-            yield int(entry)
+    return [pid for pid, ppid in _parents().items() if ppid == me]
+
+
+def _parents() -> dict[int, int | None]:
+    """Every process's parent (None: gone while read)."""
+    return {int(e): parent_pid(int(e)) for e in os.listdir("/proc") if e.isdigit()}
 
 
 def _declared(rel: str, pattern: str) -> bool:
