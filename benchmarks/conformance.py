@@ -1,13 +1,16 @@
 """Wall time of the conformance run (`pytest conformance negative -n 2`) against its floor.
 
-The floor is what the run cannot go below on this machine: every harness start it makes, at the cheapest
-start seen for that harness and layer in the same run, divided over the workers. A vector's record holds its
-attack and, when the attack saw nothing, its control: one start or two. Every record costs at least the cheapest
-record of its (harness, layer), so that times the records, over the workers, is the floor. Ratio = wall / floor:
-what the suite adds on top of starting harnesses (fixed waits, per-test probes and compiles, an idle worker, the
-second start of a blocked record). Also printed: harness starts per harness-layer record (a batched record counts
-its share of its batch's starts). Targets (issue 27): the run within 10 min on a 2-core machine, at most 0.2
-starts per record. `-- --agentbox-batch` runs it with batched sessions.
+The floor is what the run cannot go below on this machine: the harness starts it needs, times each harness's
+cheapest start in the same run, divided over the workers, plus every record without a harness at the cheapest
+such record. The starts it needs are the fewest the batching rules allow (`agentbox.testing.batch.fewest_starts`):
+a vector with a plan of its own starts its harness for its attack, and for its control when the attack is expected
+blocked and the control runs a harness; a plan shared by many vectors, one session for their attacks and one for
+their controls, however many they are. A harness's cheapest start is its cheapest record that made one start (an
+escape, run alone). Ratio = wall / floor: what the suite adds on top of the starts it needs (fixed waits, per-test
+probes and compiles, an idle worker, starts the batching did not save). Also printed: harness starts per
+harness-layer record (a batched record counts its share of its batch's starts), and the fewest the rules allow.
+Targets (issue 27): the run within 10 min on a 2-core machine, at most 0.2 starts per record. `-- --agentbox-batch`
+runs it with batched sessions.
 
 Usage: python benchmarks/conformance.py [--matrix matrices/default.yaml] [--workers 2] [--evidence DIR]
            [--log FILE] [-- PYTEST-ARGS...]
@@ -36,8 +39,21 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--evidence", metavar="DIR", help="keep the run's evidence here (default: a temporary folder)")
     ap.add_argument("--log", metavar="FILE", help="write pytest's output here (default: discarded)")
+    ap.add_argument(
+        "--records",
+        metavar="DIR",
+        help="read the records of a run already made (its --evidence folder) instead of running: the floor and the "
+        "starts, with no wall time",
+    )
     ap.add_argument("extra", nargs="*")
     args = ap.parse_args()
+    if args.records:
+        records = _read(Path(args.records))
+        if not records:
+            print(f"no records in {args.records}: give the folder a run's --evidence wrote", file=sys.stderr)
+            return 2
+        _report(records, args.workers, None, None)
+        return 0
     with tempfile.TemporaryDirectory() as scratch:
         evidence = args.evidence or scratch
         argv = [
@@ -60,30 +76,42 @@ def main() -> int:
         with open(args.log or "/dev/null", "w") as log:
             done = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         wall = time.perf_counter() - start
-        records = [json.loads(line) for path in Path(evidence).glob("*.jsonl") for line in path.open()]
-    cheapest: dict[tuple, float] = {}
-    runs: dict[tuple, int] = defaultdict(int)
-    for r in records:
-        key = (r["run_info"].get("harness") or "-", r["layer"])
-        cheapest[key] = min(cheapest.get(key, float("inf")), r["duration"])
-        runs[key] += 1
-    floor = sum(cheapest[k] * runs[k] for k in runs) / args.workers
+        records = _read(Path(evidence))
+    _report(records, args.workers, wall, done.returncode)
+    return 0
+
+
+def _read(evidence: Path) -> list[dict]:
+    return [json.loads(line) for path in evidence.glob("*.jsonl") for line in path.open()]
+
+
+def _report(records: list[dict], workers: int, wall: float | None, exit_code: int | None) -> None:
+    """Print the floor, the starts and (for a run made here) the wall time against the targets."""
+    floor, needed = _floor(records)
+    floor /= workers
     starts = [_starts(r) for r in records if r["layer"] in ("harness", "composed")]
-    print(f"pytest exit {done.returncode}; {len(records)} vector records")
-    for key in sorted(runs):
-        print(f"  {key[0]:<12} {key[1]:<9} {runs[key]:>4} records, cheapest {cheapest[key]:6.2f}s")
     print(
-        f"wall {wall / 60:.1f} min; floor {floor / 60:.1f} min (cheapest start x records / {args.workers} workers); "
-        f"ratio {wall / floor:.2f}"
-        if floor
-        else f"wall {wall / 60:.1f} min; no records"
+        f"pytest exit {exit_code}; {len(records)} vector records"
+        if exit_code is not None
+        else f"{len(records)} vector records"
     )
+    for (harness, layer), (count, fewest, cost) in sorted(needed.items()):
+        print(f"  {harness:<12} {layer:<9} {count:>4} records, fewest starts {fewest:>4}, cheapest start {cost:6.2f}s")
+    shown = f"floor {floor / 60:.1f} min (fewest starts x cheapest start / {workers} workers)"
+    if wall is None:
+        print(shown)
+    elif floor:
+        print(f"wall {wall / 60:.1f} min; {shown}; ratio {wall / floor:.2f}")
+    else:
+        print(f"wall {wall / 60:.1f} min; no records")
     if starts:
         per = sum(starts) / len(starts)
+        least = sum(fewest for (harness, _), (_, fewest, _) in needed.items() if harness != "-")
         print(
             f"harness starts per harness-layer record {per:.2f} ({sum(starts):.0f} starts, {len(starts)} records; "
-            f"target <= 0.2: {'met' if per <= 0.2 else 'NOT met'}); "
-            f"wall target <= 10 min: {'met' if wall <= 600 else 'NOT met'}"
+            f"target <= 0.2: {'met' if per <= 0.2 else 'NOT met'}; the fewest the batching rules allow: "
+            f"{least / len(starts):.2f})"
+            + ("" if wall is None else f"; wall target <= 10 min: {'met' if wall <= 600 else 'NOT met'}")
         )
     alone = [_why_alone(r) for r in records if "(run alone: " in (r.get("observation") or "")]
     if any(_BATCHED.search(r.get("observation") or "") for r in records) or alone:
@@ -93,7 +121,6 @@ def main() -> int:
             f"batched records {batched}; run alone after all {len(alone)} (their voided sessions' starts are not "
             f"counted above): " + "; ".join(f"{n} {kind}" for kind, n in kinds)
         )
-    return 0
 
 
 # why a member of a batch ran alone, as its record's observation says, by kind
@@ -115,6 +142,52 @@ _WHY = (
 def _why_alone(record: dict) -> str:
     said = record["observation"].split("(run alone: ", 1)[1]
     return next((kind for words, kind in _WHY if words in said), said[:60])
+
+
+def _floor(records: list[dict]) -> tuple[float, dict[tuple, tuple[int, int, float]]]:
+    """The run's floor in worker-seconds, and per harness and layer: its records, the fewest harness starts the
+    batching rules allow for them (`fewest_starts`, for the vectors recorded, in the build and mode recorded) and the
+    cheapest start. A record without a harness (the sandbox and acp layers) costs the cheapest such record."""
+    from agentbox.prove.vectors import load_catalogue
+    from agentbox.testing.batch import fewest_starts
+
+    catalogue = {v.id: v for v in load_catalogue(ROOT / "agentbox" / "data" / "vectors").vectors}
+    ran: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        info = r["run_info"]
+        ran[(info.get("harness") or "-", info.get("version"), info.get("mode"), r["layer"])].append(r)
+    cost = _cheapest_start(records)
+    floor = 0.0
+    needed: dict[tuple, tuple[int, int, float]] = {}
+    for (harness, version, mode, layer), mine in ran.items():
+        if harness == "-":
+            each = min(r["duration"] for r in mine)
+            fewest, spent = 0, each * len(mine)
+        else:
+            vectors = [catalogue[r["vector_id"]] for r in mine if r["vector_id"] in catalogue]
+            each = cost.get(harness, 0.0)  # no record made one start or two: nothing to price a start by
+            fewest = fewest_starts(vectors, layer, harness, version, mode or "headless")
+            spent = fewest * each
+        count, before, _ = needed.get((harness, layer), (0, 0, each))
+        needed[(harness, layer)] = (count + len(mine), before + fewest, each)
+        floor += spent
+    return floor, needed
+
+
+def _cheapest_start(records: list[dict]) -> dict[str, float]:
+    """Each harness's cheapest start: its cheapest record that made one start (an escape run alone, which needs no
+    control), or else half its cheapest record that made two (an attack and its control, run alone)."""
+    one: dict[str, float] = {}
+    two: dict[str, float] = {}
+    for r in records:
+        harness = r["run_info"].get("harness")
+        if harness is None or _BATCHED.search(r.get("observation") or ""):
+            continue
+        if r["outcome"] == "escaped":
+            one[harness] = min(one.get(harness, float("inf")), r["duration"])
+        elif r.get("control_outcome") == "passed":
+            two[harness] = min(two.get(harness, float("inf")), r["duration"] / 2)
+    return {**two, **one}
 
 
 _BATCHED = re.compile(r"\(batched: one harness start with (\d+) other vector")

@@ -62,7 +62,17 @@ if TYPE_CHECKING:
     from agentbox.prove.evidence import EvidenceRecord, Layer
     from agentbox.prove.vectors import Vector
 
-__all__ = ["Batches", "batch_key", "batches_key", "group_of", "in_workspace", "run_batch", "shared_plans", "MAX_BATCH"]
+__all__ = [
+    "Batches",
+    "batch_key",
+    "batches_key",
+    "fewest_starts",
+    "group_of",
+    "in_workspace",
+    "run_batch",
+    "shared_plans",
+    "MAX_BATCH",
+]
 
 MAX_BATCH = 8  # vectors per harness start: a longer conversation costs each turn more, and a failure more re-runs
 # placeholders an intent may hold and stay the same for every vector of a batch (their shared workspace and home)
@@ -194,6 +204,24 @@ def shared_plans(vectors: list[Vector], layer: Layer, harness: str) -> dict[str,
             if key is not None:
                 groups.setdefault(key, []).append(v)
     return groups
+
+
+def fewest_starts(vectors: list[Vector], layer: Layer, harness: str, version: str | None, mode: str) -> int:
+    """The fewest harness starts these rules allow for `vectors` in `layer` of one harness build, however large a
+    batch may be: a vector with a plan of its own starts the harness for its attack, and once more for its control
+    when its attack is expected blocked and the control runs a harness; the vectors sharing a plan, one attack
+    session and (when a control runs a harness) one control session. What the conformance benchmark's floor is
+    made of: no batching these rules allow goes below it."""
+    here = [v for v in vectors if layer in v.run_layers() and v.applies_to(harness, privilege_level())]
+    blocked = {v.id for v in here if expected_for(v, layer, harness, version, mode) == "blocked"}
+
+    def controls_start(v: Vector) -> bool:
+        return control_layer(v, layer, harness) != "host"
+
+    shared = [g for g in shared_plans([v for v in here if v.id in blocked], layer, harness).values() if len(g) > 1]
+    together = {v.id for g in shared for v in g}
+    alone = sum(1 + (v.id in blocked and controls_start(v)) for v in here if v.id not in together)
+    return alone + sum(1 + any(map(controls_start, g)) for g in shared)
 
 
 batches_key = pytest.StashKey["Batches"]()  # the process's batched records, in the config's stash

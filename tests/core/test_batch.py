@@ -244,3 +244,19 @@ def test_a_probe_that_finds_the_folder_moved_or_the_sandboxs_own_places_changed_
         check(ok, chmodded, chmodded)
     with pytest.raises(Void, match="after b's steps the shell's folder was not the workspace"):
         check(ok, ok, "/w/project/cell\n")
+
+
+def test_a_plan_many_vectors_share_costs_one_start_for_their_attacks_and_one_for_their_controls(catalogue):
+    from agentbox.testing.batch import fewest_starts, shared_plans
+
+    group = max(shared_plans(list(catalogue.vectors), "composed", "codex").values(), key=len)
+    assert len(group) > 2
+    assert fewest_starts(group, "composed", "codex", "0.171.0", "headless") == 2
+
+
+def test_a_vector_alone_starts_its_harness_for_its_control_only_when_its_attack_is_expected_blocked(catalogue):
+    from agentbox.testing.batch import fewest_starts
+
+    tee = [vector(catalogue, "ws-ro-tee")]
+    assert fewest_starts(tee, "composed", "codex", "0.171.0", "headless") == 2  # blocked: its control shows it
+    assert fewest_starts(tee, "harness", "opencode", "1.18.33", "headless") == 1  # OpenCode's rules let it write
