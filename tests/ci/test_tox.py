@@ -54,10 +54,12 @@ def config(tox):
     return value
 
 
-def test_tox_lists_an_environment_per_harness_version_of_the_matrices_besides_unit_report_tui_and_unprivileged(tox):
+def test_tox_lists_an_environment_per_harness_version_of_the_matrices_besides_unit_report_the_modes_and_unprivileged(
+    tox,
+):
     listed = [line.split()[0] for line in tox("list").splitlines() if line and not line.endswith(":")]
     assert listed[0] == "unit"
-    assert set(listed) == {"unit", "report", "unprivileged", "tui", *(c.tox_env for c in CELLS)}
+    assert set(listed) == {"unit", "report", "unprivileged", "tui", "acp", *(c.tox_env for c in CELLS)}
     assert {"codex-0.147.0", "codex-0.171.0", "hermes-0.13.0", "claude-code-2.1.197"} <= set(listed)
 
 

@@ -35,7 +35,7 @@ def test_actionlint_finds_nothing(path):
     assert done.returncode == 0, done.stderr
 
 
-def test_the_conformance_jobs_are_one_per_version_of_the_supported_matrix():
+def test_the_conformance_jobs_are_one_per_version_of_the_supported_matrix_and_launch_mode():
     jobs = _workflow("ci.yml")["jobs"]
     plan = "\n".join(step.get("run", "") for step in jobs["plan"]["steps"])
     assert 'agent-box matrix list --matrix "$MATRIX" --json' in plan
@@ -43,10 +43,12 @@ def test_the_conformance_jobs_are_one_per_version_of_the_supported_matrix():
     conformance = jobs["conformance"]
     assert conformance["needs"] == "plan"
     assert conformance["strategy"]["matrix"]["cell"] == "${{ fromJSON(needs.plan.outputs.cells) }}"
+    # the modes the gate reads claims for: the conformance run's, `agent-box launch`'s and `agent-box acp`'s
+    assert conformance["strategy"]["matrix"]["mode"] == ["headless", "tui", "acp"]
     runs = "\n".join(step.get("run", "") for step in conformance["steps"])
-    assert 'tox -e "$TOX_ENV"' in runs
+    assert 'tox -e "$TOX_ENV" -- --agentbox-mode "$MODE"' in runs
     upload = next(s for s in conformance["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
-    assert upload["with"]["name"] == "evidence-${{ matrix.cell.id }}"
+    assert upload["with"]["name"] == "evidence-${{ matrix.cell.id }}-${{ matrix.mode }}"
 
 
 def test_the_report_job_merges_every_evidence_artifact_and_uploads_the_report():
