@@ -30,6 +30,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from agentbox.prove.vectors import load_catalogue
+from agentbox.testing.batch import fewest_starts
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -148,9 +151,6 @@ def _floor(records: list[dict]) -> tuple[float, dict[tuple, tuple[int, int, floa
     """The run's floor in worker-seconds, and per harness and layer: its records, the fewest harness starts the
     batching rules allow for them (`fewest_starts`, for the vectors recorded, in the build and mode recorded) and the
     cheapest start. A record without a harness (the sandbox and acp layers) costs the cheapest such record."""
-    from agentbox.prove.vectors import load_catalogue
-    from agentbox.testing.batch import fewest_starts
-
     catalogue = {v.id: v for v in load_catalogue(ROOT / "agentbox" / "data" / "vectors").vectors}
     ran: dict[tuple, list[dict]] = defaultdict(list)
     for r in records:
