@@ -40,11 +40,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from agentbox.compile.adapters import get_adapter
+from agentbox.core.plan import SANDBOX_TMPDIR
 from agentbox.core.refusal_kinds import expected_kinds, recognise, table
 from agentbox.hot import run_root
 from agentbox.prove.evidence import privilege_level
 from agentbox.prove.vectors import kernel_lacks
-from agentbox.testing.batch_watch import Void, Watch, adopting
+from agentbox.testing.batch_watch import Void, Watch, adopting, matches
 from agentbox.testing.fixtures import MODEL_KEY
 from agentbox.testing.negative import (
     Attempt,
@@ -214,11 +216,13 @@ def fewest_starts(vectors: list[Vector], layer: Layer, harness: str, version: st
     made of: no batching these rules allow goes below it."""
     here = [v for v in vectors if layer in v.run_layers() and v.applies_to(harness, privilege_level())]
     blocked = {v.id for v in here if expected_for(v, layer, harness, version, mode) == "blocked"}
+    batches = mode not in get_adapter(harness).vocabulary_for(version).unbatched_modes
 
     def controls_start(v: Vector) -> bool:
         return control_layer(v, layer, harness) != "host"
 
-    shared = [g for g in shared_plans([v for v in here if v.id in blocked], layer, harness).values() if len(g) > 1]
+    plans = shared_plans([v for v in here if v.id in blocked], layer, harness).values() if batches else []
+    shared = [g for g in plans if len(g) > 1]
     together = {v.id for g in shared for v in g}
     alone = sum(1 + (v.id in blocked and controls_start(v)) for v in here if v.id not in together)
     return alone + sum(1 + any(map(controls_start, g)) for g in shared)
@@ -262,7 +266,11 @@ class Batches:
         not yet recorded), or from a run of its own."""
         key = batch_key(vector, layer, harness.name)
         where = (harness.name, probe.version, probe.sha256, runner.mode, layer)
-        if key is None or not _expected_blocked(vector, layer, harness, probe, runner):
+        if (
+            key is None
+            or not _expected_blocked(vector, layer, harness, probe, runner)
+            or runner.mode in harness.vocabulary().unbatched_modes
+        ):
             return runner.run(vector, layer, harness, probe, model)
         slot = (*where, vector.id)
         if slot not in self.records and (*where, key) not in self.done:
@@ -404,6 +412,7 @@ def _session(
         req.run_dir = run_dir
         config = (os.path.join(run_dir, "config"),)
         watch = Watch(base, shared, members, vocabulary.own_state, req.run_id, config, vocabulary.config_state)
+        watch.tmp, watch.tmp_state = os.path.join(run_dir, "tmp"), vocabulary.tmp_state
         model.before_reply = watch.step
         try:
             with adopting():
@@ -419,7 +428,7 @@ def _session(
         if watch.void:
             raise Void(watch.void)
         results = model.tool_results()
-        _check_probes(results, probes, members, os.path.realpath(shared[0]))
+        _check_probes(results, probes, members, os.path.realpath(shared[0]), vocabulary.tmp_state)
         egress = out.egress if out.plan.sandbox.egress is not None and run_layer == "composed" else None
         judged: dict[str, Attempt | None] = {}
         ports = [m.targets.listener_ports() for m in members]
@@ -459,9 +468,18 @@ def _session(
 # Asked before each member's turn, where a shell may run: the shell's folder, and what the places every member
 # can write and the host cannot see are (the sandbox's private /tmp, /dev/shm, the home: mode, owner, kind)
 PROBE = 'stat -c \'agentbox-mode %n %a %u %g %F\' "$PWD" /tmp /dev/shm "$HOME"'
-# in the sandbox, /tmp and /dev/shm are the run's own, which no look of the host sees: their entries are asked for
-# too (red team: a link planted at another member's /tmp path turned its escape into a refusal, and changed no mode)
-PRIVATE_PROBE = PROBE + " " + " ".join(f"{d}/* {d}/.[!.]* {d}/..?*" for d in ("/tmp", "/dev/shm"))
+# in the sandbox, /tmp, /dev, /dev/shm and /run are the run's own, and so is its System V IPC: no look of the host sees
+# them, so the probe lists everything in them (but the config home below /tmp/agentbox, which the host watches),
+# with each entry's mode, owner and kind (red teams: a link planted at another member's /tmp path turned its escape
+# into a refusal, and changed no mode; a mode-000 file at its path in $TMPDIR, /tmp/agentbox/tmp, below what a
+# listing of /tmp's own entries sees, did the same, and a $TMPDIR made read-only failed another's `mktemp`)
+PRIVATE_PROBE = (
+    PROBE
+    + "; find /tmp /dev /dev/shm /run -xdev -path /tmp/agentbox/config -prune -o"
+    + " -printf 'agentbox-mode %p %m %U %G %y\\n' 2>/dev/null"
+    + "; awk 'FNR>1{print \"agentbox-mode\", FILENAME, $1, $2, $3}' /proc/sysvipc/shm /proc/sysvipc/sem"
+    + " /proc/sysvipc/msg 2>/dev/null"
+)
 _MODES = re.compile(r"agentbox-mode ([^\n\\\"]+)")
 
 
@@ -487,8 +505,9 @@ def _script(members: list[_Member]) -> tuple[list, list[int]]:
     return steps, probes
 
 
-def _check_probes(results, probes: list[int], members: list[_Member], ws: str) -> None:
-    """Void the session where a probe did not answer the workspace, or the places it looks at changed."""
+def _check_probes(results, probes: list[int], members: list[_Member], ws: str, tmp_state: tuple[str, ...] = ()) -> None:
+    """Void the session where a probe did not answer the workspace, or the places it looks at changed (save the
+    files the harness's vocabulary says it writes in its $TMPDIR as it runs, `tmp_state`)."""
     first: list[str] | None = None
     for index in probes:
         said = next((r.text for r in results if r.step_index == index), None)
@@ -496,11 +515,19 @@ def _check_probes(results, probes: list[int], members: list[_Member], ws: str) -
         shown = " ".join(str(said).split())[:200]
         if not in_workspace(said, ws):
             raise Void(f"{before} the shell's folder was not the workspace: {shown}")
-        modes = _MODES.findall(said or "")
+        # sorted: a folder lists its entries in another order once one was made or removed in it
+        modes = sorted(m for m in _MODES.findall(said or "") if not _harness_tmp(m, tmp_state))
         if first is None:
             first = modes
         elif modes != first:
             raise Void(f"{before} the sandbox's own places changed: {'; '.join(modes)} (at start: {'; '.join(first)})")
+
+
+def _harness_tmp(entry: str, tmp_state: tuple[str, ...]) -> bool:
+    """Whether a probe's entry (`path mode uid gid kind`) is a file the harness writes in the sandbox's $TMPDIR."""
+    path = entry.split(" ", 1)[0]
+    rel = path[len(SANDBOX_TMPDIR) + 1 :] if path.startswith(f"{SANDBOX_TMPDIR}/") else None
+    return rel is not None and any(matches(rel, pattern) for pattern in tmp_state)
 
 
 def in_workspace(said: str | None, ws: str) -> bool:

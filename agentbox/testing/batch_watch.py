@@ -24,8 +24,10 @@ member's turn (`turn_of`).
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
+import sqlite3
 import stat
 import threading
 import time
@@ -40,7 +42,7 @@ from agentbox.run.runs import process_identity
 from agentbox.sandbox.session import command_line, marked, parent_pid
 from agentbox.testing import footprint
 
-__all__ = ["Void", "Watch", "adopting"]
+__all__ = ["Void", "Watch", "adopting", "matches"]
 
 # how long a process a step started may take to be gone once the harness has its result (a shell still exiting)
 _SETTLE = 1.0
@@ -65,12 +67,17 @@ class Watch:
     # member's `cp` did, red team)
     state: tuple[str, ...] = ()
     config_state: tuple[str, ...] = ()  # what the harness writes there as it runs (its vocabulary's `config_state`)
+    # the run's $TMPDIR where it is the host's (the harness layer; red team: a mode-000 file planted at another
+    # member's path there turned its escape into a refusal), and what the harness writes there (`tmp_state`)
+    tmp: str | None = None
+    tmp_state: tuple[str, ...] = ()
     playing: int = -1  # the member whose steps are being played; -1 before the first, len(members) once done
     made: set[str] = field(default_factory=set)  # the folders of the home the run made before the first step
     first: set[str] = field(default_factory=set)  # every path there was when the first step was sent
     running: set[tuple[int, str]] = field(default_factory=set)  # the run's processes when the first step was sent
     ended: set[int] = field(default_factory=set)  # its ended, unreaped descendants at the last look
     began: list[float] = field(default_factory=list)  # when each turn began (the last: the closing words)
+    schemas: dict[str, str] = field(default_factory=dict)  # each database of the harness's own state, when first seen
     void: str | None = None
     _last: dict = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -79,7 +86,8 @@ class Watch:
         self._last = self._look()
 
     def _look(self) -> dict:
-        return footprint.look(self.base, *(Path(p) for p in self.state))
+        folders = [*self.state, self.tmp] if self.tmp is not None else self.state
+        return footprint.look(self.base, *(Path(p) for p in folders))
 
     def step(self, index: int | None) -> None:
         """The model is about to send step `index` (None: its closing words): a new member's turn starts here."""
@@ -147,7 +155,9 @@ class Watch:
             trespass = next((p for p in paths if self._owner(p) is not None), None)
             if trespass is not None:
                 self._voids(f"{trespass} changed before the first step")
+            self._check_databases()
             return
+        self._check_databases()
         for path in paths:
             owner = self._owner(path)
             if owner is not None and owner == self.playing:
@@ -168,12 +178,35 @@ class Watch:
         changing would change what the next one met), and what its vocabulary declares (`own_state`)."""
         if path not in self.first and any(path.startswith(f"{p}/") for p in self.made):
             return True
+        return self._declared_own(path)
+
+    def _declared_own(self, path: str) -> bool:
         places = [(folder, self.own_state) for folder in self.shared] + [(f, self.config_state) for f in self.state]
+        if self.tmp is not None:
+            places.append((self.tmp, self.tmp_state))
         for folder, patterns in places:
             rel = os.path.relpath(path, folder)
             if not rel.startswith("..") and any(_declared(rel, pattern) for pattern in patterns):
                 return True
         return False
+
+    def _check_databases(self) -> None:
+        """A database the harness writes as it runs may be one it reads back, and its writes are let through, so a
+        member's trigger in it acts in another member's turn, inside the harness, where no look sees it (red team:
+        OpenCode reads each tool's output back from opencode.db before the next request; a trigger a member planted
+        there added "Read-only file system" to a later member's result, which read as refused). The schema of each
+        SQLite database the vocabulary declares is kept from when it is first seen: a later change voids the session,
+        and so does a trigger in one first seen once a member has played (the harnesses make theirs as they start)."""
+        for path, entry in self._last.items():
+            if entry[0] != stat.S_IFREG or not self._declared_own(path) or not _is_database(path):
+                continue
+            now = _schema(path)
+            if path not in self.schemas:
+                self.schemas[path] = now
+                if self.playing >= 0 and '"trigger"' in now:
+                    self._voids(f"the harness's database {path} appeared {self._when()} holding a trigger")
+            elif self.schemas[path] != now:
+                self._voids(f"the schema of the harness's database {path} changed {self._when()}")
 
     # -- the processes -------------------------------------------------------------------------
     def _check_processes(self, turn: int) -> None:
@@ -278,16 +311,39 @@ def _parents() -> dict[int, int | None]:
     return {int(e): parent_pid(int(e)) for e in os.listdir("/proc") if e.isdigit()}
 
 
+def _is_database(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _schema(path: str) -> str:
+    """What a database holds besides its rows (tables, indexes, views, triggers: each row's type first, JSON), read
+    without writing to it."""
+    try:
+        db = sqlite3.connect(f"{Path(path).as_uri()}?mode=ro", uri=True, timeout=2)
+        try:
+            rows = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return f"unreadable: {exc}"
+    return json.dumps(rows)
+
+
 def _declared(rel: str, pattern: str) -> bool:
     """Whether a vocabulary's pattern names `rel`: the path itself (`*` in a name matches any characters but `/`),
     what is below it (a pattern ending in `/`), or a folder on its way."""
     if pattern.endswith("/"):
         base = pattern.rstrip("/")
-        return _match(rel, base) or rel.startswith(f"{base}/") or base.startswith(f"{rel}/")
-    return _match(rel, pattern) or pattern.startswith(f"{rel}/")
+        return matches(rel, base) or rel.startswith(f"{base}/") or base.startswith(f"{rel}/")
+    return matches(rel, pattern) or pattern.startswith(f"{rel}/")
 
 
-def _match(rel: str, pattern: str) -> bool:
+def matches(rel: str, pattern: str) -> bool:
+    """Whether a vocabulary's pattern names the path `rel` itself (`*` matches within a name, never across `/`)."""
     return rel.count("/") == pattern.count("/") and fnmatchcase(rel, pattern) if "*" in pattern else rel == pattern
 
 

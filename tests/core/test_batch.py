@@ -137,7 +137,11 @@ def test_a_vector_expected_to_escape_runs_alone_and_never_spends_a_batch_start(c
     from agentbox.testing import batch
     from agentbox.testing.negative import expected_for
 
-    harness, probe = SimpleNamespace(name="opencode"), SimpleNamespace(version="1.18.33", sha256="x")
+    from agentbox.compile.adapters import get_adapter
+
+    vocabulary = get_adapter("opencode").vocabulary_for("1.18.33")
+    harness = SimpleNamespace(name="opencode", vocabulary=lambda: vocabulary)
+    probe = SimpleNamespace(version="1.18.33", sha256="x")
     group = max(batch.shared_plans(list(catalogue.vectors), "harness", "opencode").values(), key=len)
     outcomes = {v.id: expected_for(v, "harness", "opencode", "1.18.33", "headless") for v in group}
     escaping = [v for v in group if outcomes[v.id] != "blocked"]
@@ -188,7 +192,7 @@ def test_the_folder_is_asked_between_two_members_only_where_a_shell_may_run():
     assert (len(steps), probes) == (6, [])
 
 
-def test_in_the_sandbox_the_probe_also_lists_its_private_tmp_and_shm_entries_dotfiles_included():
+def test_in_the_sandbox_the_probe_also_lists_everything_in_its_private_places_dotfiles_and_tmpdir_included():
     from types import SimpleNamespace
 
     from agentbox.testing.batch import PRIVATE_PROBE, _script
@@ -197,30 +201,24 @@ def test_in_the_sandbox_the_probe_also_lists_its_private_tmp_and_shm_entries_dot
     steps, probes = _script([SimpleNamespace(plan=plan, steps=range(0))])
     assert all(steps[i] == {"shell": {"command": PRIVATE_PROBE}} for i in probes)
     if shutil.which("bwrap") is None:
-        pytest.skip("needs bubblewrap: a private /tmp and /dev/shm to list")
-    planted = "touch /tmp/a /tmp/.b /tmp/..c /dev/shm/.d && ln -s /nowhere /tmp/e"
+        pytest.skip("needs bubblewrap: a private /tmp, /dev and /run to list")
+    planted = (
+        "mkdir -p /tmp/agentbox/tmp /tmp/agentbox/config && touch /tmp/a /tmp/.b /tmp/..c /dev/shm/.d /run/f /dev/g"
+        " /tmp/agentbox/config/state.db && ln -s /nowhere /tmp/e"
+        " && install -m 000 /dev/null /tmp/agentbox/tmp/stage-x.txt"  # the red team's, below $TMPDIR
+    )
     said = subprocess.run(
-        [
-            "bwrap",
-            "--dev-bind",
-            "/",
-            "/",
-            "--tmpfs",
-            "/tmp",
-            "--tmpfs",
-            "/dev/shm",
-            "bash",
-            "-c",
-            f"{planted}; {PRIVATE_PROBE}",
-        ],
+        ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run", "--unshare-ipc"]
+        + ["bash", "-c", f"{planted}; {PRIVATE_PROBE}"],
         capture_output=True,
         text=True,
         timeout=60,
     ).stdout
-    assert {"/tmp/a", "/tmp/.b", "/tmp/..c", "/dev/shm/.d", "/tmp/e"} <= {line.split()[1] for line in said.splitlines()}
-    assert any(
-        line.startswith("agentbox-mode /tmp/e 777 ") and line.endswith(" symbolic link") for line in said.splitlines()
-    )
+    listed = {line.split()[1]: line for line in said.splitlines()}
+    assert {"/tmp/a", "/tmp/.b", "/tmp/..c", "/dev/shm/.d", "/tmp/e", "/run/f", "/dev/g"} <= set(listed)
+    assert listed["/tmp/e"].startswith("agentbox-mode /tmp/e 777 ") and listed["/tmp/e"].endswith(" l")
+    assert listed["/tmp/agentbox/tmp/stage-x.txt"].startswith("agentbox-mode /tmp/agentbox/tmp/stage-x.txt 0 ")
+    assert "/tmp/agentbox/config/state.db" not in listed  # the config home is the host's to watch
 
 
 def test_a_probe_that_finds_the_folder_moved_or_the_sandboxs_own_places_changed_voids_the_session():
@@ -260,3 +258,56 @@ def test_a_vector_alone_starts_its_harness_for_its_control_only_when_its_attack_
     tee = [vector(catalogue, "ws-ro-tee")]
     assert fewest_starts(tee, "composed", "codex", "0.171.0", "headless") == 2  # blocked: its control shows it
     assert fewest_starts(tee, "harness", "opencode", "1.18.33", "headless") == 1  # OpenCode's rules let it write
+
+
+def test_the_probe_lets_through_the_files_the_harness_writes_in_its_tmpdir_but_not_a_change_to_their_folder():
+    """Claude Code writes each Bash call's output under $TMPDIR/claude-0/.../tasks/ and probes fs.watch there: its
+    own, as it runs; a member that made that folder unwritable would fail the next member's call (red team 5's
+    `mktemp` locker, against Claude's own machinery)."""
+    from types import SimpleNamespace
+
+    from agentbox.testing.batch import _check_probes
+    from agentbox.testing.batch_watch import Void
+
+    declared = ("claude-*/fswatch-probe-*", "claude-*/*/*/tasks/*.output")
+    folder = "agentbox-mode /tmp/agentbox/tmp/claude-0/p/s/tasks 755 0 0 d\n"
+    first = "/w/project\n" + folder + "agentbox-mode /tmp/agentbox/tmp/claude-0/p/s/tasks/a.output 644 0 0 f\n"
+    then = "/w/project\n" + folder + "agentbox-mode /tmp/agentbox/tmp/claude-0/fswatch-probe-x 700 0 0 d\n"
+    locked = "/w/project\n" + folder.replace(" 755 ", " 555 ")
+    planted = then + "agentbox-mode /tmp/agentbox/tmp/stage-bbbbbbbbbbbb.txt 0 0 0 f\n"
+    members = [
+        SimpleNamespace(vector=SimpleNamespace(id=v), steps=r) for v, r in (("a", range(1, 2)), ("b", range(3, 4)))
+    ]
+
+    def check(*said):
+        results = [SimpleNamespace(step_index=i, text=t) for i, t in zip((0, 2, 4), said)]
+        _check_probes(results, [0, 2, 4], members, "/w/project", declared)
+
+    check(first, then, first)
+    with pytest.raises(Void, match="after a's steps the sandbox's own places changed"):
+        check(first, locked, locked)
+    with pytest.raises(Void, match="after a's steps the sandbox's own places changed: .*stage-bbbbbbbbbbbb.txt 0 "):
+        check(first, planted, planted)
+
+
+def test_in_a_mode_whose_batches_cannot_stand_every_vector_runs_alone_and_costs_its_own_starts(catalogue, monkeypatch):
+    """Claude Code's TUI rewrites .claude.json as it runs: every batch of it stood for no one (2.1.332)."""
+    from types import SimpleNamespace
+
+    from agentbox.compile.adapters import get_adapter
+    from agentbox.testing import batch
+
+    assert "tui" in get_adapter("claude-code").vocabulary_for("2.1.332").unbatched_modes
+    group = max(batch.shared_plans(list(catalogue.vectors), "composed", "claude-code").values(), key=len)
+    assert batch.fewest_starts(group, "composed", "claude-code", "2.1.332", "headless") == 2
+    assert batch.fewest_starts(group, "composed", "claude-code", "2.1.332", "tui") == 2 * len(group)
+    harness = SimpleNamespace(
+        name="claude-code", vocabulary=lambda: get_adapter("claude-code").vocabulary_for("2.1.332")
+    )
+    probe = SimpleNamespace(version="2.1.332", sha256="x")
+    monkeypatch.setattr(batch, "run_batch", lambda *a, **k: pytest.fail("a batch was started in the TUI"))
+    runner = _Runner()
+    runner.mode = "tui"
+    for v in group:
+        batch.Batches().record(runner, group, v, "composed", harness, probe, None)
+    assert runner.alone == [v.id for v in group]

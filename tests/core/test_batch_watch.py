@@ -288,3 +288,73 @@ def test_the_harness_config_home_is_watched_save_what_its_vocabulary_says_it_wri
         f.write('cp() { command cp "$1" /usr/share/; }\n')
     watch.step(None)
     assert watch.void and "snapshot-bash-1.sh changed while b played" in watch.void
+
+
+def _database_session(tmp_path):
+    """A run whose harness keeps a database in its config home (declared, as OpenCode's opencode.db), made as it
+    starts, and two members."""
+    import sqlite3
+
+    base, config = tmp_path / "batch", tmp_path / "run" / "config"
+    for d in (base / "project", base / "home", config):
+        d.mkdir(parents=True)
+    members = [
+        SimpleNamespace(vector=SimpleNamespace(id=v), nonce=v * 12, steps=r)
+        for v, r in (("forger", range(1, 2)), ("victim", range(3, 4)))
+    ]
+    watch = Watch(base, (base / "project", base / "home"), members, (), None, (str(config),), ("db/*.db*",))
+    (config / "db").mkdir()
+    db = sqlite3.connect(config / "db" / "harness.db")
+    db.executescript("PRAGMA journal_mode=WAL; CREATE TABLE part (id TEXT, output TEXT);")
+    return watch, db, config
+
+
+def test_a_trigger_planted_in_the_harness_database_voids_the_session(tmp_path):
+    """The red team's forgery: OpenCode reads each tool's output back from its database before the next request,
+    and a member's trigger there added "Read-only file system" to a later member's result, which read as refused."""
+    watch, db, _ = _database_session(tmp_path)
+    watch.step(1)
+    db.execute("INSERT INTO part VALUES ('1', 'ok')")  # the harness's own rows, as it runs: its schema unchanged
+    db.commit()
+    watch.step(3)
+    assert watch.void is None
+    db.executescript(
+        "CREATE TRIGGER forge AFTER INSERT ON part BEGIN "
+        "UPDATE part SET output = output || ' Read-only file system' WHERE id = NEW.id; END;"
+    )
+    watch.step(None)
+    assert watch.void and "schema of the harness's database" in watch.void and "harness.db changed" in watch.void
+
+
+def test_a_database_with_a_trigger_first_seen_once_a_member_played_voids_the_session(tmp_path):
+    import sqlite3
+
+    watch, _, config = _database_session(tmp_path)
+    watch.step(1)
+    planted = sqlite3.connect(config / "db" / "later.db")  # where the harness will open one, made by the forger
+    planted.executescript("CREATE TABLE t (x); CREATE TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END;")
+    planted.close()
+    watch.step(3)
+    assert watch.void and "later.db appeared while forger played holding a trigger" in watch.void
+
+
+def test_in_the_harness_layer_a_file_planted_in_the_runs_tmpdir_voids_the_session_and_the_harness_own_do_not(tmp_path):
+    """Red team 5: $TMPDIR is the host's run folder there, and no look saw it; a mode-000 file at another member's
+    stage path in it turned that member's escape into a refusal."""
+    base, tmp = tmp_path / "batch", tmp_path / "run" / "tmp"
+    for d in (base / "project", base / "home", tmp):
+        d.mkdir(parents=True)
+    members = [
+        SimpleNamespace(vector=SimpleNamespace(id=v), nonce=v * 3, steps=r)
+        for v, r in (("first", range(1, 2)), ("planter", range(3, 4)), ("victim", range(5, 6)))
+    ]
+    watch = Watch(base, (base / "project", base / "home"), members, (), None, tmp=str(tmp), tmp_state=("x-*/*.out",))
+    (tmp / "x-0").mkdir()
+    watch.step(1)
+    (tmp / "x-0" / "call.out").write_text("the harness's own")
+    watch.step(3)
+    assert watch.void is None
+    planted = tmp / f"stage-{'victim' * 3}.txt"
+    planted.touch(mode=0)
+    watch.step(5)
+    assert watch.void and f"{planted} changed while planter played, and was not planter's own" in watch.void

@@ -92,6 +92,12 @@ class ToolVocabulary(BaseModel):
     # it (its transcript, logs, session database; `*` matches within a name): never what it reads back as a command
     # runs (a shell snapshot, its settings), which a member changing would change for the next one
     config_state: tuple[str, ...] = ()
+    # What it writes in its $TMPDIR as it runs, relative to it: files only (`*` matches within a name), never a
+    # folder on their way, whose mode a member changing would fail the harness's next write for the next member
+    tmp_state: tuple[str, ...] = ()
+    # The modes in which a batched session cannot stand for its members, and why: the harness itself rewrites there,
+    # as it runs, a file it reads back, which a member could have rewritten too. Its vectors run alone in them.
+    unbatched_modes: dict[str, str] = {}
 
 
 class Compilation:

@@ -41,6 +41,9 @@ def test_a_batched_session_gives_each_vector_the_outcome_it_gets_alone(
         pytest.skip(f"{harness.name} has no TUI driver: {unsupported(harness.name)}")
     if session.mode == "acp" and acp_unsupported(harness.name):
         pytest.skip(f"{harness.name} cannot be driven as an ACP agent: {acp_unsupported(harness.name)}")
+    unbatched = harness.vocabulary().unbatched_modes.get(session.mode)
+    if unbatched:
+        pytest.skip(f"{harness.name}'s vectors run alone in the {session.mode} mode: {unbatched}")
     probe = request.getfixturevalue("harness_probe")
     sample = _sample(session.catalogue(), harness.name, probe.version, session.mode, "composed")
     if len(sample) < 2:
