@@ -290,24 +290,35 @@ def test_the_probe_lets_through_the_files_the_harness_writes_in_its_tmpdir_but_n
         check(first, planted, planted)
 
 
-def test_in_a_mode_whose_batches_cannot_stand_every_vector_runs_alone_and_costs_its_own_starts(catalogue, monkeypatch):
-    """Claude Code's TUI rewrites .claude.json as it runs: every batch of it stood for no one (2.1.332)."""
+@pytest.mark.parametrize(
+    ("name", "version", "mode"),
+    [
+        ("claude-code", "2.1.332", "tui"),  # its TUI rewrites .claude.json as it runs
+        (
+            "hermes",
+            "0.19.0",
+            "headless",
+        ),  # its shell keeps one member's exports and functions for the next (red team 6)
+        ("hermes", "0.19.0", "acp"),
+    ],
+)
+def test_in_a_mode_whose_batches_cannot_stand_every_vector_runs_alone_and_costs_its_own_starts(
+    catalogue, monkeypatch, name, version, mode
+):
     from types import SimpleNamespace
 
     from agentbox.compile.adapters import get_adapter
     from agentbox.testing import batch
 
-    assert "tui" in get_adapter("claude-code").vocabulary_for("2.1.332").unbatched_modes
-    group = max(batch.shared_plans(list(catalogue.vectors), "composed", "claude-code").values(), key=len)
-    assert batch.fewest_starts(group, "composed", "claude-code", "2.1.332", "headless") == 2
-    assert batch.fewest_starts(group, "composed", "claude-code", "2.1.332", "tui") == 2 * len(group)
-    harness = SimpleNamespace(
-        name="claude-code", vocabulary=lambda: get_adapter("claude-code").vocabulary_for("2.1.332")
-    )
-    probe = SimpleNamespace(version="2.1.332", sha256="x")
-    monkeypatch.setattr(batch, "run_batch", lambda *a, **k: pytest.fail("a batch was started in the TUI"))
+    vocabulary = get_adapter(name).vocabulary_for(version)
+    assert mode in vocabulary.unbatched_modes
+    group = max(batch.shared_plans(list(catalogue.vectors), "composed", name).values(), key=len)
+    assert batch.fewest_starts(group, "composed", name, version, mode) == 2 * len(group)
+    harness = SimpleNamespace(name=name, vocabulary=lambda: vocabulary)
+    probe = SimpleNamespace(version=version, sha256="x")
+    monkeypatch.setattr(batch, "run_batch", lambda *a, **k: pytest.fail(f"a batch was started in {mode}"))
     runner = _Runner()
-    runner.mode = "tui"
+    runner.mode = mode
     for v in group:
         batch.Batches().record(runner, group, v, "composed", harness, probe, None)
     assert runner.alone == [v.id for v in group]

@@ -96,7 +96,8 @@ class ToolVocabulary(BaseModel):
     # folder on their way, whose mode a member changing would fail the harness's next write for the next member
     tmp_state: tuple[str, ...] = ()
     # The modes in which a batched session cannot stand for its members, and why: the harness itself rewrites there,
-    # as it runs, a file it reads back, which a member could have rewritten too. Its vectors run alone in them.
+    # as it runs, what it reads back (a settings file, its shell's saved state), which a member could have rewritten
+    # too, and no look can tell the two apart. Its vectors run alone in them.
     unbatched_modes: dict[str, str] = {}
 
 
