@@ -21,7 +21,9 @@ workspace and home only at paths named by its nonce and run nothing whose effect
 chmod, kill, rm, mv, export...: Claude Code's Bash keeps one shell); an escape or an unjudged step in the attack
 session voids the whole session (every member then runs alone); a control in a weakened sandbox (capabilities
 kept, /proc writable) runs alone, since it could change that sandbox for the controls after it; a proxy decision
-to a port that two members' listeners share is no one's refusal.
+to a port that two members' listeners share is no one's refusal. Where the harness itself rewrites, as it runs,
+what it reads back and a member could rewrite too (Claude Code's .claude.json in its TUI; Hermes' saved shell state),
+no look can tell the two apart: its vectors run alone in that mode (its vocabulary's `unbatched_modes`).
 """
 
 from __future__ import annotations
