@@ -45,6 +45,9 @@ def test_the_conformance_jobs_are_one_per_version_of_the_supported_matrix_and_la
     assert conformance["strategy"]["matrix"]["cell"] == "${{ fromJSON(needs.plan.outputs.cells) }}"
     # the modes the gate reads claims for: the conformance run's, `agent-box launch`'s and `agent-box acp`'s
     assert conformance["strategy"]["matrix"]["mode"] == ["headless", "tui", "acp"]
+    # the older versions headless only: their TUI and ACP runs stay in tox (issue 27)
+    assert conformance["strategy"]["matrix"]["exclude"] == "${{ fromJSON(needs.plan.outputs.excluded) }}"
+    assert "agent-box matrix list --matrix matrices/default.yaml --json" in plan
     runs = "\n".join(step.get("run", "") for step in conformance["steps"])
     assert 'tox -e "$TOX_ENV" -- --agentbox-mode "$MODE"' in runs
     upload = next(s for s in conformance["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
