@@ -413,8 +413,17 @@ def _session(
         req.run_id = secrets.token_hex(8)  # the marker of the run's processes, which the watch follows
         req.run_dir = run_dir
         config = (os.path.join(run_dir, "config"),)
-        watch = Watch(base, shared, members, vocabulary.own_state, req.run_id, config, vocabulary.config_state)
-        watch.tmp, watch.tmp_state = os.path.join(run_dir, "tmp"), vocabulary.tmp_state
+        watch = Watch(
+            base,
+            shared,
+            members,
+            vocabulary.own_state,
+            req.run_id,
+            config,
+            vocabulary.config_state,
+            tmp=os.path.join(run_dir, "tmp"),
+            tmp_state=vocabulary.tmp_state,
+        )
         model.before_reply = watch.step
         try:
             with adopting():

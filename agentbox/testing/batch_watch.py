@@ -24,7 +24,6 @@ member's turn (`turn_of`).
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import sqlite3
@@ -77,7 +76,9 @@ class Watch:
     running: set[tuple[int, str]] = field(default_factory=set)  # the run's processes when the first step was sent
     ended: set[int] = field(default_factory=set)  # its ended, unreaped descendants at the last look
     began: list[float] = field(default_factory=list)  # when each turn began (the last: the closing words)
-    schemas: dict[str, str] = field(default_factory=dict)  # each database of the harness's own state, when first seen
+    schemas: dict[str, list[tuple]] = field(
+        default_factory=dict
+    )  # each database of the harness's own state, when first seen
     void: str | None = None
     _last: dict = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -146,6 +147,7 @@ class Watch:
     def _close_window(self) -> None:
         before, now = self._last, self._look()
         paths, self._last = footprint.changed(before, now), now
+        self._check_databases()
         if self.playing < 0:  # the run starting: its config and the harness's state folders, in no step's way
             # in the home only: in the config home, what the harness makes as it runs is declared by name
             # (`config_state`), since a new file in a folder it made there can be one it reads (its session-env)
@@ -155,9 +157,7 @@ class Watch:
             trespass = next((p for p in paths if self._owner(p) is not None), None)
             if trespass is not None:
                 self._voids(f"{trespass} changed before the first step")
-            self._check_databases()
             return
-        self._check_databases()
         for path in paths:
             owner = self._owner(path)
             if owner is not None and owner == self.playing:
@@ -182,13 +182,13 @@ class Watch:
 
     def _declared_own(self, path: str) -> bool:
         places = [(folder, self.own_state) for folder in self.shared] + [(f, self.config_state) for f in self.state]
-        if self.tmp is not None:
-            places.append((self.tmp, self.tmp_state))
         for folder, patterns in places:
             rel = os.path.relpath(path, folder)
             if not rel.startswith("..") and any(_declared(rel, pattern) for pattern in patterns):
                 return True
-        return False
+        # in $TMPDIR files only, never a folder on their way (`tmp_state`)
+        rel = os.path.relpath(path, self.tmp) if self.tmp is not None else ".."
+        return not rel.startswith("..") and any(matches(rel, pattern) for pattern in self.tmp_state)
 
     def _check_databases(self) -> None:
         """A database the harness writes as it runs may be one it reads back, and its writes are let through, so a
@@ -203,7 +203,7 @@ class Watch:
             now = _schema(path)
             if path not in self.schemas:
                 self.schemas[path] = now
-                if self.playing >= 0 and '"trigger"' in now:
+                if self.playing >= 0 and any(row[0] == "trigger" for row in now):
                     self._voids(f"the harness's database {path} appeared {self._when()} holding a trigger")
             elif self.schemas[path] != now:
                 self._voids(f"the schema of the harness's database {path} changed {self._when()}")
@@ -319,18 +319,17 @@ def _is_database(path: str) -> bool:
         return False
 
 
-def _schema(path: str) -> str:
-    """What a database holds besides its rows (tables, indexes, views, triggers: each row's type first, JSON), read
-    without writing to it."""
+def _schema(path: str) -> list[tuple]:
+    """What a database holds besides its rows (tables, indexes, views, triggers: each row's type first), read without
+    writing to it; one that cannot be read is one row saying why, so that becoming readable is a change too."""
     try:
         db = sqlite3.connect(f"{Path(path).as_uri()}?mode=ro", uri=True, timeout=2)
         try:
-            rows = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").fetchall()
+            return db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").fetchall()
         finally:
             db.close()
     except sqlite3.Error as exc:
-        return f"unreadable: {exc}"
-    return json.dumps(rows)
+        return [("unreadable", str(exc))]
 
 
 def _declared(rel: str, pattern: str) -> bool:
