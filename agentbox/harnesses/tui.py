@@ -14,6 +14,7 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from agentbox.core.registry import PACKAGED_DATA, data_dir, harness_names
+from agentbox.core.versions import Version, in_range
 
 __all__ = ["Dialog", "TuiScript", "scripts", "dialogs_for", "unsupported", "words"]
 
@@ -26,9 +27,14 @@ def words(text: str) -> str:
 
 
 def _screen(value: Any) -> Any:
-    """A screen pattern as the data file may write it: a regex, or `{words: TEXT}` for `words(TEXT)`."""
-    if isinstance(value, dict) and set(value) == {"words"} and isinstance(value["words"], str):
-        return words(value["words"])
+    """A screen pattern as the data file may write it: a regex, `{words: TEXT}` for `words(TEXT)`, or
+    `{words: [TEXT, ...]}` for any one of those texts (a TUI that draws one of several, as a random placeholder)."""
+    if isinstance(value, dict) and set(value) == {"words"}:
+        texts = value["words"]
+        if isinstance(texts, str):
+            return words(texts)
+        if isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts):
+            return "(?:" + "|".join(words(t) for t in texts) + ")"
     return value
 
 
@@ -36,12 +42,15 @@ Screen = Annotated[str, BeforeValidator(_screen)]  # a regex matched against the
 
 
 class Dialog(NamedTuple):
-    """A first-run dialog: the regex that shows it, the keys that pass it, and (when the TUI raises it only for some
-    models) a regex the profile's model name must match for it to come."""
+    """A first-run dialog: the regex that shows it, the keys that pass it, and when the TUI raises it only for some
+    models or versions: a regex the profile's model name must match, the first and last harness versions that
+    raise it (inclusive, as `agentbox.core.versions.in_range` reads them)."""
 
     pattern: Screen
     keys: str
     model: str | None = None
+    min_version: str | None = None
+    max_version: str | None = None
 
 
 class TuiScript(BaseModel):
@@ -78,9 +87,14 @@ def scripts() -> dict[str, TuiScript]:
     return found
 
 
-def dialogs_for(script: TuiScript, model: str | None) -> tuple[Dialog, ...]:
-    """The first-run dialogs a TUI raises for a profile whose model is `model`."""
-    return tuple(d for d in script.dialogs if d.model is None or re.search(d.model, model or ""))
+def dialogs_for(script: TuiScript, model: str | None, version: str) -> tuple[Dialog, ...]:
+    """The first-run dialogs a harness's TUI at `version` raises for a profile whose model is `model`."""
+    v = Version.parse(version)
+    return tuple(
+        d
+        for d in script.dialogs
+        if (d.model is None or re.search(d.model, model or "")) and in_range(v, d.min_version, d.max_version)
+    )
 
 
 def unsupported(harness: str) -> str | None:

@@ -98,9 +98,10 @@ class Exchange:
     screen: list[str]
 
 
-def exchange(run, harness_name: str, prompt: str, answer: str, timeout: float) -> Exchange:
-    """A prepared run's TUI on a pseudo-terminal: pass its first-run dialogs, send `prompt`, wait for the scripted
-    model's `answer`, quit with the TUI's own command and wait for it to end (the smokes' whole conversation)."""
+def exchange(run, req, harness_name: str, prompt: str, answer: str) -> Exchange:
+    """A run prepared from `req`, its TUI on a pseudo-terminal: pass the first-run dialogs it raises for the request's
+    model and harness version, send `prompt`, wait for the scripted model's `answer`, quit with the TUI's own
+    command and wait for it to end (the smokes' whole conversation)."""
     import pexpect
 
     from agentbox.testing import terminal
@@ -116,14 +117,14 @@ def exchange(run, harness_name: str, prompt: str, answer: str, timeout: float) -
         dimensions=(40, 120),
         encoding="utf-8",
         codec_errors="replace",
-        timeout=timeout,
+        timeout=req.timeout,
     )
     screen: list[str] = []
     child.logfile_read = Tail(screen, keep=400)
     try:
-        for pattern, keys, _ in script.dialogs:
-            child.expect(pattern)
-            child.send(keys)
+        for dialog in dialogs_for(script, req.loaded.profile.model.name, req.probe.version):
+            child.expect(dialog.pattern)
+            child.send(dialog.keys)
         child.expect(script.ready)
         submit(child, script, prompt)
         child.expect(re.escape(answer))
@@ -167,9 +168,9 @@ def drive(req, harness_name: str, binary: str, done_text: str):
         child.logfile_read = Tail(screen)
         finished, declined, why = False, 0, ""
         try:
-            for pattern, keys, _ in dialogs_for(script, req.loaded.profile.model.name):
-                child.expect(pattern)
-                child.send(keys)
+            for dialog in dialogs_for(script, req.loaded.profile.model.name, req.probe.version):
+                child.expect(dialog.pattern)
+                child.send(dialog.keys)
             child.expect(script.ready)
             submit(child, script, req.prompt)
             expected = [

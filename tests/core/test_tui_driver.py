@@ -69,9 +69,29 @@ def test_an_opencode_turn_ended_by_a_declined_dialog_is_seen_in_its_token_count(
 
 def test_codex_offers_its_model_migration_only_from_a_model_it_knows():
     codex = scripts()["codex"]
-    assert dialogs_for(codex, "gpt-5.5") == codex.dialogs
+    assert dialogs_for(codex, "gpt-5.5", "0.171.0") == codex.dialogs
     # `setup.uncatalogued_model`: no migration dialog comes, and waiting for one timed the run out
-    assert [d.keys for d in dialogs_for(codex, "scripted")] == ["\r"]
+    assert [d.keys for d in dialogs_for(codex, "scripted", "0.171.0")] == ["\r"]
+
+
+def test_codex_0_147_raises_no_first_run_dialog_and_shows_a_placeholder_of_its_own():
+    codex = scripts()["codex"]
+    # waiting for 0.171's "Open restricted" timed every 0.147 TUI run out, with its input box already drawn
+    assert dialogs_for(codex, "gpt-5.5", "0.147.0") == ()
+    drawn = "\x1b[38;5;8m\u203aWrite tests for @filename\x1b[39m"  # one of its eight placeholders, chosen at random
+    assert re.search(codex.ready, drawn)
+    assert re.search(codex.ready, "Ask Codex to do anything")
+
+
+def test_a_dialog_only_some_versions_raise_is_expected_from_those_alone():
+    script = TuiScript.model_validate(
+        {
+            "ready": "x",
+            "quit": "/q",
+            "dialogs": [{"pattern": "Trust?", "keys": "y", "min_version": "2.0", "max_version": "2.1"}],
+        }
+    )
+    assert [len(dialogs_for(script, None, v)) for v in ("1.9.9", "2.0.0", "2.1.7", "2.2.0")] == [0, 1, 1, 0]
 
 
 def test_a_screen_pattern_of_the_data_is_a_regex_or_the_words_the_screen_draws():
@@ -79,6 +99,8 @@ def test_a_screen_pattern_of_the_data_is_a_regex_or_the_words_the_screen_draws()
         {"ready": {"words": "Ask anything"}, "quit": "/exit", "declined": "[0-9]+ tokens", "dialogs": [["a b", "\r"]]}
     )
     assert (script.ready, script.declined) == (words("Ask anything"), "[0-9]+ tokens")
+    either = TuiScript.model_validate({"ready": {"words": ["Ask anything", "Say (hi)"]}, "quit": "/exit"}).ready
+    assert [bool(re.fullmatch(either, t)) for t in ("Ask  anything", "Say (hi)", "Say hi")] == [True, True, False]
     assert script.dialogs == (Dialog("a b", "\r"),)  # a regex, kept as written
     with pytest.raises(ValidationError, match="unknown"):
         TuiScript.model_validate({"ready": "x", "quit": "/exit", "unknown": 1})

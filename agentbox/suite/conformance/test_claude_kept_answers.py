@@ -100,7 +100,7 @@ def _launch(harness, adapter, loaded, ws, kept_dir: str, timeout: float) -> _See
         state = Path(run.run_dir) / "config" / ".claude.json"
         seen.started_with = json.loads(state.read_text())
         try:
-            exchange(run, harness.name, "go", ANSWER, timeout)
+            exchange(run, req, harness.name, "go", ANSWER)
         except TuiFailed as exc:
             pytest.fail(str(exc))
         seen.ended_with = json.loads(state.read_text())

@@ -18,9 +18,7 @@ from agentbox.testing.tui import TuiFailed, exchange, plain
 ANSWER = "tui-answer-7c41"
 _REPO = Path(agentbox.__file__).resolve().parents[1]  # the import root, bound read-only for the helpers
 
-# Not Codex: the Codex driver knows 0.171's dialogs, and an older Codex (0.147, which the canary runs) shows
-# others, so its smoke would time out; its TUI evidence is unusable for now anyway (docs/harnesses/codex.md)
-pytestmark = [pytest.mark.smoke, pytest.mark.harness("claude-code", "opencode", "hermes")]
+pytestmark = pytest.mark.smoke
 
 
 def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, request, scripted_model, agentbox_workspace):
@@ -45,7 +43,7 @@ def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, reques
     )
     with prepared(req, command=lambda r: [harness.binary, *adapter.interactive_argv(r, [])]) as run:
         try:
-            seen = exchange(run, harness.name, "say the magic words", ANSWER, timeout)
+            seen = exchange(run, req, harness.name, "say the magic words", ANSWER)
         except TuiFailed as exc:
             pytest.fail(str(exc))
         leftovers = kill_marked(run.run_id)
