@@ -327,6 +327,11 @@ def test_the_environment_points_claude_code_at_the_private_config_home_and_stays
     assert "IS_SANDBOX" not in env
 
 
+def test_the_first_request_waits_for_every_mcp_server_to_connect():
+    # 2.1.197 sent it while a slow allowed server was still connecting, and the call to its tool failed
+    assert compile_().env["MCP_CONNECTION_NONBLOCKING"] == "0"
+
+
 # -- owners and overrides ----------------------------------------------------------------------
 def test_security_keys_are_owned_by_the_items_they_enforce():
     owners = compile_(RO_SHELL_NONE).artifacts[0].owners

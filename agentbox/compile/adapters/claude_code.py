@@ -399,6 +399,10 @@ class ClaudeCodeAdapter(HarnessAdapter):
                 # Send every tool in the first request (2.1.332 otherwise defers some behind ToolSearch),
                 # so the offered tool list is complete and checkable.
                 "ENABLE_TOOL_SEARCH": "false",
+                # Connect the MCP servers before the first request, for the same reason: 2.1.197 otherwise sends it
+                # while a slow server is still connecting, and a call to that server's allowed tool fails ("No such
+                # tool available ... is still connecting")
+                "MCP_CONNECTION_NONBLOCKING": "0",
             }
         )
         if model.provider not in _PROVIDERS:
