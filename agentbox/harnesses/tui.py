@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from typing import Annotated, Any, NamedTuple
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from agentbox.core.registry import PACKAGED_DATA, data_dir, harness_names
 from agentbox.core.versions import Version, in_range
@@ -29,28 +29,37 @@ def words(text: str) -> str:
 def _screen(value: Any) -> Any:
     """A screen pattern as the data file may write it: a regex, `{words: TEXT}` for `words(TEXT)`, or
     `{words: [TEXT, ...]}` for any one of those texts (a TUI that draws one of several, as a random placeholder)."""
-    if isinstance(value, dict) and set(value) == {"words"}:
-        texts = value["words"]
-        if isinstance(texts, str):
-            return words(texts)
-        if isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts):
-            return "(?:" + "|".join(words(t) for t in texts) + ")"
+    if not isinstance(value, dict):
+        return value
+    texts = value.get("words")
+    if set(value) == {"words"} and isinstance(texts, str):
+        return words(texts)
+    if set(value) == {"words"} and isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts):
+        return "(?:" + "|".join(words(t) for t in texts) + ")"
+    raise ValueError("a screen pattern is a regex, {words: TEXT} or {words: [TEXT, ...]} with at least one text")
+
+
+def _version(value: str | None) -> str | None:
+    if value is not None:
+        Version.parse(value)  # a ValueError naming the value
     return value
 
 
 Screen = Annotated[str, BeforeValidator(_screen)]  # a regex matched against the terminal's output
+Bound = Annotated[str | None, AfterValidator(_version)]  # a dotted harness version, inclusive
 
 
 class Dialog(NamedTuple):
     """A first-run dialog: the regex that shows it, the keys that pass it, and when the TUI raises it only for some
     models or versions: a regex the profile's model name must match, the first and last harness versions that
-    raise it (inclusive, as `agentbox.core.versions.in_range` reads them)."""
+    raise it (inclusive, as `agentbox.core.versions.in_range` reads them: a bound of fewer than three parts is a
+    prefix)."""
 
     pattern: Screen
     keys: str
     model: str | None = None
-    min_version: str | None = None
-    max_version: str | None = None
+    min_version: Bound = None
+    max_version: Bound = None
 
 
 class TuiScript(BaseModel):
@@ -80,20 +89,27 @@ def scripts() -> dict[str, TuiScript]:
     files = [f / _FILE for f in dict.fromkeys([PACKAGED_DATA, *(data_dir(n) for n in harness_names())])]
     for path in (p for p in files if p.is_file()):
         raw = yaml.safe_load(path.read_text()) or {}
-        found.update({name: TuiScript.model_validate(spec) for name, spec in raw.items()})
+        for name, spec in raw.items():
+            try:
+                found[name] = TuiScript.model_validate(spec)
+            except ValidationError as exc:
+                fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+                raise ValueError(f"{path}: {name}: {fields}") from None
     unknown = sorted(set(found) - set(harness_names()))
     if unknown:
         raise ValueError(f"{', '.join(map(str, files))}: unknown harness(es): {', '.join(unknown)}")
     return found
 
 
-def dialogs_for(script: TuiScript, model: str | None, version: str) -> tuple[Dialog, ...]:
-    """The first-run dialogs a harness's TUI at `version` raises for a profile whose model is `model`."""
-    v = Version.parse(version)
+def dialogs_for(script: TuiScript, model: str | None, version: str | None) -> tuple[Dialog, ...]:
+    """The first-run dialogs a harness's TUI at `version` raises for a profile whose model is `model`; an unknown
+    version (a probe that read none) is expected to raise every dialog its model does."""
+    v = Version.parse(version) if version else None
     return tuple(
         d
         for d in script.dialogs
-        if (d.model is None or re.search(d.model, model or "")) and in_range(v, d.min_version, d.max_version)
+        if (d.model is None or re.search(d.model, model or ""))
+        and (v is None or in_range(v, d.min_version, d.max_version))
     )
 
 

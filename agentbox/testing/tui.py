@@ -107,6 +107,7 @@ def exchange(run, req, harness_name: str, prompt: str, answer: str) -> Exchange:
     from agentbox.testing import terminal
 
     script = scripts()[harness_name]
+    dialogs = dialogs_for(script, req.loaded.profile.model.name, req.probe.version)
     env = {**run.env, "TERM": run.env.get("TERM") or "xterm-256color"}
     start = time.monotonic()
     child = terminal.spawn(
@@ -122,7 +123,7 @@ def exchange(run, req, harness_name: str, prompt: str, answer: str) -> Exchange:
     screen: list[str] = []
     child.logfile_read = Tail(screen, keep=400)
     try:
-        for dialog in dialogs_for(script, req.loaded.profile.model.name, req.probe.version):
+        for dialog in dialogs:
             child.expect(dialog.pattern)
             child.send(dialog.keys)
         child.expect(script.ready)
@@ -150,6 +151,7 @@ def drive(req, harness_name: str, binary: str, done_text: str):
     from agentbox.testing import terminal
 
     script = scripts()[harness_name]
+    dialogs = dialogs_for(script, req.loaded.profile.model.name, req.probe.version)
     adapter = get_adapter(harness_name)
     screen: list[str] = []
     with prepared(req, command=lambda native: [binary, *adapter.interactive_argv(native, [])]) as run:
@@ -168,7 +170,7 @@ def drive(req, harness_name: str, binary: str, done_text: str):
         child.logfile_read = Tail(screen)
         finished, declined, why = False, 0, ""
         try:
-            for dialog in dialogs_for(script, req.loaded.profile.model.name, req.probe.version):
+            for dialog in dialogs:
                 child.expect(dialog.pattern)
                 child.send(dialog.keys)
             child.expect(script.ready)

@@ -171,3 +171,18 @@ def test_a_harness_drives_its_tui_with_the_script_of_its_own_data_folder(registe
     assert tui.unsupported("tuiful") is None
     assert tui.unsupported("mini") == "no driver for its TUI"
     assert tui.scripts()["codex"].quit == "/quit"  # the packaged harnesses' scripts still come from their own
+
+
+def test_a_tui_script_with_a_bad_field_names_its_file_harness_and_field(register, tmp_path):
+    package = tmp_path / "in-process" / "bad_tui_harness"  # a module of its own: imports are cached
+    (package / "data").mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from pathlib import Path\n\nfrom mini_harness import MiniAdapter\n\n\n"
+        "class TuiAdapter(MiniAdapter):\n    name = 'tuiful'\n    data_dir = Path(__file__).parent / 'data'\n\n\n"
+        "ADAPTER = TuiAdapter()\n"
+    )
+    bad = package / "data" / "tui.yaml"
+    bad.write_text("tuiful:\n  ready: x\n  quit: /bye\n  dialogs: [{pattern: y, keys: y, min_version: v0.171}]\n")
+    register("bad-tui-harness", "tuiful = bad_tui_harness:ADAPTER\nmini = mini_harness:ADAPTER")
+    with pytest.raises(ValueError, match=rf"{bad}: tuiful: dialogs\.0\.min_version: .*'v0\.171' is not a dotted"):
+        tui.scripts()

@@ -104,3 +104,9 @@ def test_a_screen_pattern_of_the_data_is_a_regex_or_the_words_the_screen_draws()
     assert script.dialogs == (Dialog("a b", "\r"),)  # a regex, kept as written
     with pytest.raises(ValidationError, match="unknown"):
         TuiScript.model_validate({"ready": "x", "quit": "/exit", "unknown": 1})
+
+
+@pytest.mark.parametrize("ready", [{"words": []}, {"words": ["a", 1]}, {"words": "x", "other": 1}, {"text": "x"}])
+def test_a_screen_pattern_written_otherwise_is_refused_with_the_shapes_it_may_take(ready):
+    with pytest.raises(ValidationError, match=r"ready\n.*a regex, \{words: TEXT\} or \{words: \[TEXT, ...\]\}"):
+        TuiScript.model_validate({"ready": ready, "quit": "/exit"})

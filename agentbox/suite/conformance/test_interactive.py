@@ -13,12 +13,12 @@ import agentbox
 
 from agentbox.testing.fixtures import READ_WRITE, scripted_key_env, scripted_profile
 from agentbox.testing.session import session_key
-from agentbox.testing.tui import TuiFailed, exchange, plain
+from agentbox.testing.tui import TuiFailed, exchange, plain, scripts
 
 ANSWER = "tui-answer-7c41"
 _REPO = Path(agentbox.__file__).resolve().parents[1]  # the import root, bound read-only for the helpers
 
-pytestmark = pytest.mark.smoke
+pytestmark = [pytest.mark.smoke, pytest.mark.harness(*scripts())]  # the harnesses with a TUI driver
 
 
 def test_a_tui_in_the_sandbox_answers_a_prompt_and_exits_cleanly(harness, request, scripted_model, agentbox_workspace):
