@@ -162,8 +162,15 @@ class Watch:
             owner = self._owner(path)
             if owner is not None and owner == self.playing:
                 continue
-            if owner is None and (self._harness_own(path) or self.playing >= len(self.members)):
-                continue  # the harness's own, or changed once every member was done: no member met it
+            if owner is None and self.playing >= len(self.members):
+                continue  # changed once every member was done: no member met it
+            if owner is None and self._harness_own(path):
+                # the harness writes files and folders there; anything else at a path it writes is a member's
+                # (red team 7: a symlink put where Codex's log database was, pointing at a file a later member read)
+                odd = _odd_kind(now.get(path))
+                if odd is not None:
+                    self._voids(f"{path} became {odd} {self._when()}, where the harness writes files")
+                continue
             self._voids(f"{path} changed {self._when()}, and was not {self._whose()} own")
 
     def _owner(self, path: str) -> int | None:
@@ -196,9 +203,21 @@ class Watch:
         OpenCode reads each tool's output back from opencode.db before the next request; a trigger a member planted
         there added "Read-only file system" to a later member's result, which read as refused). The schema of each
         SQLite database the vocabulary declares is kept from when it is first seen: a later change voids the session,
-        and so does a trigger in one first seen once a member has played (the harnesses make theirs as they start)."""
+        and so does a trigger in one first seen once a member has played (the harnesses make theirs as they start).
+        While a member plays, a database seen before that is gone or no longer one voids it too, and so does a file
+        named as a database that is not one (red team 7: a note planted as Codex's `logs_9.sqlite`)."""
+        playing = 0 <= self.playing < len(self.members)
+        for path in self.schemas.keys() - {p for p, e in self._last.items() if e[0] == stat.S_IFREG}:
+            if playing:
+                self._voids(f"the harness's database {path} is gone or no longer a file {self._when()}")
         for path, entry in self._last.items():
-            if entry[0] != stat.S_IFREG or not self._declared_own(path) or not _is_database(path):
+            if entry[0] != stat.S_IFREG or not self._declared_own(path):
+                continue
+            if not _is_database(path):
+                if playing and path in self.schemas:
+                    self._voids(f"the harness's database {path} is no longer one {self._when()}")
+                elif playing and path.endswith((".sqlite", ".db")) and os.path.getsize(path) > 0:
+                    self._voids(f"{path}, named as the harness's database, is not one {self._when()}")
                 continue
             now = _schema(path)
             if path not in self.schemas:
@@ -309,6 +328,16 @@ def _children() -> list[int]:
 def _parents() -> dict[int, int | None]:
     """Every process's parent (None: gone while read)."""
     return {int(e): parent_pid(int(e)) for e in os.listdir("/proc") if e.isdigit()}
+
+
+_KINDS = {stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a named pipe", stat.S_IFSOCK: "a socket"}
+
+
+def _odd_kind(entry) -> str | None:
+    """What a path the harness writes became when it is neither a file nor a folder (None: one of those, or gone)."""
+    if entry is None or entry[0] in (stat.S_IFREG, stat.S_IFDIR):
+        return None
+    return _KINDS.get(entry[0], "a device")
 
 
 def _is_database(path: str) -> bool:

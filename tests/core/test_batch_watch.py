@@ -358,3 +358,31 @@ def test_in_the_harness_layer_a_file_planted_in_the_runs_tmpdir_voids_the_sessio
     planted.touch(mode=0)
     watch.step(5)
     assert watch.void and f"{planted} changed while planter played, and was not planter's own" in watch.void
+
+
+def test_a_symlink_put_at_a_name_the_harness_writes_voids_the_session(tmp_path):
+    """Red team 7: a member swapped Codex's log database, a tolerated name, for a symlink to a note of its own, and a
+    later member read the note there; a name the harness writes is tolerated only as a file or folder."""
+    watch, _, config = _database_session(tmp_path)
+    watch.step(1)
+    (config / "db" / "note.txt").write_text("from the forger")
+    (config / "db" / "cache.db-shm").symlink_to(config / "db" / "note.txt")
+    watch.step(3)
+    assert watch.void and "cache.db-shm became a symbolic link while forger played" in watch.void
+
+
+def test_a_note_planted_under_a_database_name_the_harness_writes_voids_the_session(tmp_path):
+    watch, _, config = _database_session(tmp_path)
+    watch.step(1)
+    (config / "db" / "other.db").write_text("NOTE-FROM-FORGER")
+    watch.step(3)
+    assert watch.void and "other.db, named as the harness's database, is not one while forger played" in watch.void
+
+
+def test_the_harness_database_removed_while_a_member_plays_voids_the_session(tmp_path):
+    watch, db, config = _database_session(tmp_path)
+    db.close()
+    watch.step(1)
+    (config / "db" / "harness.db").unlink()
+    watch.step(3)
+    assert watch.void and "harness.db is gone or no longer a file while forger played" in watch.void
