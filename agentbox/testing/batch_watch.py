@@ -216,7 +216,7 @@ class Watch:
             if not _is_database(path):
                 if playing and path in self.schemas:
                     self._voids(f"the harness's database {path} is no longer one {self._when()}")
-                elif playing and path.endswith((".sqlite", ".db")) and os.path.getsize(path) > 0:
+                elif playing and path.endswith((".sqlite", ".db")) and entry[5] > 0:  # its size when looked at
                     self._voids(f"{path}, named as the harness's database, is not one {self._when()}")
                 continue
             now = _schema(path)
