@@ -76,9 +76,8 @@ class Watch:
     running: set[tuple[int, str]] = field(default_factory=set)  # the run's processes when the first step was sent
     ended: set[int] = field(default_factory=set)  # its ended, unreaped descendants at the last look
     began: list[float] = field(default_factory=list)  # when each turn began (the last: the closing words)
-    schemas: dict[str, list[tuple]] = field(
-        default_factory=dict
-    )  # each database of the harness's own state, when first seen
+    # each database of the harness's own state, when first seen
+    schemas: dict[str, list[tuple]] = field(default_factory=dict)
     void: str | None = None
     _last: dict = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -207,9 +206,9 @@ class Watch:
         While a member plays, a database seen before that is gone or no longer one voids it too, and so does a file
         named as a database that is not one (red team 7: a note planted as Codex's `logs_9.sqlite`)."""
         playing = 0 <= self.playing < len(self.members)
-        for path in self.schemas.keys() - {p for p, e in self._last.items() if e[0] == stat.S_IFREG}:
-            if playing:
-                self._voids(f"the harness's database {path} is gone or no longer a file {self._when()}")
+        files = {p for p, e in self._last.items() if e[0] == stat.S_IFREG}
+        for path in sorted(self.schemas.keys() - files) if playing else ():
+            self._voids(f"the harness's database {path} is gone or no longer a file {self._when()}")
         for path, entry in self._last.items():
             if entry[0] != stat.S_IFREG or not self._declared_own(path):
                 continue
