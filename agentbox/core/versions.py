@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Annotated
 
-__all__ = ["Version", "in_range"]
+from pydantic import AfterValidator
+
+__all__ = ["Bound", "Version", "in_range", "in_range_text"]
 
 
 @dataclass(frozen=True, order=True)
@@ -40,3 +43,22 @@ def in_range(v: Version, low: str | None, high: str | None) -> bool:
             if v.parts[: len(prefix)] != prefix:
                 return False
     return True
+
+
+def _bound(value: str | None) -> str | None:
+    if value is not None:
+        Version.parse(value)  # a ValueError naming the value
+    return value
+
+
+Bound = Annotated[str | None, AfterValidator(_bound)]  # a range's end in data files: a dotted version, inclusive
+
+
+def in_range_text(version: str | None, low: str | None, high: str | None) -> bool:
+    """`in_range` for a version as a probe reports it: one that is unknown or not dotted is in no bounded range."""
+    if low is None and high is None:
+        return True
+    try:
+        return version is not None and in_range(Version.parse(version), low, high)
+    except ValueError:
+        return False

@@ -11,10 +11,10 @@ import re
 from functools import lru_cache
 from typing import Annotated, Any, NamedTuple
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from agentbox.core.registry import PACKAGED_DATA, data_dir, harness_names
-from agentbox.core.versions import Version, in_range
+from agentbox.core.versions import Bound, Version, in_range
 
 __all__ = ["Dialog", "TuiScript", "scripts", "dialogs_for", "unsupported", "words"]
 
@@ -39,14 +39,7 @@ def _screen(value: Any) -> Any:
     raise ValueError("a screen pattern is a regex, {words: TEXT} or {words: [TEXT, ...]} with at least one text")
 
 
-def _version(value: str | None) -> str | None:
-    if value is not None:
-        Version.parse(value)  # a ValueError naming the value
-    return value
-
-
 Screen = Annotated[str, BeforeValidator(_screen)]  # a regex matched against the terminal's output
-Bound = Annotated[str | None, AfterValidator(_version)]  # a dotted harness version, inclusive
 
 
 class Dialog(NamedTuple):

@@ -574,13 +574,13 @@ def _harness_rows(
         composed_runs = [r for _, r in mine if r.layer == "composed"]
         bversion = max(composed_runs, key=lambda r: r.when).run_info.sandbox_version if composed_runs else None
         for cap in catalogue.capabilities:
-            applicable = catalogue.for_capability(cap, harness, level)
+            applicable = catalogue.for_capability(cap, harness, level, hversion)
             composed = [v for v in applicable if "composed" in v.run_layers()]
             skipped = {
-                v.id: v.skip_harnesses[harness]
+                v.id: skip
                 for v in catalogue.vectors
                 if v.capability == cap
-                and harness in v.skip_harnesses
+                and (skip := v.skipped_on(harness, hversion)) is not None
                 and "composed" in v.run_layers()
                 and (not v.privileges or level in v.privileges)
             }

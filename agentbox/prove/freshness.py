@@ -62,14 +62,14 @@ class Here:
         return None
 
 
-def expected_runs(catalogue: Catalogue, harness: str | None) -> set[tuple[str, str]]:
-    """The (vector, layer) pairs a complete run records: sandbox-alone runs, or one harness's layers."""
+def expected_runs(catalogue: Catalogue, harness: str | None, version: str | None = None) -> set[tuple[str, str]]:
+    """The (vector, layer) pairs a complete run records: sandbox-alone runs, or one harness build's layers."""
     if harness is None:
         return {(v.id, "sandbox") for v in catalogue.vectors if "sandbox" in v.run_layers()}
     return {
         (v.id, layer)
         for v in catalogue.vectors
-        if v.applies_to(harness)
+        if v.applies_to(harness, version=version)
         for layer in v.run_layers()
         if layer in ("harness", "composed")
     }
@@ -91,7 +91,7 @@ def freshness(
         _here(mine, here, True),
         catalogue,
         suite_revision,
-        expected_runs(catalogue, harness),
+        expected_runs(catalogue, harness, version),
         "binary",
         lambda r: r.run_info.binary_sha256,
         binary_sha256,

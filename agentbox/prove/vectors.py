@@ -23,6 +23,7 @@ from agentbox.prove.evidence import KernelFeature
 from agentbox.hot import kernel_traces
 from agentbox.core.intent import PermissionIntent
 from agentbox.core.refusal_kinds import table as refusal_table
+from agentbox.core.versions import Bound, in_range_text
 
 if TYPE_CHECKING:
     from agentbox.core.capability import CapabilityReport
@@ -282,14 +283,27 @@ class Control(_Strict):
     host_harnesses: tuple[str, ...] = ()
 
 
+class Skip(_Strict):
+    """Why a vector cannot run on one harness: on every version, or on those from `min_version` to `max_version`
+    (inclusive, as `agentbox.core.versions.in_range` reads them). Written as a bare reason, it holds for every
+    version."""
+
+    reason: str
+    min_version: Bound = None
+    max_version: Bound = None
+
+    def covers(self, version: str | None) -> bool:
+        return in_range_text(version, self.min_version, self.max_version)
+
+
 class Vector(_Strict):
     id: str
     capability: str
     surface: Surface
     description: str
     harnesses: tuple[str, ...] = ()  # empty: every harness
-    # harness -> why the vector cannot be run there (e.g. no intent lets its control succeed)
-    skip_harnesses: dict[str, str] = Field(default_factory=dict)
+    # harness -> why the vector cannot be run there (e.g. no intent lets its control succeed), on which versions
+    skip_harnesses: dict[str, Skip] = Field(default_factory=dict)
     layers: tuple[Layer, ...] | None = None  # default: sandbox when it has a command, then harness and composed
     # who the attack threatens: empty for everyone; [root] where the kernel itself refuses it to anyone else
     # (a device node or a kernel module needs the capability in the host's user namespace)
@@ -408,8 +422,22 @@ class Vector(_Strict):
             return ("sh", "-c", "; ".join(shells))
         return None
 
-    def applies_to(self, harness: str | None, level: str | None = None) -> bool:
-        """Whether the vector belongs to `harness`'s claims (None: the sandbox alone) as run by `level`."""
+    @field_validator("skip_harnesses", mode="before")
+    @classmethod
+    def _bare_reasons(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {h: {"reason": s} if isinstance(s, str) else s for h, s in value.items()}
+        return value
+
+    def skipped_on(self, harness: str | None, version: str | None = None) -> str | None:
+        """Why the vector cannot run on `harness` at `version`, or None when nothing in the catalogue says so. A skip
+        of some versions only does not hold for an unknown one."""
+        skip = self.skip_harnesses.get(harness) if harness is not None else None
+        return skip.reason if skip is not None and skip.covers(version) else None
+
+    def applies_to(self, harness: str | None, level: str | None = None, version: str | None = None) -> bool:
+        """Whether the vector belongs to `harness`'s claims (None: the sandbox alone) at `version` as run by
+        `level`."""
         if level is not None and self.privileges and level not in self.privileges:
             return False
         if self.acp is not None:
@@ -418,16 +446,18 @@ class Vector(_Strict):
             )  # the ACP endpoint's own vector: the protocol test agent, never a harness, attempts it
         if harness is None:
             return True
-        return (not self.harnesses or harness in self.harnesses) and harness not in self.skip_harnesses
+        return (not self.harnesses or harness in self.harnesses) and self.skipped_on(harness, version) is None
 
-    def skip_reason(self, harness: str | None, level: str | None = None) -> str:
+    def skip_reason(self, harness: str | None, level: str | None = None, version: str | None = None) -> str:
         if level is not None and self.privileges and level not in self.privileges:
             return (
                 f"{self.id} threatens only a sandbox started as {', '.join(self.privileges)}: the kernel refuses it "
                 f"to anyone else"
             )
-        if harness in self.skip_harnesses:
-            return f"{self.id} cannot run on {harness}: {self.skip_harnesses[harness]}"
+        skipped = self.skipped_on(harness, version)
+        if skipped is not None:
+            build = f"{harness} {version}" if version else harness
+            return f"{self.id} cannot run on {build}: {skipped}"
         return f"{self.id} is specific to {', '.join(self.harnesses)}"
 
 
@@ -455,8 +485,10 @@ class Catalogue:
     def by_id(self, vector_id: str) -> Vector:
         return next(v for v in self.vectors if v.id == vector_id)
 
-    def for_capability(self, capability: str, harness: str | None = None, level: str | None = None) -> list[Vector]:
-        return [v for v in self.vectors if v.capability == capability and v.applies_to(harness, level)]
+    def for_capability(
+        self, capability: str, harness: str | None = None, level: str | None = None, version: str | None = None
+    ) -> list[Vector]:
+        return [v for v in self.vectors if v.capability == capability and v.applies_to(harness, level, version)]
 
     @cached_property
     def capabilities(self) -> list[str]:

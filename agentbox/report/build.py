@@ -132,7 +132,7 @@ def _cell(
     vectors = (
         [v for v in catalogue.for_capability(claim.capability, None, claim.privilege) if decisive in v.run_layers()]
         if backend_column
-        else catalogue.for_capability(claim.capability, claim.harness, claim.privilege)
+        else catalogue.for_capability(claim.capability, claim.harness, claim.privilege, claim.version)
     )
     rows = []
     for v in vectors:

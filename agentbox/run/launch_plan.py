@@ -206,7 +206,7 @@ def build(
             for v in catalogue.vectors
             if v.capability == i.capability
             and "composed" in v.run_layers()
-            and (v.applies_to(harness) or harness in v.skip_harnesses)
+            and (v.applies_to(harness, version=probe.version) or v.skipped_on(harness, probe.version) is not None)
         )
         for i in plan.items
     }

@@ -199,11 +199,12 @@ def batch_key(vector: Vector, layer: Layer, harness: str) -> str | None:
     return json.dumps([layer, vector.intent, control], sort_keys=True)
 
 
-def shared_plans(vectors: list[Vector], layer: Layer, harness: str) -> dict[str, list[Vector]]:
-    """The vectors of `vectors` that run in `layer` of `harness` here and can be batched, by the plan they share."""
+def shared_plans(vectors: list[Vector], layer: Layer, harness: str, version: str | None) -> dict[str, list[Vector]]:
+    """The vectors of `vectors` that run in `layer` of `harness` at `version` here and can be batched, by the plan
+    they share."""
     groups: dict[str, list[Vector]] = {}
     for v in vectors:
-        if layer in v.run_layers() and v.applies_to(harness, privilege_level()):
+        if layer in v.run_layers() and v.applies_to(harness, privilege_level(), version):
             key = batch_key(v, layer, harness)
             if key is not None:
                 groups.setdefault(key, []).append(v)
@@ -216,14 +217,14 @@ def fewest_starts(vectors: list[Vector], layer: Layer, harness: str, version: st
     when its attack is expected blocked and the control runs a harness; the vectors sharing a plan, one attack
     session and (when a control runs a harness) one control session. What the conformance benchmark's floor is
     made of: no batching these rules allow goes below it."""
-    here = [v for v in vectors if layer in v.run_layers() and v.applies_to(harness, privilege_level())]
+    here = [v for v in vectors if layer in v.run_layers() and v.applies_to(harness, privilege_level(), version)]
     blocked = {v.id for v in here if expected_for(v, layer, harness, version, mode) == "blocked"}
     batches = mode not in get_adapter(harness).vocabulary_for(version).unbatched_modes
 
     def controls_start(v: Vector) -> bool:
         return control_layer(v, layer, harness) != "host"
 
-    plans = shared_plans([v for v in here if v.id in blocked], layer, harness).values() if batches else []
+    plans = shared_plans([v for v in here if v.id in blocked], layer, harness, version).values() if batches else []
     shared = [g for g in plans if len(g) > 1]
     together = {v.id for g in shared for v in g}
     alone = sum(1 + (v.id in blocked and controls_start(v)) for v in here if v.id not in together)
@@ -277,7 +278,7 @@ class Batches:
         slot = (*where, vector.id)
         if slot not in self.records and (*where, key) not in self.done:
             self.done.add((*where, key))
-            shared = shared_plans(selected, layer, harness.name).get(key, [])
+            shared = shared_plans(selected, layer, harness.name, probe.version).get(key, [])
             members = [
                 v
                 for v in shared

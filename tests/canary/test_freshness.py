@@ -78,3 +78,12 @@ def test_a_block_whose_control_did_not_pass_leaves_a_gap(catalogue):
     ]
     fresh = freshness(records, catalogue, "test", harness="toy", version="1.0", binary_sha256="sha-a")
     assert fresh.state == "stale" and "2 of 4 vector runs missing or not observed" in fresh.reason
+
+
+def test_a_build_on_which_the_catalogue_skips_a_vector_is_complete_without_it():
+    from agentbox.prove.claims import default_catalogue_dir
+    from agentbox.prove.vectors import load_catalogue
+
+    shipped = load_catalogue(default_catalogue_dir())
+    assert ("net-fetch-tool", "composed") not in expected_runs(shipped, "hermes", "0.13.0")
+    assert ("net-fetch-tool", "composed") in expected_runs(shipped, "hermes", "0.19.0")

@@ -142,7 +142,7 @@ def test_a_vector_expected_to_escape_runs_alone_and_never_spends_a_batch_start(c
     vocabulary = get_adapter("opencode").vocabulary_for("1.18.33")
     harness = SimpleNamespace(name="opencode", vocabulary=lambda: vocabulary)
     probe = SimpleNamespace(version="1.18.33", sha256="x")
-    group = max(batch.shared_plans(list(catalogue.vectors), "harness", "opencode").values(), key=len)
+    group = max(batch.shared_plans(list(catalogue.vectors), "harness", "opencode", "1.18.33").values(), key=len)
     outcomes = {v.id: expected_for(v, "harness", "opencode", "1.18.33", "headless") for v in group}
     escaping = [v for v in group if outcomes[v.id] != "blocked"]
     assert escaping and len(group) > 1  # OpenCode's rules let these through: its declarations say so
@@ -247,7 +247,7 @@ def test_a_probe_that_finds_the_folder_moved_or_the_sandboxs_own_places_changed_
 def test_a_plan_many_vectors_share_costs_one_start_for_their_attacks_and_one_for_their_controls(catalogue):
     from agentbox.testing.batch import fewest_starts, shared_plans
 
-    group = max(shared_plans(list(catalogue.vectors), "composed", "codex").values(), key=len)
+    group = max(shared_plans(list(catalogue.vectors), "composed", "codex", "0.171.0").values(), key=len)
     assert len(group) > 2
     assert fewest_starts(group, "composed", "codex", "0.171.0", "headless") == 2
 
@@ -312,7 +312,7 @@ def test_in_a_mode_whose_batches_cannot_stand_every_vector_runs_alone_and_costs_
 
     vocabulary = get_adapter(name).vocabulary_for(version)
     assert mode in vocabulary.unbatched_modes
-    group = max(batch.shared_plans(list(catalogue.vectors), "composed", name).values(), key=len)
+    group = max(batch.shared_plans(list(catalogue.vectors), "composed", name, version).values(), key=len)
     assert batch.fewest_starts(group, "composed", name, version, mode) == 2 * len(group)
     harness = SimpleNamespace(name=name, vocabulary=lambda: vocabulary)
     probe = SimpleNamespace(version=version, sha256="x")

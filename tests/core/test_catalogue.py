@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from agentbox.prove.claims import default_catalogue_dir
 from agentbox.errors import InputError
@@ -111,5 +112,30 @@ def test_a_hold_seen_only_as_root_predicts_nothing_for_a_user():
 def test_a_catalogue_file_that_is_not_a_list_of_vectors_is_refused_naming_the_file(tmp_path, text):
     (tmp_path / "mine.yaml").write_text(text)
     with pytest.raises(InputError, match="a catalogue file is a list of vectors") as exc:
+        load_catalogue(tmp_path)
+    assert str(tmp_path / "mine.yaml") in str(exc.value)
+
+
+def test_a_skip_of_some_versions_holds_on_those_only_and_never_on_an_unknown_one():
+    vector = CATALOGUE.by_id("net-fetch-tool")
+    assert not vector.applies_to("hermes", version="0.13.0")
+    assert "cannot run on hermes 0.15.1: its wheel ships no web provider" in vector.skip_reason(
+        "hermes", None, "0.15.1"
+    )
+    assert vector.applies_to("hermes", version="0.15.2") and vector.applies_to("hermes", version="0.19.0")
+    assert vector.applies_to("hermes")  # a probe that read no version runs it: its record shows what happened
+    assert vector.applies_to("codex", version="0.13.0")
+
+
+def test_a_skip_written_as_a_bare_reason_holds_on_every_version():
+    vector = CATALOGUE.by_id("net-restricted-fetch-tool")
+    assert not any(vector.applies_to("hermes", version=v) for v in ("0.13.0", "0.19.0", None))
+
+
+def test_a_skip_whose_version_bound_is_not_a_version_is_refused_naming_the_file_and_field(tmp_path):
+    entry = CATALOGUE.by_id("net-fetch-tool").model_dump(mode="json", exclude_defaults=True)
+    entry["skip_harnesses"] = {"hermes": {"reason": "r", "max_version": "latest"}}
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump([entry]))
+    with pytest.raises(InputError, match="skip_harnesses.hermes.max_version") as exc:
         load_catalogue(tmp_path)
     assert str(tmp_path / "mine.yaml") in str(exc.value)

@@ -271,6 +271,20 @@ def test_a_vector_the_catalogue_cannot_run_on_a_harness_leaves_the_claim_unverif
     assert (claim.run, claim.total) == (2, 3)
 
 
+@pytest.mark.parametrize(("last_skipped", "why"), [("1.0", "skipped"), ("0.9", "missing")])
+def test_a_vector_skipped_on_some_versions_is_skipped_only_on_those(tmp_path, record, last_skipped, why):
+    from agentbox.prove.vectors import Catalogue
+
+    from synthetic import VECTORS, write_catalogue
+
+    skip = {"toy": {"reason": "its 1.0 lacks the tool", "max_version": last_skipped}}
+    catalogue = write_catalogue(tmp_path / "vectors")
+    old = load([{**VECTORS[0], "id": "ro-old", "skip_harnesses": skip}])
+    catalogue = Catalogue([*old, *catalogue.vectors], catalogue.digest)
+    claim = only_claim(reconcile(as_declared(record), catalogue, declarations()))  # the records are toy 1.0's
+    assert claim.claim == "unverified" and claim.unverified == {"ro-old": why}
+
+
 def test_a_capability_whose_every_vector_is_skipped_still_has_a_row(tmp_path, record):
     from agentbox.prove.vectors import Catalogue
 

@@ -27,7 +27,7 @@ SAMPLE = 4
 def _sample(catalogue, harness: str, version: str, mode: str, layer: Layer) -> list:
     """The largest group of vectors that share a plan here and are declared blocked (an escape in a batch sends
     the whole batch alone, so a group with one would prove nothing of batching)."""
-    groups = shared_plans(list(catalogue.vectors), layer, harness).values()
+    groups = shared_plans(list(catalogue.vectors), layer, harness, version).values()
     blocked = ([v for v in group if expected_for(v, layer, harness, version, mode) == "blocked"] for group in groups)
     largest = max(blocked, key=len, default=[])
     return sorted(largest, key=lambda v: v.id)[:SAMPLE]

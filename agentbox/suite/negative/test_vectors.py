@@ -72,15 +72,15 @@ def test_the_sandbox_alone_enforces_what_it_declares(request, runner, vector):
 @pytest.mark.parametrize("layer", ["harness", "composed"])
 @pytest.mark.vector_layers("harness", "composed")
 def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, harness, scripted_model, vector, layer):
-    if not vector.applies_to(harness.name, privilege_level()):
-        pytest.skip(vector.skip_reason(harness.name, privilege_level()))
+    probe = request.getfixturevalue("harness_probe")
+    if not vector.applies_to(harness.name, privilege_level(), probe.version):
+        pytest.skip(vector.skip_reason(harness.name, privilege_level(), probe.version))
     if layer not in vector.run_layers():
         pytest.skip(f"{vector.id} is not run in the {layer} layer")
     if runner.mode == "tui" and unsupported(harness.name):
         pytest.skip(f"{harness.name} has no TUI driver: {unsupported(harness.name)}")
     if runner.mode == "acp" and acp_unsupported(harness.name):
         pytest.skip(f"{harness.name} cannot be driven as an ACP agent: {acp_unsupported(harness.name)}")
-    probe = request.getfixturevalue("harness_probe")
     session = request.config.stash[session_key]
     if session.batch:  # one harness start for the vectors of one plan, each judged on its own (testing/batch.py)
         batches = request.config.stash.setdefault(batches_key, Batches())
