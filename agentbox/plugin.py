@@ -70,6 +70,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "mode `agent-box acp` starts",
     )
     group.addoption(
+        "--agentbox-carry",
+        action="store_true",
+        help="in the tui and acp modes, leave out the vectors the sandbox alone is declared to block: the build's "
+        "headless and sandbox-alone records carry them into this mode's claims (run the headless mode too, into the "
+        "same evidence; where those records do not block, the vector reads missing, never blocked)",
+    )
+    group.addoption(
         "--agentbox-evidence-dir",
         default=None,
         metavar="DIR",

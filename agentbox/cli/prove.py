@@ -11,7 +11,8 @@ Passes, each only when the one before left something to settle:
    cheapest way to a harness, and evidence of any mode speaks for an item that the sandbox alone blocks in
    every vector (`gate.carried_by_sandbox`);
 2. the launch's own mode (`tui` for `launch`, `acp` for `agent-box acp`), for the items the first pass
-   proved only headless, when a driver for that mode exists.
+   proved only headless, when a driver for that mode exists, with `--agentbox-carry`: a vector the sandbox alone
+   blocks is carried into that mode's claims by the first pass's records (`prove.claims`), so only the others run.
 An item the compiled plan cannot enforce (refused on the plan layer) is no question of evidence: `prove`
 says so and runs nothing for it.
 """
@@ -89,6 +90,8 @@ def _run(
         "--agentbox-require-harnesses",
         f"--agentbox-evidence-dir={store}",
         f"--agentbox-mode={mode}",
+        # pass 2 leaves out the vectors the sandbox alone blocks: pass 1's headless records carry them
+        *(["--agentbox-carry"] if mode != "headless" else []),
         *(f"--agentbox-capability={c}" for c in capabilities),
         *_workers(workers),
     ]

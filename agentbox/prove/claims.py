@@ -28,6 +28,13 @@ declaration that is too weak shows up as well as one that is too strong.
 
 Sandbox-layer records (no harness) also make rows of their own, with harness "-"; so do the `acp`-layer records of
 the ACP endpoint's client-surface vectors (harness "-", mode `acp`), which no harness's row reads.
+
+A row of the `tui` or `acp` mode reads its own records, and for a vector it has none of, one carried from the
+same build's headless run (`Claim.carried`): when the sandbox alone blocked that vector's attack, with a passing
+control, and the build's headless composed run blocked it too, with a passing control. The harness runs inside
+that sandbox in every mode, and what it blocks no mode's permission handling can open (the same reason
+`gate.carried_by_sandbox` lets a whole item stand on headless runs). A record of the mode's own always decides,
+an escape included.
 """
 
 from __future__ import annotations
@@ -106,6 +113,9 @@ class Claim(BaseModel):
     # `inapplicable` record): the claim's condition, which the gate checks against the launching kernel
     inapplicable: dict[str, tuple[str, ...]] = {}
     drift: tuple[Drift, ...] = ()
+    # on a tui or acp row: the vectors judged on this build's headless composed record, because the sandbox alone
+    # blocks them (the module's docstring); none on a headless row
+    carried: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     # Run layer -> vector id -> what its newest record there showed: the layers under the verdict, which
     # the upgrade canary compares version to version (a harness layer can weaken while the claim holds).
@@ -159,6 +169,8 @@ class Claim(BaseModel):
             )
         if self.inapplicable:
             parts.append(self.condition())
+        if self.carried:
+            parts.append(f"{len(self.carried)} carried from headless runs (the sandbox alone blocks them)")
         return "; ".join([*parts, *self.notes])
 
 
@@ -387,6 +399,38 @@ def _judge(
     return _Judged(state, blocked, run, as_declared, escaped, unverified, inapplicable)
 
 
+def _carried(
+    vectors: list[Vector],
+    latest: dict[tuple[str, str], EvidenceRecord],
+    headless: dict[tuple[str, str], EvidenceRecord],
+    fresh: Callable[[EvidenceRecord], str | None],
+) -> dict[str, EvidenceRecord]:
+    """Vector id -> the headless composed record that stands for it on a tui or acp row (`headless` is empty on a
+    headless row): for each vector the row has no composed record of its own whose sandbox-alone record and
+    headless composed record are both current blocks with passing controls. Anything less carries nothing and the
+    vector stays missing."""
+
+    def held(r: EvidenceRecord | None) -> bool:
+        return r is not None and r.outcome == "blocked" and r.control_outcome == "passed" and fresh(r) is None
+
+    return {
+        v.id: headless[(v.id, "composed")]
+        for v in vectors
+        if (v.id, "composed") not in latest
+        and held(latest.get((v.id, "sandbox")))
+        and held(headless.get((v.id, "composed")))
+    }
+
+
+def _uncarried(unverified: dict[str, str], vectors: list[Vector]) -> dict[str, str]:
+    """A tui or acp row's missing vectors that the sandbox alone runs, said so: their headless and sandbox-alone
+    records could carry them and did not (absent, stale, or not both blocks)."""
+    alone = {v.id for v in vectors if "sandbox" in v.run_layers()}
+    return {
+        vid: "missing, not carried" if why == "missing" and vid in alone else why for vid, why in unverified.items()
+    }
+
+
 def _freshness(catalogue: Catalogue, suite_revision: str | None) -> Callable[[EvidenceRecord], str | None]:
     """Stale records never count toward a claim: another catalogue, or (when the caller knows the running
     suite's revision) another suite revision observed something else."""
@@ -464,7 +508,10 @@ def reconcile(
         claims += _backend_rows(backend, bversion, level, recs, catalogue, declarations, fresh)
         claims += _backend_rows(backend, bversion, level, recs, catalogue, declarations, fresh, layer="acp")
     for (harness, version, level, mode), recs in harnessed.items():
-        claims += _harness_rows(harness, version, level, recs, sandbox, catalogue, declarations, notes, fresh, mode)
+        headless = harnessed.get((harness, version, level, "headless"), []) if mode != "headless" else []
+        claims += _harness_rows(
+            harness, version, level, recs, sandbox, catalogue, declarations, notes, fresh, mode, headless
+        )
     claims.sort(
         key=lambda c: (
             c.harness != NO_HARNESS,
@@ -548,7 +595,10 @@ def _harness_rows(
     table_notes: list[str],
     fresh: Callable[[EvidenceRecord], str | None],
     mode: str = "headless",
+    headless: list[tuple[int, EvidenceRecord]] | None = None,
 ) -> list[Claim]:
+    """`headless`: the same build's headless records, which carry a tui or acp row's vectors the sandbox alone
+    blocks (`_carried`)."""
     # One build per version: the binary of the newest record. A rebuilt binary with the same version
     # string is a different harness as far as evidence goes, so older builds' records are set aside.
     newest = max(recs, key=lambda ir: (ir[1].when, ir[0]))[1]
@@ -570,12 +620,19 @@ def _harness_rows(
         # The sandbox alone for this backend, whatever its version: the newest run of each vector.
         mine += [ir for (b, _, lv), srecs in sandbox.items() if b == backend and lv == level for ir in srecs]
         latest = latest_by_run(mine)
+        carriers = latest_by_run(
+            (i, r)
+            for i, r in headless or []
+            if r.layer == "composed" and backend_of(r) == backend and r.run_info.binary_sha256 == sha
+        )
         # the backend as the newest composed run of this version met it (its tested range applies)
         composed_runs = [r for _, r in mine if r.layer == "composed"]
         bversion = max(composed_runs, key=lambda r: r.when).run_info.sandbox_version if composed_runs else None
         for cap in catalogue.capabilities:
             applicable = catalogue.for_capability(cap, harness, level, hversion)
             composed = [v for v in applicable if "composed" in v.run_layers()]
+            carried = _carried(composed, latest, carriers, fresh)
+            judged = {**latest, **{(vid, "composed"): r for vid, r in carried.items()}}
             skipped = {
                 v.id: skip
                 for v in catalogue.vectors
@@ -592,7 +649,7 @@ def _harness_rows(
             j = _judge(
                 composed,
                 "composed",
-                latest,
+                judged,
                 lambda v: expected_outcome(v, "composed", hr["composed"], sr, level=level),
                 declared,
                 fresh,
@@ -618,11 +675,12 @@ def _harness_rows(
                     run=j.run,
                     as_declared=j.as_declared,
                     escaped=tuple(j.escaped),
-                    unverified=j.unverified,
+                    unverified=_uncarried(j.unverified, composed) if mode != "headless" else j.unverified,
                     inapplicable=j.inapplicable,
                     drift=drift,
+                    carried=tuple(sorted(carried)),
                     notes=() if composed or skipped else (UNTESTED,),
-                    layers=by_layer(applicable, latest, ("harness", "composed")),
+                    layers=by_layer(applicable, judged, ("harness", "composed")),
                 )
             )
     return out

@@ -62,14 +62,19 @@ class Here:
         return None
 
 
-def expected_runs(catalogue: Catalogue, harness: str | None, version: str | None = None) -> set[tuple[str, str]]:
-    """The (vector, layer) pairs a complete run records: sandbox-alone runs, or one harness build's layers."""
+def expected_runs(
+    catalogue: Catalogue, harness: str | None, version: str | None = None, level: str | None = None
+) -> set[tuple[str, str]]:
+    """The (vector, layer) pairs a complete run by `level` (root, user; None: either) records: sandbox-alone runs,
+    or one harness build's layers. A vector that threatens only root is not run by a user."""
     if harness is None:
-        return {(v.id, "sandbox") for v in catalogue.vectors if "sandbox" in v.run_layers()}
+        return {
+            (v.id, "sandbox") for v in catalogue.vectors if "sandbox" in v.run_layers() and v.applies_to(None, level)
+        }
     return {
         (v.id, layer)
         for v in catalogue.vectors
-        if v.applies_to(harness, version=version)
+        if v.applies_to(harness, level, version)
         for layer in v.run_layers()
         if layer in ("harness", "composed")
     }
@@ -91,7 +96,7 @@ def freshness(
         _here(mine, here, True),
         catalogue,
         suite_revision,
-        expected_runs(catalogue, harness, version),
+        expected_runs(catalogue, harness, version, here.privilege),
         "binary",
         lambda r: r.run_info.binary_sha256,
         binary_sha256,
@@ -113,7 +118,7 @@ def sandbox_freshness(
         _here(mine, here, False),
         catalogue,
         suite_revision,
-        expected_runs(catalogue, None),
+        expected_runs(catalogue, None, level=here.privilege),
         f"{backend} version",
         lambda r: r.run_info.sandbox_version,
         version,

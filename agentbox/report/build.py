@@ -89,6 +89,17 @@ def _evidence_by_column(records: list[EvidenceRecord], claims: list[Claim]) -> d
             ]
             mine += sandbox[(c.backend, c.privilege)]
         out[key] = latest_by_run(mine)
+        if c.mode != "headless":  # the headless composed records the column's claims carried (`Claim.carried`)
+            carried = {vid for other in claims if _column_key(other) == key for vid in other.carried}
+            headless = [
+                (i, r)
+                for i, r in harnessed[(c.harness, c.version, c.privilege, "headless")]
+                if r.vector_id in carried
+                and r.layer == "composed"
+                and r.run_info.binary_sha256 == c.binary_sha256
+                and backend_of(r) == c.backend
+            ]
+            out[key] = {**latest_by_run(headless), **out[key]}
     return out
 
 
@@ -101,6 +112,8 @@ def _verdict(claim: Claim, v: Vector, decisive: str, latest: Latest) -> str:
         return f"inapplicable ({lacking_text(claim.inapplicable[v.id])} on the recording kernel)"
     if decisive not in v.run_layers():
         return "not judged"
+    if v.id in claim.carried:
+        return "blocked (its headless run, carried: the sandbox alone blocks it)"
     record = latest[(v.id, decisive)]
     return "blocked" if record.outcome == "blocked" else "escaped as declared"
 

@@ -206,6 +206,7 @@ def build(
             for v in catalogue.vectors
             if v.capability == i.capability
             and "composed" in v.run_layers()
+            and (not v.privileges or privilege in v.privileges)  # the claims leave out what the kernel refuses users
             and (v.applies_to(harness, version=probe.version) or v.skipped_on(harness, probe.version) is not None)
         )
         for i in plan.items

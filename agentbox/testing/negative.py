@@ -43,7 +43,7 @@ from agentbox.testing.weakened import entry_hook
 if TYPE_CHECKING:
     from agentbox.prove.evidence import Layer, Mode, Outcome
 
-__all__ = ["Attempt", "VectorRunner", "expected_for", "PROTOCOL_AGENT"]
+__all__ = ["Attempt", "VectorRunner", "carried_by_headless", "expected_for", "PROTOCOL_AGENT"]
 
 AFTER_THE_RUN = f"agent-box: {lifecycle.AFTER_THE_RUN}"  # what the run left, for the user: no refusal
 PROTOCOL_AGENT = "acp-protocol-test-agent"  # who attempts an `acp`-layer vector: no harness
@@ -219,6 +219,13 @@ def expected_for(
     sandbox_report = get_backend().declarations.report(vector.capability, sandbox_version())
     endpoint_report = load_declarations(ENDPOINT).report(vector.capability, None) if layer == "acp" else None
     return expected_outcome(vector, layer, harness_report, sandbox_report, endpoint_report, privilege_level())
+
+
+def carried_by_headless(vector: Vector) -> bool:
+    """Whether a tui or acp run may leave `vector` to the build's headless run: the sandbox alone is declared to
+    block it here, so that mode's claim can rest on its sandbox-alone and headless composed records
+    (`prove.claims._carried`, which reads the records: where they do not both block, the vector reads missing)."""
+    return "sandbox" in vector.run_layers() and expected_for(vector, "sandbox", None, None) == "blocked"
 
 
 def vector_root(name: str) -> Path:

@@ -98,6 +98,12 @@ class AgentBoxSession:
         """How harnesses are driven: "headless", "tui" or "acp" (`--agentbox-mode`)."""
         return str(self.config.getoption("--agentbox-mode"))
 
+    @property
+    def carry(self) -> bool:
+        """Whether a tui or acp run leaves the vectors the sandbox alone blocks to the headless run that carries
+        them (`--agentbox-carry`; `testing.negative.carried_by_headless`)."""
+        return self.mode != "headless" and bool(self.config.getoption("--agentbox-carry"))
+
     def targets(self) -> list[HarnessTarget]:
         if self._targets is None:
             self._targets = self._resolve()

@@ -87,3 +87,18 @@ def test_a_build_on_which_the_catalogue_skips_a_vector_is_complete_without_it():
     shipped = load_catalogue(default_catalogue_dir())
     assert ("net-fetch-tool", "composed") not in expected_runs(shipped, "hermes", "0.13.0")
     assert ("net-fetch-tool", "composed") in expected_runs(shipped, "hermes", "0.19.0")
+
+
+def test_a_users_run_is_complete_without_the_vectors_only_root_can_be_threatened_by():
+    from agentbox.prove.claims import default_catalogue_dir
+    from agentbox.prove.vectors import load_catalogue
+
+    shipped = load_catalogue(default_catalogue_dir())
+    root_only = {v.id for v in shipped.vectors if v.privileges == ("root",)}
+    assert root_only, "the catalogue has vectors only root is threatened by"
+    for harness in (None, "codex"):
+        as_user = {vid for vid, _ in expected_runs(shipped, harness, "0.171.0", "user")}
+        as_root = {vid for vid, _ in expected_runs(shipped, harness, "0.171.0", "root")}
+        assert not as_user & root_only and root_only <= as_root | {
+            v.id for v in shipped.vectors if harness is None and "sandbox" not in v.run_layers()
+        }

@@ -50,6 +50,8 @@ def test_the_conformance_jobs_are_one_per_version_of_the_supported_matrix_and_la
     assert "agent-box matrix list --matrix matrices/default.yaml --json" in plan
     runs = "\n".join(step.get("run", "") for step in conformance["steps"])
     assert 'tox -e "$TOX_ENV" -- --agentbox-mode "$MODE"' in runs
+    # a tui or acp job leaves out what the sandbox alone blocks: the headless job's records carry it
+    assert 'if [ "$MODE" != headless ]; then only=(-m negative --agentbox-carry); fi' in runs
     upload = next(s for s in conformance["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "evidence-${{ matrix.cell.id }}-${{ matrix.mode }}"
 

@@ -187,3 +187,12 @@ def test_what_agent_box_names_after_the_run_is_no_refusal_of_the_attempt_but_any
     after = "agent-box: after the run: the run left host-executed files where nothing held them: /p/new/.git\n"
     assert _sandbox_failure(done(started + after), "n1") is None
     assert "refused" in _sandbox_failure(done(started + "agent-box: the egress proxy died\n", 4), "n1")
+
+
+def test_a_tui_or_acp_run_may_leave_to_the_headless_run_only_what_the_sandbox_alone_is_declared_to_block():
+    from agentbox.testing.negative import carried_by_headless
+
+    assert carried_by_headless(CATALOGUE.by_id("state-other-run-folder"))  # the sandbox alone hides it
+    # a file tool's write, a harness's own fetch and MCP tools never meet the sandbox alone: each mode runs them
+    for own in ("ws-ro-write-tool", "net-fetch-tool", "mcp-denied-tool-call", "shell-ask-unapproved"):
+        assert not carried_by_headless(CATALOGUE.by_id(own)), own

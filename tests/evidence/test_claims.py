@@ -320,6 +320,79 @@ def test_a_harness_driven_in_its_tui_gets_rows_of_its_own_beside_its_headless_on
     assert rows[("tui", "workspace.read_only")].claim != "exact"  # its escape never touches the headless row
 
 
+# -- a tui or acp row's vectors the sandbox alone blocks: carried from the build's headless run --------------------
+
+
+def tui_row(records, catalogue):
+    [row] = [
+        c
+        for c in reconcile(records, catalogue, declarations()).claims
+        if (c.harness, c.mode, c.capability) == ("toy", "tui", "workspace.read_only")
+    ]
+    return row
+
+
+def tui_file_tool(record):
+    """The tui run's own record of the vector the sandbox alone cannot block (a file tool's write)."""
+    return [
+        record("ro-file-tool", "harness", "blocked", mode="tui"),
+        record("ro-file-tool", "composed", "blocked", mode="tui"),
+    ]
+
+
+def test_a_vector_the_sandbox_alone_blocks_is_carried_into_a_tui_row_by_the_headless_composed_run(catalogue, record):
+    row = tui_row([*as_declared(record), *tui_file_tool(record)], catalogue)
+    assert (row.claim, row.carried, row.run) == ("exact", ("ro-shell",), 2)
+    assert "1 carried from headless runs" in row.note_text()
+
+
+@pytest.mark.parametrize(
+    "spoiler",
+    [
+        ("ro-shell", "sandbox", "escaped", "passed"),  # the sandbox alone did not block it
+        ("ro-shell", "sandbox", "blocked", "failed"),  # ... or its control never saw the effect
+        ("ro-shell", "composed", "blocked", "failed"),  # the headless composed block proves nothing
+        ("ro-shell", "composed", "error", "passed"),
+    ],
+)
+def test_a_vector_is_carried_only_on_two_current_blocks_with_passing_controls(catalogue, record, spoiler):
+    vid, layer, outcome, control = spoiler
+    records = [*as_declared(record), record(vid, layer, outcome, control=control), *tui_file_tool(record)]
+    row = tui_row(records, catalogue)
+    assert row.carried == () and row.claim != "exact"
+
+
+def test_a_headless_record_of_another_build_carries_nothing(catalogue, record):
+    records = [
+        record("ro-shell", "sandbox", "blocked"),
+        record("ro-shell", "composed", "blocked", sha="sha-rebuilt"),  # the same version, another binary
+        *tui_file_tool(record),
+    ]
+    row = tui_row(records, catalogue)
+    assert row.carried == () and row.unverified == {"ro-shell": "missing, not carried"}
+
+
+def test_a_stale_headless_record_carries_nothing(catalogue, record):
+    records = [
+        *as_declared(record),
+        record("ro-shell", "composed", "blocked", digest="another"),
+        *tui_file_tool(record),
+    ]
+    row = tui_row(records, catalogue)
+    assert row.carried == () and row.claim == "unverified"
+
+
+def test_the_modes_own_record_decides_even_where_the_headless_one_would_carry(catalogue, record):
+    records = [*as_declared(record), *tui_file_tool(record), record("ro-shell", "composed", "escaped", mode="tui")]
+    row = tui_row(records, catalogue)
+    assert row.carried == () and row.claim == "refuted" and row.escaped == ("ro-shell",)
+
+
+def test_a_headless_row_carries_nothing(catalogue, record):
+    [row] = [c for c in reconcile(as_declared(record), catalogue, declarations()).claims if c.harness == "toy"]
+    assert row.carried == ()
+
+
 def test_a_capability_no_vector_tests_in_a_layer_is_shown_unverified_never_left_out(tmp_path, record):
     from agentbox.prove.vectors import Catalogue
 

@@ -265,3 +265,20 @@ def test_each_mode_and_privilege_is_a_column_of_its_own_with_its_own_records(mat
             for layer, rid in row.records.items()
             if layer != "sandbox"
         )
+
+
+def test_a_tui_cell_shows_the_vectors_its_headless_run_carries_blocked_with_their_headless_records(matrix):
+    headless = matrix.records(harnesses=("alpha",), versions=("1.0.0",))
+    # the TUI run left out the capability the sandbox alone blocks (cap00), as --agentbox-carry does
+    tui = [
+        r.model_copy(update={"id": f"tui-{r.id}", "run_info": r.run_info.model_copy(update={"mode": "tui"})})
+        for r in headless
+        if r.run_info.harness is not None and r.capability != "cap00.synthetic"
+    ]
+    report = build_report([*headless, *tui], matrix.catalogue, matrix.declarations)
+    cell = cells_of(report, f"alpha 1.0.0 {BACKEND} root tui")["cap00.synthetic"]
+    by_id = {r.id: r for r in headless}
+    assert cell.state == "exact" and "2 carried from headless runs" in cell.note
+    for row in cell.vectors:
+        assert row.verdict.startswith("blocked (its headless run, carried")
+        assert by_id[row.records["composed"]].run_info.mode == "headless"

@@ -57,7 +57,7 @@ def proving_records(
     info = _info(catalogue, harness, version, sha, backend, mode)
     out = []
     for cap in sorted(set(capabilities)):
-        for v in catalogue.for_capability(cap, harness):
+        for v in catalogue.for_capability(cap, harness, None, version):
             if "composed" in v.run_layers():
                 out.append(
                     EvidenceRecord(

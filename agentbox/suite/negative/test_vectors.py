@@ -14,7 +14,7 @@ import pytest
 from agentbox.prove.evidence import privilege_level
 from agentbox.testing.batch import Batches, batches_key
 from agentbox.testing.evidence_writer import hand_over
-from agentbox.testing.negative import VectorRunner, expected_for
+from agentbox.testing.negative import VectorRunner, carried_by_headless, expected_for
 from agentbox.testing.session import session_key
 from agentbox.harnesses.acp import unsupported as acp_unsupported
 from agentbox.testing.tui import unsupported
@@ -72,19 +72,26 @@ def test_the_sandbox_alone_enforces_what_it_declares(request, runner, vector):
 @pytest.mark.parametrize("layer", ["harness", "composed"])
 @pytest.mark.vector_layers("harness", "composed")
 def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, harness, scripted_model, vector, layer):
-    probe = request.getfixturevalue("harness_probe")
-    if not vector.applies_to(harness.name, privilege_level(), probe.version):
-        pytest.skip(vector.skip_reason(harness.name, privilege_level(), probe.version))
     if layer not in vector.run_layers():
         pytest.skip(f"{vector.id} is not run in the {layer} layer")
     if runner.mode == "tui" and unsupported(harness.name):
         pytest.skip(f"{harness.name} has no TUI driver: {unsupported(harness.name)}")
     if runner.mode == "acp" and acp_unsupported(harness.name):
         pytest.skip(f"{harness.name} cannot be driven as an ACP agent: {acp_unsupported(harness.name)}")
+    probe = request.getfixturevalue("harness_probe")  # the version a skip of some versions reads
+    if not vector.applies_to(harness.name, privilege_level(), probe.version):
+        pytest.skip(vector.skip_reason(harness.name, privilege_level(), probe.version))
     session = request.config.stash[session_key]
+    if session.carry and carried_by_headless(vector):
+        pytest.skip(
+            f"{vector.id} is carried into the {runner.mode} claims by its headless and sandbox-alone records "
+            "(--agentbox-carry): the sandbox alone is declared to block it"
+        )
     if session.batch:  # one harness start for the vectors of one plan, each judged on its own (testing/batch.py)
         batches = request.config.stash.setdefault(batches_key, Batches())
-        record = batches.record(runner, session.selected_vectors(), vector, layer, harness, probe, scripted_model)
+        # a batch's members are the vectors this mode runs: the carried ones are no test's here
+        run_here = [v for v in session.selected_vectors() if not (session.carry and carried_by_headless(v))]
+        record = batches.record(runner, run_here, vector, layer, harness, probe, scripted_model)
     else:
         record = runner.run(vector, layer, harness, probe, scripted_model)
     _judge(request, record, expected_for(vector, layer, harness.name, probe.version, runner.mode))
