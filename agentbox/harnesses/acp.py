@@ -98,7 +98,9 @@ def acp_binds(harness: str, adapter_binary: str | None) -> tuple[str, ...]:
 
 
 def _install_roots(binary: str) -> tuple[str, ...]:
-    """The package prefix that holds the adapter (npm prefix or venv parent), plus node's folder."""
+    """The package folder that holds the adapter (its `node_modules` or its venv), plus node's folder. The package
+    folder itself, not the prefix above it: an adapter installed with `npm i` in a home has the home as its prefix,
+    and a bind of that would put back a hidden home (`sandbox.cover` refuses it)."""
     import os
     import shutil
 
@@ -106,7 +108,7 @@ def _install_roots(binary: str) -> tuple[str, ...]:
     resolved = Path(binary).resolve()
     for parent in resolved.parents:
         if parent.name in ("node_modules", "venv", ".venv"):
-            roots.append(str(parent.parent))
+            roots.append(str(parent))
             break
     else:
         roots.append(str(resolved.parent))

@@ -34,7 +34,7 @@ same build's headless run (`Claim.carried`): when the sandbox alone blocked that
 control, and the build's headless composed run blocked it too, with a passing control. The harness runs inside
 that sandbox in every mode, and what it blocks no mode's permission handling can open (the same reason
 `gate.carried_by_sandbox` lets a whole item stand on headless runs). A record of the mode's own always decides,
-an escape included.
+an escape included. An `acp` row of a harness whose ACP agent is an adapter carries nothing (`carries_into`).
 """
 
 from __future__ import annotations
@@ -399,6 +399,16 @@ def _judge(
     return _Judged(state, blocked, run, as_declared, escaped, unverified, inapplicable)
 
 
+def carries_into(harness: str, mode: str) -> bool:
+    """Whether a `mode` row of `harness` may carry vectors from its headless run (`_carried`): the tui, where the
+    harness binary runs in the headless run's sandbox; an acp row only where the ACP agent is that binary itself.
+    An ACP adapter (agentbox/data/acp.yaml) is another program, with an install of its own bound into its sandbox,
+    which the headless records never met."""
+    from agentbox.harnesses.acp_entries import acp_adapter
+
+    return mode == "tui" or (mode == "acp" and acp_adapter(harness) is None)
+
+
 def _carried(
     vectors: list[Vector],
     latest: dict[tuple[str, str], EvidenceRecord],
@@ -508,7 +518,8 @@ def reconcile(
         claims += _backend_rows(backend, bversion, level, recs, catalogue, declarations, fresh)
         claims += _backend_rows(backend, bversion, level, recs, catalogue, declarations, fresh, layer="acp")
     for (harness, version, level, mode), recs in harnessed.items():
-        headless = harnessed.get((harness, version, level, "headless"), []) if mode != "headless" else []
+        carries = mode != "headless" and carries_into(harness, mode)
+        headless = harnessed.get((harness, version, level, "headless"), []) if carries else []
         claims += _harness_rows(
             harness, version, level, recs, sandbox, catalogue, declarations, notes, fresh, mode, headless
         )

@@ -134,7 +134,7 @@ def build(
 
     `mode`: how the harness will be driven (`launch`: its TUI; `agent-box acp`: as an ACP agent), whose evidence
     the gate counts; `ro_binds`: host paths the started process needs to see (an ACP adapter's install folder)."""
-    from agentbox.prove.claims import NO_HARNESS, default_catalogue_dir, reconcile
+    from agentbox.prove.claims import NO_HARNESS, carries_into, default_catalogue_dir, reconcile
     from agentbox.core.revision import suite_revision
     from agentbox.prove.evidence import EvidenceRecord, privilege_level
     from agentbox.prove.evidence_index import lookup, signature, unproven
@@ -178,8 +178,9 @@ def build(
     table = reconcile([EvidenceRecord.model_validate(r) for r in rows], catalogue, suite_revision=suite_revision())
     mine = [c for c in table.claims if c.harness == harness and c.backend == backend]
     claims = {c.capability: c for c in mine if c.mode == mode}
-    # another mode's claims (headless runs) speak only where the sandbox alone carries the item (`gate`)
-    other_modes = {c.capability: c for c in mine if c.mode == "headless"}
+    # another mode's claims (headless runs) speak only where the sandbox alone carries the item (`gate`), and never
+    # for an ACP adapter: another program, in a sandbox with its own install bound in (`claims.carries_into`)
+    other_modes = {c.capability: c for c in mine if c.mode == "headless"} if carries_into(harness, mode) else {}
     sandbox_claims = {
         c.capability: c for c in table.claims if c.harness == NO_HARNESS and c.backend == backend and c.mode != "acp"
     }

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from agentbox.sandbox.cover import check_covers
 from agentbox.core.capability import TRIVIAL, Declarations, capability_id, load_declarations
 from agentbox.egress import inside
 from agentbox.egress.policy import EgressPolicy, policy_for
@@ -251,6 +252,7 @@ def compile_bwrap(request: SandboxRequest) -> SandboxPlan:
     argv.extend(["--unshare-user", "--disable-userns", "--cap-drop", "ALL"])
     argv.extend(["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"])
     argv.extend(["--chdir", ws])
+    check_covers(argv)  # refused at compile already: `sandbox_argv` checks the started command line again
     env = {"HOME": request.home, "TMPDIR": SANDBOX_TMPDIR, **req.env_set, **request.extra_env}
     if relay:
         env.update(inside.proxy_env(relay[-1][0]))
@@ -612,6 +614,7 @@ def locked_down_command(
         command,
         *args,
     ]
+    check_covers(argv)  # a search-path folder bound back must not be the home or a folder above it
     # bubblewrap hands its own environment on to the command
     return LockedDownCommand(argv=tuple(argv), env=dict(env))
 

@@ -16,6 +16,7 @@ import os
 import sys
 import time
 
+from agentbox.sandbox.cover import check_covers
 from agentbox.core.console import printable
 from agentbox.egress.inside import LOG_NAME
 from agentbox.hot import which
@@ -341,6 +342,7 @@ def sandbox_argv(
         argv[at:at] = guard
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
+    check_covers(argv)  # every bind as bubblewrap will apply it: none may put back what a private mount hid
     if entry.get("landlock_scope") and _landlock():
         # bubblewrap starts inside the scope, so everything it starts is in it too
         argv = [sys.executable or python_for_sandbox(), *_SCOPE, *argv]

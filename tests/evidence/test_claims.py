@@ -388,6 +388,15 @@ def test_the_modes_own_record_decides_even_where_the_headless_one_would_carry(ca
     assert row.carried == () and row.claim == "refuted" and row.escaped == ("ro-shell",)
 
 
+def test_an_acp_row_carries_only_where_the_acp_agent_is_the_harness_binary_itself():
+    from agentbox.prove.claims import carries_into
+
+    # codex-acp embeds a codex core of its own, and its install is bound into its sandbox: another program
+    assert not carries_into("codex", "acp") and not carries_into("claude-code", "acp")
+    assert carries_into("opencode", "acp") and carries_into("hermes", "acp")  # `opencode acp`, `hermes acp`
+    assert carries_into("codex", "tui") and not carries_into("codex", "headless")
+
+
 def test_a_headless_row_carries_nothing(catalogue, record):
     [row] = [c for c in reconcile(as_declared(record), catalogue, declarations()).claims if c.harness == "toy"]
     assert row.carried == ()

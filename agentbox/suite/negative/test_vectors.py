@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from agentbox.prove.claims import carries_into
 from agentbox.prove.evidence import privilege_level
 from agentbox.testing.batch import Batches, batches_key
 from agentbox.testing.evidence_writer import hand_over
@@ -82,7 +83,8 @@ def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, h
     if not vector.applies_to(harness.name, privilege_level(), probe.version):
         pytest.skip(vector.skip_reason(harness.name, privilege_level(), probe.version))
     session = request.config.stash[session_key]
-    if session.carry and carried_by_headless(vector):
+    carry = session.carry and carries_into(harness.name, runner.mode)
+    if carry and carried_by_headless(vector):
         pytest.skip(
             f"{vector.id} is carried into the {runner.mode} claims by its headless and sandbox-alone records "
             "(--agentbox-carry): the sandbox alone is declared to block it"
@@ -90,7 +92,7 @@ def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, h
     if session.batch:  # one harness start for the vectors of one plan, each judged on its own (testing/batch.py)
         batches = request.config.stash.setdefault(batches_key, Batches())
         # a batch's members are the vectors this mode runs: the carried ones are no test's here
-        run_here = [v for v in session.selected_vectors() if not (session.carry and carried_by_headless(v))]
+        run_here = [v for v in session.selected_vectors() if not (carry and carried_by_headless(v))]
         record = batches.record(runner, run_here, vector, layer, harness, probe, scripted_model)
     else:
         record = runner.run(vector, layer, harness, probe, scripted_model)
