@@ -479,12 +479,14 @@ def run_attached(argv: list[str], env: dict[str, str], run_id: str, pass_fds: tu
     bwrap gets its own process group, so a Ctrl-C typed at the terminal reaches only this process,
     which hands it to the sandboxed processes themselves: bwrap would die of it and take the harness
     down with SIGKILL, leaving it no chance to finish its turn or save its session. The harness runs
-    in a new session (bwrap --new-session), so resizes are forwarded too. posix_spawn, not
+    in a new session (bwrap --new-session), so resizes are forwarded too. A terminal is never the run's own:
+    it gets a pseudo-terminal of its own, relayed (`sandbox.terminal`). posix_spawn, not
     subprocess: a launch's whole overhead is counted against the harness's own start-up.
     """
-    pid = spawn(argv, env, pass_fds, setpgroup=0)
 
     def forward(signum, frame):
+        if signum == signal.SIGWINCH and relay is not None:
+            relay.resize()
         # bwrap and its pid-1 init would die of (or ignore) the signal: send it past them
         inside = [p for p, _ in marked(run_id) if p != pid and parent_pid(p) != pid]
         for target in inside or ([] if signum == signal.SIGWINCH else [pid]):
@@ -493,34 +495,62 @@ def run_attached(argv: list[str], env: dict[str, str], run_id: str, pass_fds: tu
             except ProcessLookupError:
                 pass
 
-    previous = {s: signal.signal(s, forward) for s in _FORWARDED}
-    try:
-        _, status = os.waitpid(pid, 0)  # retried after each forwarded signal (PEP 475)
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-    code = os.waitstatus_to_exitcode(status)
-    return 128 - code if code < 0 else code
+    relay = _relay(lambda signum: forward(signum, None))
+    pid = _spawn_relayed(relay, argv, env, pass_fds, setpgroup=0)
+    return _wait(pid, relay, forward, _FORWARDED, lambda code: 128 - code if code < 0 else code)
 
 
 def run_forwarding(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = ()) -> int:
     """Run argv (`sandbox run`'s command line), handing it SIGINT, SIGTERM and SIGHUP, and return its exit status
-    as subprocess gives it (-N when killed by signal N)."""
-    pid = spawn(argv, env, pass_fds)
+    as subprocess gives it (-N when killed by signal N). A terminal is never the run's own (`sandbox.terminal`)."""
 
     def forward(signum, frame):
+        if signum == signal.SIGWINCH:
+            if relay is not None:
+                relay.resize()
+            return
         try:
             os.kill(pid, signum)
         except ProcessLookupError:
             pass
 
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    relay = _relay(lambda signum: forward(signum, None))
+    pid = _spawn_relayed(relay, argv, env, pass_fds)
+    return _wait(pid, relay, forward, (*_FORWARDED[:3], signal.SIGWINCH), lambda code: code)
+
+
+def _relay(on_signal):
+    """The run's own pseudo-terminal when this process's stdio holds a terminal, else None."""
+    if not any(os.isatty(fd) for fd in (0, 1, 2)):
+        return None
+    # deferred: termios, tty, select and a thread only for a run on a terminal (benchmarks/launch.py's is not)
+    from agentbox.sandbox.terminal import Relay, attached_ttys
+
+    return Relay(attached_ttys(), on_signal)
+
+
+def _spawn_relayed(relay, argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...], **options) -> int:
+    if relay is None:
+        return spawn(argv, env, pass_fds, **options)
     try:
-        _, status = os.waitpid(pid, 0)  # retried after each forwarded signal (PEP 475)
+        return spawn(argv, env, pass_fds, file_actions=relay.file_actions(), **options)
+    except BaseException:
+        relay.stop()
+        raise
+
+
+def _wait(pid: int, relay, forward, signals, status) -> int:
+    previous = {s: signal.signal(s, forward) for s in signals}
+    try:
+        if relay is not None:
+            relay.start()
+        _, waited = os.waitpid(pid, 0)  # retried after each forwarded signal (PEP 475)
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-    return os.waitstatus_to_exitcode(status)
+        if relay is not None:
+            relay.stop()
+    return status(os.waitstatus_to_exitcode(waited))
 
 
 def start_scoped(argv: list[str], start: Callable[[list[str]], T]) -> T:

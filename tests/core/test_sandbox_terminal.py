@@ -1,0 +1,113 @@
+"""A run started on a terminal never gets that terminal: its control strings, modes and keystrokes stay its own
+(`sandbox.terminal`). Observed on a real pseudo-terminal, with real bubblewrap; each attack's control is the same
+commands on the same kind of terminal without Agent-Box, whose effect the same oracle must see."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import shutil
+import sys
+import termios
+
+import pytest
+
+from agentbox.sandbox.terminal import ControlFilter
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+
+CLIPBOARD = rb"\033]52;c;QUdFTlRCT1g=\a"  # OSC 52: the terminal sets its clipboard to "AGENTBOX"
+# what a model's command could do with the terminal the run was started on: write to it through /dev/console
+# (bubblewrap binds its stdout's terminal there) and through another process's descriptor (/proc/1/fd/1, bwrap's
+# own init), set a title, and turn the terminal's echo off
+ATTACK = (
+    rf'printf "{CLIPBOARD.decode()}" > /dev/console; printf "{CLIPBOARD.decode()}" > /proc/1/fd/1; '
+    r'printf "\033]0;agentbox-title\a"; stty -echo < /dev/console; echo finished'
+)
+
+
+def on_a_terminal(
+    argv: list[str], env: dict[str, str], typed: tuple[bytes, bytes] | None = None
+) -> tuple[bytes, bool, int]:
+    """What the terminal received, whether its echo was still on at the end, and the exit status. `typed`: keys the
+    user types once the terminal shows a text (text, keys)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its stdio is the terminal
+        os.execvpe(argv[0], argv, env)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], 60)
+        if not ready:
+            break
+        try:
+            data = os.read(fd, 4096)
+        except OSError:  # EIO: the child side is closed
+            break
+        if not data:
+            break
+        seen += data
+        if typed is not None and typed[0] in seen:
+            os.write(fd, typed[1])
+            typed = None
+    echo = bool(termios.tcgetattr(fd)[3] & termios.ECHO)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return seen, echo, os.waitstatus_to_exitcode(status)
+
+
+@needs_bwrap
+def test_a_command_in_the_run_cannot_set_the_terminals_clipboard_or_turn_its_echo_off(tmp_path, env, ws):
+    prof = tmp_path / "t.yaml"
+    prof.write_text("name: t\nharness: codex\npermission_intent:\n  shell: {access: allow}\n")
+    argv = [sys.executable, "-m", "agentbox.cli", "sandbox", "run", str(prof), "--cwd", str(ws), "--"]
+    seen, echo, status = on_a_terminal([*argv, "sh", "-c", ATTACK], env)
+    assert status == 0 and b"finished" in seen, seen
+    assert b"]52;" not in seen and echo
+    assert b"\x1b]0;agentbox-title" in seen  # the screen's own control strings pass
+    # the control: the same commands in bubblewrap started on the terminal itself, as a run was before
+    bare = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--new-session"]
+    seen, echo, _ = on_a_terminal([shutil.which("bwrap") or "bwrap", *bare[1:], "sh", "-c", ATTACK], env)
+    assert seen.count(b"]52;") == 2 and not echo
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        (b"plain \xe2\x80\x94 caf\xc3\xa9", b"plain \xe2\x80\x94 caf\xc3\xa9"),
+        (b"\x1b[1;31mred\x1b[0m\x1b(B", b"\x1b[1;31mred\x1b[0m\x1b(B"),
+        (b"\x1b]8;;https://x\x1b\\link\x1b]8;;\x1b\\", b"\x1b]8;;https://x\x1b\\link\x1b]8;;\x1b\\"),
+        (b"\x1b]0;title\x07", b"\x1b]0;title\x1b\\"),
+        (b"\x1b]52;c;QUdF\x07after", b"after"),
+        (b"\x1bP$q\x1b\\\x1b_apc\x1b\\\x1b^pm\x1b\\after", b"after"),
+        (b"\x1b[21t\x1b[20t", b""),
+        # an ESC inside a sequence ends it and starts another, as a terminal reads it: each judged on its own
+        (b"\x1b\x1b]52;c;x\x07", b""),
+        (b"\x1b[\x1b]52;c;x\x07", b""),
+        (b"\x1b]0;a\x1b]52;c;x\x07", b""),
+        (b"\xc2\x1b]52;c;x\x07", b""),
+        # C1 controls, UTF-8-encoded or raw, never pass: what follows them is plain text
+        (b"\xc2\x9d52;c;x\x07", b"52;c;x\x07"),
+        (b"\x9d52;c;x\x07", b"52;c;x\x07"),
+        (b"\x1b]0;t\nx\x1b]52;c;y\x07z", b"z"),
+    ],
+)
+def test_the_screen_gets_the_runs_text_and_its_own_control_strings_only(written, shown):
+    assert ControlFilter().feed(written) == shown
+    one_at_a_time = ControlFilter()
+    assert b"".join(one_at_a_time.feed(bytes([b])) for b in written) == shown  # split anywhere, judged whole
+
+
+def test_an_overlong_control_string_is_dropped_whole():
+    assert ControlFilter().feed(b"\x1b]0;" + b"x" * 70000 + b"\x07after") == b"after"
+
+
+@needs_bwrap
+def test_the_interrupt_key_still_ends_a_run_whose_terminal_makes_it_a_signal(tmp_path, env, ws):
+    prof = tmp_path / "t.yaml"
+    prof.write_text("name: t\nharness: codex\npermission_intent:\n  shell: {access: allow}\n")
+    argv = [sys.executable, "-m", "agentbox.cli", "sandbox", "run", str(prof), "--cwd", str(ws), "--"]
+    seen, echo, status = on_a_terminal(
+        [*argv, "sh", "-c", "echo ready; cat; echo not-interrupted"], env, (b"ready", b"typed\r\x03")
+    )
+    assert b"typed" in seen and b"not-interrupted" not in seen and status != 0 and echo, seen
