@@ -342,7 +342,8 @@ def sandbox_argv(
         argv[at:at] = guard
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
-    check_covers(argv)  # every bind as bubblewrap will apply it: none may put back what a private mount hid
+    if not entry.get("trust_writable_state"):  # (a control of the suite's that sets Agent-Box's own state aside)
+        check_covers(argv)  # every bind as bubblewrap will apply it: none may put back what a private mount hid
     if entry.get("landlock_scope") and _landlock():
         # bubblewrap starts inside the scope, so everything it starts is in it too
         argv = [sys.executable or python_for_sandbox(), *_SCOPE, *argv]

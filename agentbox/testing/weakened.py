@@ -20,7 +20,8 @@ taken out, and must then see the side effect. A vector's control names what it r
 - `proc_writable`: /proc as bubblewrap mounts it, writable (host sysctls, other processes' memory by uid);
 - `relay_writable`: the run's relay folder bound writable (its socket paths replaceable);
 - `unix_sockets`: new unix sockets allowed (no seccomp rule refusing them);
-- `trusted_state`: a run is not refused when it could write Agent-Box's own state (AGENTBOX_HOME, its run folder);
+- `trusted_state`: a run is not refused when it could write Agent-Box's own state (AGENTBOX_HOME, its run folder),
+  nor when a bind of its plan puts back what a private mount hid (AGENTBOX_HOME inside the workspace);
 - `state_visible`: AGENTBOX_HOME is not hidden from the run (the host's read-only view of it stays);
 - `loopback_listeners`: on a shared network the egress proxy sends to a loopback port whoever listens there
   (no check that the listener is the host's, not a process of the run).
