@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import select
 import signal
 import termios
@@ -35,10 +36,21 @@ __all__ = ["ControlFilter", "Relay", "attached_ttys"]
 # colours (4, 10-19 and their resets 104, 110-119), hyperlinks (8), the working folder (7), notifications (9), prompt
 # marks (133). Every other one (52: the clipboard; 50: fonts; 1337, 5113: file transfers; ...) is dropped.
 KEPT_OSC = frozenset({0, 1, 2, 4, 7, 8, 9, *range(10, 20), 104, *range(110, 120), 133})
-# CSI ... t reports the terminal answers by typing into the input: 20 (icon label) and 21 (window title)
-_TYPED_REPORTS = (b"20", b"21")
+# CSI ... t reports the terminal answers by typing into the input: 20 (icon label) and 21 (window title), whose
+# text the run could have set (a command line typed into the user's shell). Other answers (device attributes, the
+# cursor's position) carry nothing the run chose, and whatever is still unread when the run ends is drained.
+_TYPED_REPORTS = (20, 21)
 _LIMIT = 1 << 16  # a control string longer than this is dropped whole, never passed on in part
+# written to the user's terminal when the run ends: what a run may have switched on for the screen, off again (mouse
+# and focus reports, bracketed paste, the alternate screen, keyboard protocols, colours, character sets, a hidden
+# cursor, the keypad, a scroll region), since a run that left them on would leave the user's shell unusable
+RESET = (
+    b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[?1049l"
+    b"\x1b[=0;1u\x1b[>4;0m\x1b]104\x1b\\\x1b]110\x1b\\\x1b]111\x1b\\\x1b]112\x1b\\"
+    b"\x1b[0m\x1b(B\x1b)B\x0f\x1b[?25h\x1b>\x1b7\x1b[r\x1b8"
+)
 ESC, BEL, CAN, SUB = 0x1B, 0x07, 0x18, 0x1A
+_DA_ANSWER = re.compile(rb"\x1b\[\?[0-9;]*c")  # a terminal's answer to a request for its device attributes
 
 
 class ControlFilter:
@@ -97,12 +109,20 @@ class ControlFilter:
                 if b in b"P_^X":  # a device-control, start-of-string, privacy or application string
                     self._state = "string"
                     return
+                if b == ord("%"):  # a character-set switch (ESC % @ leaves UTF-8, where raw C1 bytes act): dropped
+                    self._state = "esc%"
+                    return
                 self._state = "text"
                 if 0x20 <= b <= 0x7E:  # a two-byte escape (a cursor save, a charset): the screen's own
                     out += held
                     out.append(b)
                     return
                 continue  # a lone ESC before a control or a non-ASCII byte: dropped, the byte judged afresh
+            if state == "esc%":
+                self._state = "text"
+                if 0x20 <= b <= 0x7E:
+                    return
+                continue
             if state == "csi":
                 if 0x20 <= b <= 0x3F:  # parameters and intermediates
                     held.append(b)
@@ -112,17 +132,17 @@ class ControlFilter:
                 self._state = "text"
                 if 0x40 <= b <= 0x7E:
                     held.append(b)
-                    if not (b == ord("t") and bytes(held[2:-1]).split(b";")[0] in _TYPED_REPORTS):
+                    if not (b == ord("t") and _first_number(bytes(held[2:-1])) in _TYPED_REPORTS):
                         out += held
                     return
                 continue  # anything else ends it unfinished, dropped; an ESC there starts a new sequence
             if state == "osc":
-                if b == BEL:
+                if b == BEL and not self._tail:
                     self._end_osc(out)
-                elif b == ESC:
+                elif b == ESC and not self._tail:
                     self._state = "osc-esc"
-                elif b < 0x20 or b == 0x7F or len(held) > _LIMIT:
-                    self._state = "string"  # a control inside, or too long: dropped whole, to its end
+                elif self._c1_or_control(b) or len(held) > _LIMIT:
+                    self._state = "string"  # a control inside (C1 included), or too long: dropped whole, to its end
                 else:
                     held.append(b)
                 return
@@ -142,11 +162,30 @@ class ControlFilter:
             )
             return
 
+    def _c1_or_control(self, b: int) -> bool:
+        """Inside an OSC: whether `b` is a control, a C1 one included (raw, or UTF-8-encoded: a terminal that decodes
+        UTF-8 first ends the string there and may start another), tracking the UTF-8 characters of a title."""
+        if self._tail:
+            lead_c2 = self._held[-1] == 0xC2
+            self._tail -= 1
+            return not 0x80 <= b <= 0xBF or (lead_c2 and b <= 0x9F)
+        if b < 0x20 or b == 0x7F or 0x80 <= b <= 0xC1 or b >= 0xF5:
+            return True
+        if b >= 0xC2:  # a UTF-8 lead byte: its continuation bytes follow
+            self._tail = 1 if b <= 0xDF else 2 if b <= 0xEF else 3
+        return False
+
     def _end_osc(self, out: bytearray) -> None:
         if _osc_number(bytes(self._held)) in KEPT_OSC:
             out += self._held
             out += b"\x1b\\"
         self._state = "text"
+
+
+def _first_number(params: bytes) -> int | None:
+    """A CSI's first parameter as a terminal reads it (`021` is 21, an empty one 0)."""
+    head = params.split(b";", 1)[0]
+    return int(head or b"0") if head.isdigit() or not head else None
 
 
 def _osc_number(sequence: bytes) -> int | None:
@@ -184,42 +223,75 @@ class Relay:
 
     def start(self) -> None:
         os.close(self.slave)  # the run holds it now: the master reads EIO once the run's last holder is gone
+        os.set_blocking(self.master, False)  # keystrokes wait in `_copy` while the run reads none, output still flows
         if self.user_in is not None:
             tty.setraw(self.user_in)
         self._thread = threading.Thread(target=self._copy, name="agentbox-terminal", daemon=True)
         self._thread.start()
 
     def stop(self, drain: float = 2.0) -> None:
-        """Wait (at most `drain` seconds) for the run's last output, then give the user's terminal its modes back."""
+        """Wait (at most `drain` seconds) for the run's last output, undo what it set on the screen, drain the
+        terminal's answers still unread, then give the user's terminal its modes back."""
         try:
             if self._thread is not None:
                 self._thread.join(drain)
             else:  # never started (the run could not be spawned)
                 os.close(self.slave)
+            if self._thread is not None and self.user_out is not None:
+                _write_all(self.user_out, RESET)
+                if self.user_in is not None:
+                    self._drain_answers()
         finally:
             termios.tcsetattr(self.ttys[0], termios.TCSAFLUSH, self.saved)
             os.close(self.master)
 
+    def _drain_answers(self, bound: float = 0.5) -> None:
+        """Read away what the terminal still owes the run (answers to its queries, typed into the input), so none
+        reaches the user's shell: a terminal answers in order, so once it has answered a request for its device
+        attributes, everything it owed before is read. Bounded: a terminal that never answers costs `bound`."""
+        user_in, user_out = self.user_in, self.user_out
+        assert user_in is not None and user_out is not None  # `stop` asks only then
+        _write_all(user_out, b"\x1b[c")
+        seen = b""
+        while not _DA_ANSWER.search(seen):
+            ready, _, _ = select.select([user_in], [], [], bound)
+            if not ready:
+                return
+            seen = (seen + os.read(user_in, 4096))[-4096:]
+
     def _copy(self) -> None:
         screen = ControlFilter()
-        watched = [self.master] + ([self.user_in] if self.user_in is not None else [])
+        keys = bytearray()  # the user's keystrokes the run has not read yet
+        user_in = self.user_in  # None once it ends
         while True:
-            ready, _, _ = select.select(watched, [], [])
+            reading = [self.master]
+            if user_in is not None and len(keys) < _LIMIT * 16:
+                reading.append(user_in)
+            ready, writable, _ = select.select(reading, [self.master] if keys else [], [])
             if self.master in ready:
                 try:
-                    data = os.read(self.master, 65536)
+                    output: bytes | None = os.read(self.master, 65536)
+                except BlockingIOError:
+                    output = None
                 except OSError:  # EIO: no process of the run holds its terminal any more
                     return
-                if not data:
+                if output == b"":
                     return
-                if self.user_out is not None:
-                    _write_all(self.user_out, screen.feed(data))
-            if self.user_in is not None and self.user_in in ready:
-                data = os.read(self.user_in, 4096)
+                if output and self.user_out is not None:
+                    _write_all(self.user_out, screen.feed(output))
+            if user_in is not None and user_in in ready:
+                data = os.read(user_in, 4096)
                 if not data:
-                    watched.remove(self.user_in)
+                    user_in = None
                     continue
-                _write_all(self.master, self._keys(data))
+                keys += self._keys(data)
+            if keys and self.master in writable:
+                try:
+                    del keys[: os.write(self.master, keys)]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    return
 
     def _keys(self, data: bytes) -> bytes:
         """The user's keystrokes for the run: the interrupt and quit keys sent as signals while the run's terminal

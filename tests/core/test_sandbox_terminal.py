@@ -111,3 +111,91 @@ def test_the_interrupt_key_still_ends_a_run_whose_terminal_makes_it_a_signal(tmp
         [*argv, "sh", "-c", "echo ready; cat; echo not-interrupted"], env, (b"ready", b"typed\r\x03")
     )
     assert b"typed" in seen and b"not-interrupted" not in seen and status != 0 and echo, seen
+
+
+class AnsweringTerminal:
+    """A terminal that answers every request for its device attributes as a terminal does: by typing the answer
+    into the input, where the next program to read it (the user's shell, once the run is over) finds it."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]):
+        import subprocess
+
+        self.master, self.slave = pty.openpty()
+        self.proc = subprocess.Popen(argv, env=env, stdin=self.slave, stdout=self.slave, stderr=self.slave)
+        self.screen = b""
+
+    def run(self) -> int:
+        while self.proc.poll() is None or select.select([self.master], [], [], 0.2)[0]:
+            if not select.select([self.master], [], [], 0.2)[0]:
+                continue
+            data = os.read(self.master, 4096)
+            self.screen += data
+            os.write(self.master, b"\x1b[?64;1c" * data.count(b"\x1b[c"))
+        return self.proc.wait()
+
+    def typed_for_the_shell(self) -> bytes:
+        """What is still waiting to be read from the terminal now that the run is over."""
+        import tty
+
+        tty.setraw(self.slave, termios.TCSANOW)  # as a shell's line editor reads it: a pending answer needs no newline
+        os.set_blocking(self.slave, False)
+        try:
+            return os.read(self.slave, 4096)
+        except BlockingIOError:
+            return b""
+
+
+@needs_bwrap
+def test_no_answer_the_run_asked_of_the_terminal_reaches_the_shell_after_it(tmp_path, env, ws):
+    prof = tmp_path / "t.yaml"
+    prof.write_text("name: t\nharness: codex\npermission_intent:\n  shell: {access: allow}\n")
+    argv = [sys.executable, "-m", "agentbox.cli", "sandbox", "run", str(prof), "--cwd", str(ws), "--"]
+    # the run asks for the terminal's attributes and ends at once, leaving the answer unread
+    terminal = AnsweringTerminal([*argv, "sh", "-c", r'printf "\033]2;id #\007\033[021t\033[c\033[?1000h"'], env)
+    assert terminal.run() == 0
+    assert terminal.typed_for_the_shell() == b""
+    assert b"\x1b[021t" not in terminal.screen  # a title report, read as 21: never asked
+    assert terminal.screen.rfind(b"\x1b[?1000l") > terminal.screen.rfind(b"\x1b[?1000h")  # mouse reports off again
+    # the control: the same run in bubblewrap on the terminal itself leaves the answer for the shell
+    bare = [
+        shutil.which("bwrap") or "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--new-session",
+    ]
+    control = AnsweringTerminal([*bare, "sh", "-c", r'printf "\033[c"'], env)
+    assert control.run() == 0 and control.typed_for_the_shell() == b"\x1b[?64;1c"
+
+
+@needs_bwrap
+def test_output_still_flows_while_keystrokes_wait_for_a_run_that_reads_none(tmp_path, env, ws):
+    prof = tmp_path / "t.yaml"
+    prof.write_text(
+        "name: t\nharness: codex\npermission_intent:\n  workspace: {access: read_write}\n  shell: {access: allow}\n"
+    )
+    argv = [sys.executable, "-m", "agentbox.cli", "sandbox", "run", str(prof), "--cwd", str(ws), "--"]
+    # the user pastes far more than a terminal holds while the run reads nothing; then it writes and ends
+    script = f"stty raw -echo < /dev/console; echo ready; while [ ! -e {ws}/go ]; do :; done; echo after-the-paste"
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe(argv[0], [*argv, "sh", "-c", script], env)
+    seen = b""
+    while b"ready" not in seen:
+        seen += os.read(fd, 4096)
+    os.write(fd, b"x" * 200_000)  # taken by Agent-Box at once: it waits there, not in the terminal
+    (ws / "go").write_text("")
+    while select.select([fd], [], [], 30)[0]:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        seen += data
+    _, status = os.waitpid(pid, 0)
+    assert b"after-the-paste" in seen and os.waitstatus_to_exitcode(status) == 0
