@@ -46,18 +46,20 @@ def _shebang(path: str) -> str | None:
     return os.fsdecode(words[0]) if words and os.path.isabs(os.fsdecode(words[0])) else None
 
 
-def _install_root(path: str) -> str:
-    """The smallest folder that makes `path` work: its virtual environment, its node package tree, or
-    its own folder."""
+def _install_roots(path: str) -> tuple[str, ...]:
+    """The smallest folders that make `path` work: its virtual environment, its node package tree, or its own
+    folder. An installation prefix's bin/ and lib/ (a pyenv version, `pip --user`'s ~/.local), never the prefix
+    itself: ~/.local holds AGENTBOX_HOME and the rest of the user's data (`sandbox.cover` refuses its bind)."""
     start = path if os.path.isdir(path) else os.path.dirname(path)
     for folder in (start, *_parents(start)):
         if os.path.exists(os.path.join(folder, "pyvenv.cfg")):
-            return folder
+            return (folder,)
         if os.path.basename(folder) == "node_modules":
-            return os.path.dirname(folder)
-    if os.path.basename(start) == "bin" and os.path.isdir(os.path.join(os.path.dirname(start), "lib")):
-        return os.path.dirname(start)  # an installation prefix (a pyenv version, /opt/tool): bin/ needs its lib/
-    return start
+            return (folder,)
+    lib = os.path.join(os.path.dirname(start), "lib")
+    if os.path.basename(start) == "bin" and os.path.isdir(lib):
+        return (start, lib)  # an installation prefix: bin/ needs its lib/
+    return (start,)
 
 
 def _parents(path: str) -> Iterable[str]:
@@ -91,13 +93,13 @@ def server_binds(name: str, server: McpServer, hidden: tuple[str, ...]) -> tuple
         root = next((h for h in hidden if is_within(path, h)), None)
         if root is None:
             continue
-        folder = _install_root(path)
-        if not is_within(folder, root) or os.path.realpath(folder) == os.path.realpath(root):
-            raise SandboxError(
-                f"mcp_servers.{name}: {path} lies directly in {root}, which the sandbox hides; binding "
-                f"{root} back would undo that. Move the server into a folder of its own (a virtual "
-                "environment, a package folder) or outside it"
-            )
-        if folder not in binds:
-            binds.append(folder)
+        for folder in _install_roots(path):
+            if not is_within(folder, root) or os.path.realpath(folder) == os.path.realpath(root):
+                raise SandboxError(
+                    f"mcp_servers.{name}: {path} lies directly in {root}, which the sandbox hides; binding "
+                    f"{root} back would undo that. Move the server into a folder of its own (a virtual "
+                    "environment, a package folder) or outside it"
+                )
+            if folder not in binds:
+                binds.append(folder)
     return tuple(binds)

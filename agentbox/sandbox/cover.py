@@ -19,14 +19,20 @@ from agentbox.errors import SandboxError
 __all__ = ["check_covers", "uncovered"]
 
 # bubblewrap's options by the number of arguments they take (bubblewrap 0.8-0.11), for walking a command line
+_NONE = frozenset(
+    "--unshare-all --share-net --unshare-user --unshare-user-try --unshare-ipc --unshare-pid --unshare-net "
+    "--unshare-uts --unshare-cgroup --unshare-cgroup-try --disable-userns --assert-userns-disabled --clearenv "
+    "--die-with-parent --as-pid-1 --new-session --level-prefix".split()
+)
 _ONE = frozenset(
     "--tmpfs --dir --chdir --seccomp --add-seccomp-fd --proc --dev --mqueue --remount-ro --cap-drop --cap-add --uid "
     "--gid --hostname --perms --size --unsetenv --args --argv0 --userns --userns2 --pidns --block-fd "
-    "--userns-block-fd --info-fd --json-status-fd --sync-fd --lock-file --exec-label --file-label".split()
+    "--userns-block-fd --info-fd --json-status-fd --sync-fd --lock-file --exec-label --file-label --overlay-src "
+    "--tmp-overlay --ro-overlay".split()
 )
 _TWO = frozenset(
     "--bind --ro-bind --dev-bind --bind-try --ro-bind-try --dev-bind-try --bind-fd --ro-bind-fd --setenv --symlink "
-    "--file --bind-data --ro-bind-data --chmod --overlay-src".split()
+    "--file --bind-data --ro-bind-data --chmod --overlay".split()
 )
 _BINDS = frozenset("--bind --ro-bind --dev-bind --bind-try --ro-bind-try --dev-bind-try --bind-fd --ro-bind-fd".split())
 
@@ -41,7 +47,8 @@ def _holds(outer: str, inner: str) -> bool:
 
 
 def uncovered(argv: list[str]) -> tuple[str, str] | None:
-    """The first (bind destination, private mount it uncovers) of bubblewrap's options in `argv`, or None."""
+    """The first (bind destination, private mount it uncovers) of bubblewrap's options in `argv`, or None; an option
+    the walk cannot read (an overlay, one it does not know) is returned as (option, why)."""
     private: list[str] = []
     i = 1 if argv and not argv[0].startswith("--") else 0  # past bwrap itself
     while i < len(argv) and argv[i] != "--":
@@ -53,6 +60,10 @@ def uncovered(argv: list[str]) -> tuple[str, str] | None:
             for hidden in private:
                 if _holds(dest, hidden):
                     return dest, hidden
+        elif option in ("--overlay", "--tmp-overlay", "--ro-overlay"):
+            return option, "(an overlay, which this check cannot read)"  # Agent-Box writes none
+        elif option not in _NONE and option not in _ONE and option not in _TWO:
+            return option, "(an option this check does not know)"  # read whole or refused, never skipped
         i += 1 + (2 if option in _TWO else 1 if option in _ONE else 0)
     return None
 
@@ -60,11 +71,16 @@ def uncovered(argv: list[str]) -> tuple[str, str] | None:
 def check_covers(argv: list[str]) -> None:
     """Fail closed when a bind in `argv` would undo one of its private mounts."""
     found = uncovered(argv)
+    if found is not None and found[1].startswith("("):
+        raise SandboxError(
+            f"the sandbox's command line holds {found[0]} {found[1]} (sandbox layer): refused, since a bind past it "
+            "could put back what a private mount hid unseen"
+        )
     if found is not None:
         dest, hidden = found
         raise SandboxError(
             f"the sandbox's bind of {dest} would put back {hidden}, which the run's plan hides behind a private "
             f"mount (sandbox layer): a bind may show a folder below what is hidden, never the hidden folder or one "
-            f"above it. If {dest} is a harness's or an ACP adapter's install, install it with `agent-box harness "
-            f"install`, or anywhere outside {hidden}"
+            f"above it. Keep {hidden} out of {dest}: AGENTBOX_HOME outside the workspace, a harness or an ACP "
+            f"adapter installed with `agent-box harness install` or in a folder of its own"
         )

@@ -363,16 +363,17 @@ def hide_state(argv: list[str], state: str) -> list[str]:
     """The options that keep AGENTBOX_HOME out of the run's sight wherever it lies (its home visible, or a folder
     such as /var/lib/agentbox): the host is read-only inside, but readable, and what Agent-Box keeps there is no
     run's to read (every profile's kept answers, the evidence and run records of other runs, the caches). Only its
-    harness installs come back, read-only: the harness runs from there. Nothing when a private mount (the run's
-    /tmp, a hidden home) already covers it, or when it does not exist yet (bubblewrap could not mount over it on
-    the read-only root)."""
+    harness installs come back, read-only: the harness runs from there. Where a private mount (the run's /tmp, a
+    hidden home) already covers it, its own private mount stays all the same, with nothing bound back: it marks
+    AGENTBOX_HOME hidden for the bind check (`sandbox.cover`), which then refuses a later bind of a folder above it
+    below the home (`~/.local`, an install prefix) that would put it back (red team). Nothing when it does not
+    exist yet (bubblewrap could not mount over it on the read-only root)."""
     real = os.path.realpath(state)
     if real == "/" or not os.path.isdir(real):
         return []
-    for i, arg in enumerate(argv[:-1]):
-        if arg == "--tmpfs" and _within(real, argv[i + 1]):
-            return []
     out = ["--tmpfs", real]
+    if any(arg == "--tmpfs" and _within(real, argv[i + 1]) for i, arg in enumerate(argv[:-1])):
+        return out
     harnesses = os.path.join(real, "harnesses")
     if os.path.isdir(harnesses):
         out += ["--ro-bind", harnesses, harnesses]

@@ -367,7 +367,9 @@ def test_install_roots_add_the_interpreter_prefix_a_venv_links_to(tmp_path):
     (venv / "bin" / "hermes").write_text("#!/bin/sh\n")
     (venv / "bin" / "python").symlink_to(base / "bin" / "python3")
     (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\nversion = 3.11.7\n")
-    assert ADAPTER.install_roots(str(venv / "bin" / "hermes")) == (str(tmp_path / "hermes" / "0.19.0"), str(base))
+    # the venv and the interpreter's bin/ and lib/, never a prefix above them (~/.local would hold AGENTBOX_HOME)
+    roots = (str(venv), str(base / "bin"), str(base / "lib"))
+    assert ADAPTER.install_roots(str(venv / "bin" / "hermes")) == roots
 
 
 def test_the_vocabulary_speaks_chat_completions_with_hermes_tool_names():

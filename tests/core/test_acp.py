@@ -59,7 +59,7 @@ def test_an_adapter_entry_points_the_adapter_at_the_pinned_harness(tmp_path):
     assert all("{" not in v for v in env.values())
     assert set(entry.env) == set(env)
     assert any(v == "/pinned/harness" for v in env.values()) or not entry.env
-    assert str(tmp_path / "prefix") in binds
+    assert str(tmp_path / "prefix" / "node_modules") in binds  # its package folder, never the prefix above it
 
 
 def test_a_missing_adapter_is_reported_with_the_install_command(monkeypatch):

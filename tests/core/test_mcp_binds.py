@@ -70,6 +70,22 @@ def test_a_server_script_under_the_hidden_home_gets_its_folder_bound_and_nothing
     assert not any(b in (str(home), str(home / ".ssh")) for b in binds)
 
 
+def test_a_server_in_an_install_prefix_of_the_home_gets_its_bin_and_lib_bound_never_the_prefix(tmp_path, ws):
+    # `pip install --user`'s ~/.local: the prefix holds AGENTBOX_HOME (~/.local/share/agentbox), which a bind of it
+    # would put back in view (red team): every profile's kept answers, the evidence, the run records
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "lib").mkdir()
+    (home / ".local" / "share" / "agentbox" / "state").mkdir(parents=True)
+    server = home / ".local" / "bin" / "srv"
+    server.write_text("#!/bin/sh\n")
+    server.chmod(0o755)
+    plan = compile_plan(load_profile(write(tmp_path, str(server))), ws, harness_version="0.171.0", home=str(home))
+    binds = ro_binds(plan)
+    assert {str(home / ".local" / "bin"), str(home / ".local" / "lib")} <= set(binds)
+    assert str(home / ".local") not in binds
+
+
 def test_a_server_lying_directly_in_tmp_is_refused_at_compile_time_naming_it(tmp_path, ws):
     loose = "/tmp/agentbox-test-loose-server.py"
     with open(loose, "w") as f:

@@ -44,10 +44,17 @@ def test_a_run_whose_writable_workspace_holds_agentbox_home_is_refused_before_it
 
 
 @needs_bwrap
-def test_the_same_agentbox_home_is_fine_beside_a_read_only_workspace(tmp_path, env, ws):
+def test_a_read_only_workspace_that_holds_agentbox_home_is_refused_too_its_bind_would_put_it_back_in_view(
+    tmp_path, env, ws
+):
     ro = "  workspace: {access: read_only}\n  shell: {access: allow}\n"
-    done = sandbox_run({**env, "AGENTBOX_HOME": str(ws / "agentbox-home")}, profile(tmp_path, ro), ws, "true")
-    assert done.returncode == 0, done.stderr
+    inside = ws / "agentbox-home"
+    inside.mkdir()
+    done = sandbox_run({**env, "AGENTBOX_HOME": str(inside)}, profile(tmp_path, ro), ws, "touch", "/tmp/ran")
+    assert done.returncode == 4, done.stderr
+    assert (
+        f"bind of {ws} would put back {inside}" in done.stderr and "AGENTBOX_HOME outside the workspace" in done.stderr
+    )
 
 
 @needs_bwrap
@@ -209,7 +216,7 @@ def test_without_the_hiding_the_same_read_sees_the_kept_answers(tmp_path, env, w
     assert "kept-login" in done.stdout, done.stderr
 
 
-def test_the_state_mounts_go_before_every_bind_the_plan_names_and_only_where_nothing_covers_it(state):
+def test_the_state_mounts_go_before_every_bind_the_plan_names_and_bind_back_only_where_nothing_covers_it(state):
     from agentbox.sandbox.session import hide_state, sandbox_argv
 
     entry = {
@@ -241,5 +248,11 @@ def test_the_state_mounts_go_before_every_bind_the_plan_names_and_only_where_not
         "--ro-bind",
         f"{state}/harnesses/tool",
     ]
-    assert hide_state(["bwrap", "--tmpfs", os.path.dirname(state)], state) == []  # a hidden home covers it
+    # a hidden home covers it: its own private mount stays, with nothing bound back, for the bind check to read
+    assert hide_state(["bwrap", "--tmpfs", os.path.dirname(state)], state) == ["--tmpfs", state]
     assert hide_state(["bwrap"], "/tmp/agentbox-home-absent") == []  # nothing there to read, or to mount over
+    # a later bind of a folder above it, below the home (an install prefix such as ~/.local), would put it back
+    hidden_home = ["bwrap", "--tmpfs", "/tmp", "--tmpfs", os.path.dirname(os.path.dirname(state))]
+    bind_above = ["--ro-bind", os.path.dirname(state), os.path.dirname(state)]
+    with pytest.raises(SandboxError, match=f"would put back {state}"):
+        sandbox_argv({"argv": [*hidden_home, *bind_above]}, "/tmp/run", state=state)

@@ -453,6 +453,7 @@ class HarnessAdapter(ABC):
         """The folders that must stay visible inside the sandbox for the binary to run."""
         resolved = Path(binary).resolve()
         for parent in resolved.parents:
+            # the package folder itself, never the prefix above it: `npm i` in a home has the home as its prefix
             if parent.name in ("node_modules", "venv", ".venv"):
-                return (str(parent.parent),)
+                return (str(parent),)
         return (str(resolved.parent),)

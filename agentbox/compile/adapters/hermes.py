@@ -319,8 +319,10 @@ class HermesAdapter(HarnessAdapter):
                 candidates.append(str(python.resolve().parent))
             for home in filter(None, candidates):
                 prefix = Path(home).parent if Path(home).name == "bin" else Path(home)
-                if str(prefix) not in roots:
-                    roots.append(str(prefix))
+                # its bin/ and lib/, not the prefix: a Python in ~/.local would bind back AGENTBOX_HOME with it
+                for part in (prefix / "bin", prefix / "lib"):
+                    if str(part) not in roots:
+                        roots.append(str(part))
             break
         return tuple(roots)
 
