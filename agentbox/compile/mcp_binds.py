@@ -4,9 +4,8 @@ The harness starts its MCP servers inside the run's sandbox, where /tmp is priva
 empty tmpfs. A server installed there (a virtual environment under /tmp, a script under the home) would
 fail with `bwrap: execvp ...: No such file or directory`, and every vector through it would come out an
 error. So each configured server's install is bound back read-only: the smallest folder that holds it
-(the virtual environment, the package's node_modules parent, an installation prefix, a script's own
-folder), following one
-shebang to its interpreter. A server that would need a whole hidden root (a script lying directly in
+(the virtual environment, the package's node_modules, an installation prefix's bin/ and lib/, a script's own
+folder), following one shebang to its interpreter. A server that would need a whole hidden root (a script lying directly in
 /tmp or the home) is refused when the plan is compiled, with the path and the reason, because binding
 the root back would undo the hiding.
 """

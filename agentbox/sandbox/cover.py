@@ -16,7 +16,7 @@ import os
 
 from agentbox.errors import SandboxError
 
-__all__ = ["check_covers", "uncovered"]
+__all__ = ["BINDS", "check_covers", "holds", "uncovered", "walk"]
 
 # bubblewrap's options by the number of arguments they take (bubblewrap 0.8-0.11), for walking a command line
 _NONE = frozenset(
@@ -34,7 +34,9 @@ _TWO = frozenset(
     "--bind --ro-bind --dev-bind --bind-try --ro-bind-try --dev-bind-try --bind-fd --ro-bind-fd --setenv --symlink "
     "--file --bind-data --ro-bind-data --chmod --overlay".split()
 )
-_BINDS = frozenset("--bind --ro-bind --dev-bind --bind-try --ro-bind-try --dev-bind-try --bind-fd --ro-bind-fd".split())
+BINDS = _BINDS = frozenset(
+    "--bind --ro-bind --dev-bind --bind-try --ro-bind-try --dev-bind-try --bind-fd --ro-bind-fd".split()
+)
 
 
 def _holds(outer: str, inner: str) -> bool:
@@ -46,25 +48,36 @@ def _holds(outer: str, inner: str) -> bool:
     return False
 
 
+def walk(argv: list[str]):
+    """(index, option, its arguments) of each of bubblewrap's options in `argv`, up to the command."""
+    i = 1 if argv and not argv[0].startswith("--") else 0  # past bwrap itself
+    while i < len(argv) and argv[i] != "--":
+        option = argv[i]
+        count = 2 if option in _TWO else 1 if option in _ONE else 0
+        yield i, option, argv[i + 1 : i + 1 + count]
+        i += 1 + count
+
+
+def holds(outer: str, inner: str) -> bool:
+    """Whether a mount at `outer` covers `inner` (`_holds`)."""
+    return _holds(outer, inner)
+
+
 def uncovered(argv: list[str]) -> tuple[str, str] | None:
     """The first (bind destination, private mount it uncovers) of bubblewrap's options in `argv`, or None; an option
     the walk cannot read (an overlay, one it does not know) is returned as (option, why)."""
     private: list[str] = []
-    i = 1 if argv and not argv[0].startswith("--") else 0  # past bwrap itself
-    while i < len(argv) and argv[i] != "--":
-        option = argv[i]
+    for _, option, args in walk(argv):
         if option == "--tmpfs":
-            private.append(argv[i + 1])
+            private.append(args[0])
         elif option in _BINDS:
-            dest = argv[i + 2]
             for hidden in private:
-                if _holds(dest, hidden):
-                    return dest, hidden
-        elif option in ("--overlay", "--tmp-overlay", "--ro-overlay"):
-            return option, "(an overlay, which this check cannot read)"  # Agent-Box writes none
+                if _holds(args[1], hidden):
+                    return args[1], hidden
+        elif option in ("--overlay", "--tmp-overlay", "--ro-overlay", "--args"):
+            return option, "(an overlay, or options read from a descriptor, which this check cannot read)"
         elif option not in _NONE and option not in _ONE and option not in _TWO:
             return option, "(an option this check does not know)"  # read whole or refused, never skipped
-        i += 1 + (2 if option in _TWO else 1 if option in _ONE else 0)
     return None
 
 

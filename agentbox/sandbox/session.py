@@ -334,8 +334,7 @@ def sandbox_argv(
     argv = [a.replace(RUN_DIR, run_dir) for a in entry["argv"]]
     argv[0] = which("bwrap") or argv[0]
     if state is not None and not entry.get("state_visible"):
-        hide = hide_state(argv, state)
-        at = _after_private_tmp(argv)
+        at, hide = state_mounts(argv, state)
         argv[at:at] = hide
     if guard:
         at = argv.index("--chdir") if "--chdir" in argv else len(argv)
@@ -360,22 +359,57 @@ def _landlock() -> bool:
 
 
 def hide_state(argv: list[str], state: str) -> list[str]:
-    """The options that keep AGENTBOX_HOME out of the run's sight wherever it lies (its home visible, or a folder
-    such as /var/lib/agentbox): the host is read-only inside, but readable, and what Agent-Box keeps there is no
-    run's to read (every profile's kept answers, the evidence and run records of other runs, the caches). Only its
-    harness installs come back, read-only: the harness runs from there. Where a private mount (the run's /tmp, a
-    hidden home) already covers it, its own private mount stays all the same, with nothing bound back: it marks
-    AGENTBOX_HOME hidden for the bind check (`sandbox.cover`), which then refuses a later bind of a folder above it
-    below the home (`~/.local`, an install prefix) that would put it back (red team). Nothing when it does not
-    exist yet (bubblewrap could not mount over it on the read-only root)."""
+    """The options that keep AGENTBOX_HOME out of the run's sight (`state_mounts`), for the end of `argv`."""
+    return _state_options(argv, os.path.realpath(state), len(argv))
+
+
+def state_mounts(argv: list[str], state: str) -> tuple[int, list[str]]:
+    """Where in `argv`, and which, options keep AGENTBOX_HOME out of the run's sight wherever it lies (its home
+    visible, or a folder such as /var/lib/agentbox): the host is read-only inside, but readable, and what Agent-Box
+    keeps there is no run's to read (every profile's kept answers, the evidence and run records of other runs, the
+    caches). Only its harness installs come back, read-only: the harness runs from there.
+
+    They go right after the private /tmp, or after a bind that puts AGENTBOX_HOME back before the plan binds
+    anything inside it (a visible home under /tmp, bound back over the private /tmp), so that the plan's own binds
+    inside it (a harness's install) stay in view. Never after the workspace's bind: a workspace that holds
+    AGENTBOX_HOME is refused by the bind check instead (`state-agentbox-home-in-read-only-workspace`). Where a private mount after them covers it anyway (a hidden
+    home), only its own private mount is added, with nothing bound back: it marks AGENTBOX_HOME hidden for the bind
+    check (`sandbox.cover`), which then refuses a later bind of a folder above it below the home (`~/.local`, an
+    install prefix) that would put it back (red team). Nothing when it does not exist yet (bubblewrap could not
+    mount over it on the read-only root)."""
+    from agentbox.sandbox.cover import BINDS, holds, walk
+
     real = os.path.realpath(state)
+    at = _after_private_tmp(argv)
+    workspace = argv[argv.index("--chdir") + 1] if "--chdir" in argv else None
+    for i, option, args in walk(argv):
+        if i < at or option not in BINDS or args[1] == workspace:
+            continue
+        if _within(args[1], real) and not holds(args[1], real):
+            break  # the plan's first bind inside it: its mounts go before this one
+        if holds(args[1], real):
+            at = i + 3
+    return at, _state_options(argv, real, at)
+
+
+def _state_options(argv: list[str], real: str, at: int) -> list[str]:
+    """AGENTBOX_HOME's mounts placed at `at`: its private mount, and its harness installs bound back unless what
+    follows covers it anyway (a marker then, for the bind check)."""
+    from agentbox.sandbox.cover import BINDS, holds, walk
+
     if real == "/" or not os.path.isdir(real):
         return []
+    hidden = False  # whether, after all of `argv` from `at` on (or before it, for the end), it lies hidden
+    for i, option, args in walk(argv):
+        if at < len(argv) and i < at:
+            continue
+        if option == "--tmpfs" and holds(args[0], real):
+            hidden = True
+        elif option in BINDS and holds(args[1], real):
+            hidden = False
     out = ["--tmpfs", real]
-    if any(arg == "--tmpfs" and _within(real, argv[i + 1]) for i, arg in enumerate(argv[:-1])):
-        return out
     harnesses = os.path.join(real, "harnesses")
-    if os.path.isdir(harnesses):
+    if not hidden and os.path.isdir(harnesses):
         out += ["--ro-bind", harnesses, harnesses]
     return out
 
@@ -518,7 +552,7 @@ def run_forwarding(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ..
 
     relay = _relay(lambda signum: forward(signum, None))
     pid = _spawn_relayed(relay, argv, env, pass_fds)
-    return _wait(pid, relay, forward, (*_FORWARDED[:3], signal.SIGWINCH), lambda code: code)
+    return _wait(pid, relay, forward, _FORWARDED, lambda code: code)
 
 
 def _relay(on_signal):

@@ -41,14 +41,15 @@ KEPT_OSC = frozenset({0, 1, 2, 4, 7, 8, 9, *range(10, 20), 104, *range(110, 120)
 # cursor's position) carry nothing the run chose, and whatever is still unread when the run ends is drained.
 _TYPED_REPORTS = (20, 21)
 _LIMIT = 1 << 16  # a control string longer than this is dropped whole, never passed on in part
-# written to the user's terminal when the run ends: what a run may have switched on for the screen, off again (mouse
-# and focus reports, bracketed paste, the alternate screen, keyboard protocols, colours, character sets, a hidden
-# cursor, the keypad, a scroll region), since a run that left them on would leave the user's shell unusable
-RESET = (
-    b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[?1049l"
-    b"\x1b[=0;1u\x1b[>4;0m\x1b]104\x1b\\\x1b]110\x1b\\\x1b]111\x1b\\\x1b]112\x1b\\"
-    b"\x1b[0m\x1b(B\x1b)B\x0f\x1b[?25h\x1b>\x1b7\x1b[r\x1b8"
+# Modes a run may switch on whose default is off (mouse and focus reports, bracketed paste, the alternate screen,
+# synchronized output, application cursor keys): each one the run switched on is switched off again when it ends,
+# since a run that left them on would leave the user's shell unusable. Only those it switched on: a reset of a mode
+# that was never set is not harmless everywhere (tmux restores an old cursor on leaving an alternate screen it was
+# not in).
+_OFF_BY_DEFAULT = frozenset(
+    {1, 9, 47, 66, 1000, 1002, 1003, 1004, 1005, 1006, 1007, 1015, 1016, 1047, 1049, 2004, 2026}
 )
+_PALETTE_RESETS = {4: b"\x1b]104\x1b\\", 10: b"\x1b]110\x1b\\", 11: b"\x1b]111\x1b\\", 12: b"\x1b]112\x1b\\"}
 ESC, BEL, CAN, SUB = 0x1B, 0x07, 0x18, 0x1A
 _DA_ANSWER = re.compile(rb"\x1b\[\?[0-9;]*c")  # a terminal's answer to a request for its device attributes
 
@@ -56,12 +57,21 @@ _DA_ANSWER = re.compile(rb"\x1b\[\?[0-9;]*c")  # a terminal's answer to a reques
 class ControlFilter:
     """The run's output with the control strings a terminal acts on beyond its screen dropped. Stateful: a
     sequence split across reads is judged whole. Whatever it passes, an ESC in its output only ever begins a
-    sequence it read whole and kept, and no C1 control (8-bit, or UTF-8-encoded) passes at all."""
+    sequence it read whole and kept, and no C1 control passes, 8-bit or UTF-8-encoded, as a UTF-8 terminal reads
+    them (a terminal set to Latin-1 reads a UTF-8 character's continuation bytes as C1 controls: it is not
+    supported). `asked` counts the requests for the device attributes it passed; `resets()` undoes the screen modes
+    the run switched on."""
 
     def __init__(self) -> None:
         self._state = "text"
         self._held = bytearray()
         self._tail = 0  # UTF-8 continuation bytes still due to the character under way
+        self.asked = 0  # requests for the device attributes passed on: the terminal owes that many answers
+        self._resets: dict[bytes, None] = {}  # what undoes the screen modes the run switched on, in order
+
+    def resets(self) -> bytes:
+        """What switches off again the screen modes the run switched on (empty when it switched none)."""
+        return b"".join(self._resets)
 
     def feed(self, data: bytes) -> bytes:
         if self._state == "text" and not self._tail and data.isascii() and ESC not in data:
@@ -86,6 +96,9 @@ class ControlFilter:
                     self._state = "c2"
                 elif 0x80 <= b <= 0x9F:  # a raw C1 control (a terminal in an 8-bit mode acts on it)
                     pass
+                elif b == 0x0E:  # shift out: the G1 character set until shift in
+                    self._resets[b"\x0f"] = None
+                    out.append(b)
                 else:
                     self._tail = 1 if 0xC3 <= b <= 0xDF else 2 if 0xE0 <= b <= 0xEF else 3 if 0xF0 <= b <= 0xF4 else 0
                     out.append(b)
@@ -116,8 +129,21 @@ class ControlFilter:
                 if 0x20 <= b <= 0x7E:  # a two-byte escape (a cursor save, a charset): the screen's own
                     out += held
                     out.append(b)
+                    if b in b"()":  # a character set designated to G0 or G1: its final byte follows
+                        self._state = "charset"
+                        held[:] = bytes([b])
+                    elif b == ord("="):  # the keypad's application mode
+                        self._resets[b"\x1b>"] = None
                     return
                 continue  # a lone ESC before a control or a non-ASCII byte: dropped, the byte judged afresh
+            if state == "charset":
+                self._state = "text"
+                if 0x20 <= b <= 0x7E:
+                    out.append(b)
+                    if b != ord("B"):
+                        self._resets[b"\x1b" + bytes(held) + b"B"] = None
+                    return
+                continue
             if state == "esc%":
                 self._state = "text"
                 if 0x20 <= b <= 0x7E:
@@ -132,8 +158,11 @@ class ControlFilter:
                 self._state = "text"
                 if 0x40 <= b <= 0x7E:
                     held.append(b)
-                    if not (b == ord("t") and _first_number(bytes(held[2:-1])) in _TYPED_REPORTS):
-                        out += held
+                    params = bytes(held[2:-1])
+                    if b == ord("t") and _first_number(params) in (*_TYPED_REPORTS, None):
+                        return  # a report typed back, or one this cannot read: dropped
+                    out += held
+                    self._note_csi(params, b)
                     return
                 continue  # anything else ends it unfinished, dropped; an ESC there starts a new sequence
             if state == "osc":
@@ -142,7 +171,7 @@ class ControlFilter:
                 elif b == ESC and not self._tail:
                     self._state = "osc-esc"
                 elif self._c1_or_control(b) or len(held) > _LIMIT:
-                    self._state = "string"  # a control inside (C1 included), or too long: dropped whole, to its end
+                    self._state, self._tail = "string", 0  # a control inside (C1 included), or too long: dropped
                 else:
                     held.append(b)
                 return
@@ -160,6 +189,7 @@ class ControlFilter:
                 if b == ESC
                 else "string"
             )
+            self._tail = 0
             return
 
     def _c1_or_control(self, b: int) -> bool:
@@ -176,10 +206,33 @@ class ControlFilter:
         return False
 
     def _end_osc(self, out: bytearray) -> None:
-        if _osc_number(bytes(self._held)) in KEPT_OSC:
+        number = _osc_number(bytes(self._held))
+        if number in KEPT_OSC:
             out += self._held
             out += b"\x1b\\"
-        self._state = "text"
+            payload = bytes(self._held[2:]).split(b";", 2)
+            if number in _PALETTE_RESETS and not payload[-1].startswith(b"?"):
+                self._resets[_PALETTE_RESETS[number]] = None
+        self._state, self._tail = "text", 0
+
+    def _note_csi(self, params: bytes, final: int) -> None:
+        """Count a request for the device attributes, and keep what undoes a screen mode this CSI switched on."""
+        if final == ord("c") and params in (b"", b"0"):
+            self.asked += 1
+        elif final == ord("h") and params.startswith(b"?"):
+            modes = {int(p) for p in params[1:].split(b";") if p.isdigit()}
+            self._resets.update({f"\x1b[?{m}l".encode(): None for m in sorted(modes & _OFF_BY_DEFAULT)})
+        elif final == ord("l") and params.startswith(b"?"):
+            modes = {int(p) for p in params[1:].split(b";") if p.isdigit()}
+            self._resets.update({f"\x1b[?{m}h".encode(): None for m in sorted(modes & {7, 25})})  # on by default
+        elif final == ord("u") and params[:1] in (b">", b"="):  # the kitty keyboard protocol
+            self._resets[b"\x1b[=0;1u"] = None
+        elif final == ord("m") and params.startswith(b">4"):  # xterm's modifyOtherKeys
+            self._resets[b"\x1b[>4m"] = None
+        elif final == ord("m") and params[:1] not in (b">", b"?", b"="):  # colours and attributes
+            self._resets[b"\x1b[0m"] = None
+        elif final == ord("r") and params:  # a scroll region
+            self._resets[b"\x1b7\x1b[r\x1b8"] = None
 
 
 def _first_number(params: bytes) -> int | None:
@@ -202,17 +255,22 @@ def attached_ttys() -> tuple[int, ...]:
 class Relay:
     """The run's own pseudo-terminal, standing in for the user's terminal on the stdio descriptors `ttys` (the
     module's docstring). `file_actions()` for posix_spawn, then `start()` once the run is spawned and `stop()` when it
-    has ended; `resize()` on SIGWINCH."""
+    has ended; `resize()` on SIGWINCH. The user's keystrokes are relayed, and the terminal set raw, only while this
+    process is in the terminal's foreground: a launch in the background (`&`) leaves the terminal to the shell."""
 
     def __init__(self, ttys: tuple[int, ...], on_signal: Callable[[int], None]):
         self.ttys, self.on_signal = ttys, on_signal
-        self.user_in = 0 if 0 in ttys else None
+        self.user_in = 0 if 0 in ttys and _in_foreground(0) else None
         self.user_out = next((fd for fd in (1, 2) if fd in ttys), None)
         self.master, self.slave = os.openpty()
         self.saved = termios.tcgetattr(ttys[0])
         termios.tcsetattr(self.slave, termios.TCSANOW, self.saved)  # the run starts in the user's own modes
         self.resize()
+        self.screen = ControlFilter()
+        self.answered = 0  # answers to the device-attributes requests the run passed, relayed to it
+        self._wake_r, self._wake_w = os.pipe()  # tells `_copy` to give up, when the run's last output never ends
         self._thread: threading.Thread | None = None
+        self._raw = False
 
     def file_actions(self) -> list[tuple]:
         return [(os.POSIX_SPAWN_DUP2, self.slave, fd) for fd in self.ttys]
@@ -223,51 +281,68 @@ class Relay:
 
     def start(self) -> None:
         os.close(self.slave)  # the run holds it now: the master reads EIO once the run's last holder is gone
+        self.slave = -1
         os.set_blocking(self.master, False)  # keystrokes wait in `_copy` while the run reads none, output still flows
         if self.user_in is not None:
-            tty.setraw(self.user_in)
+            tty.setraw(self.user_in, termios.TCSANOW)  # what the user typed ahead stays, for the run
+            self._raw = True
         self._thread = threading.Thread(target=self._copy, name="agentbox-terminal", daemon=True)
         self._thread.start()
 
     def stop(self, drain: float = 2.0) -> None:
-        """Wait (at most `drain` seconds) for the run's last output, undo what it set on the screen, drain the
-        terminal's answers still unread, then give the user's terminal its modes back."""
+        """Wait (at most `drain` seconds) for the run's last output, undo the screen modes it switched on, read away
+        the terminal's answers still owed, then give the user's terminal its modes back. Best effort past the run's
+        end: a terminal already gone (a hangup) fails none of it."""
         try:
             if self._thread is not None:
                 self._thread.join(drain)
-            else:  # never started (the run could not be spawned)
+                if self._thread.is_alive():
+                    os.write(self._wake_w, b"x")
+                    self._thread.join(drain)
+            elif self.slave >= 0:  # never started (the run could not be spawned)
                 os.close(self.slave)
             if self._thread is not None and self.user_out is not None:
-                _write_all(self.user_out, RESET)
+                _write_all(self.user_out, self.screen.resets())
                 if self.user_in is not None:
-                    self._drain_answers()
+                    self._drain_answers(max(0, self.screen.asked - self.answered) + 1)
+        except OSError:
+            pass
         finally:
-            termios.tcsetattr(self.ttys[0], termios.TCSAFLUSH, self.saved)
-            os.close(self.master)
+            try:
+                if self._raw:
+                    # flushed: whatever the terminal typed back past the drain's bound is no command for the shell
+                    termios.tcsetattr(self.ttys[0], termios.TCSAFLUSH, self.saved)
+            except OSError:
+                pass
+            for fd in (self.master, self._wake_r, self._wake_w):
+                os.close(fd)
 
-    def _drain_answers(self, bound: float = 0.5) -> None:
+    def _drain_answers(self, owed: int, bound: float = 0.5) -> None:
         """Read away what the terminal still owes the run (answers to its queries, typed into the input), so none
-        reaches the user's shell: a terminal answers in order, so once it has answered a request for its device
-        attributes, everything it owed before is read. Bounded: a terminal that never answers costs `bound`."""
+        reaches the user's shell: it is asked once more for its device attributes, and since a terminal answers in
+        order, everything it owed is read once that many answers (`owed`, this one included) have come. Bounded: a
+        terminal that never answers costs `bound` seconds."""
         user_in, user_out = self.user_in, self.user_out
         assert user_in is not None and user_out is not None  # `stop` asks only then
         _write_all(user_out, b"\x1b[c")
         seen = b""
-        while not _DA_ANSWER.search(seen):
+        while len(_DA_ANSWER.findall(seen)) < owed:
             ready, _, _ = select.select([user_in], [], [], bound)
             if not ready:
                 return
-            seen = (seen + os.read(user_in, 4096))[-4096:]
+            seen += os.read(user_in, 4096)
 
     def _copy(self) -> None:
-        screen = ControlFilter()
         keys = bytearray()  # the user's keystrokes the run has not read yet
-        user_in = self.user_in  # None once it ends
+        user_in, user_out = self.user_in, self.user_out  # each None once it fails or ends
+        typed = b""  # the tail of what the terminal typed, for answers split across reads
         while True:
-            reading = [self.master]
+            reading = [self.master, self._wake_r]
             if user_in is not None and len(keys) < _LIMIT * 16:
                 reading.append(user_in)
             ready, writable, _ = select.select(reading, [self.master] if keys else [], [])
+            if self._wake_r in ready:
+                return
             if self.master in ready:
                 try:
                     output: bytes | None = os.read(self.master, 65536)
@@ -277,14 +352,25 @@ class Relay:
                     return
                 if output == b"":
                     return
-                if output and self.user_out is not None:
-                    _write_all(self.user_out, screen.feed(output))
+                if output and user_out is not None:
+                    try:
+                        _write_all(user_out, self.screen.feed(output))
+                    except OSError:  # the user's terminal is gone: the run's output is still read, and dropped
+                        user_out = None
             if user_in is not None and user_in in ready:
-                data = os.read(user_in, 4096)
-                if not data:
+                try:
+                    data = os.read(user_in, 4096)
+                except BlockingIOError:
+                    data = None
+                except OSError:
+                    data = b""
+                if data == b"":
                     user_in = None
                     continue
-                keys += self._keys(data)
+                if data:
+                    typed = typed[-64:] + data
+                    self.answered += len(_DA_ANSWER.findall(typed)) - len(_DA_ANSWER.findall(typed[: -len(data)]))
+                    keys += self._keys(data)
             if keys and self.master in writable:
                 try:
                     del keys[: os.write(self.master, keys)]
@@ -300,6 +386,7 @@ class Relay:
         if not attrs[3] & termios.ISIG:
             return data
         keys = {attrs[6][termios.VINTR]: signal.SIGINT, attrs[6][termios.VQUIT]: signal.SIGQUIT}
+        keys.pop(b"\0", None)  # a key set to NUL is switched off (_POSIX_VDISABLE)
         out = bytearray()
         for b in data:
             sig = keys.get(bytes([b]))
@@ -308,6 +395,16 @@ class Relay:
             else:
                 self.on_signal(sig)
         return bytes(out)
+
+
+def _in_foreground(fd: int) -> bool:
+    """Whether setting the terminal's modes and reading it leaves this process running: it is in the terminal's
+    foreground, or the terminal is not its controlling one (SIGTTOU and SIGTTIN stop only a background job of the
+    terminal that controls it)."""
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:  # not this process's controlling terminal
+        return True
 
 
 def _write_all(fd: int, data: bytes) -> None:

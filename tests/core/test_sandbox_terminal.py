@@ -27,6 +27,19 @@ ATTACK = (
 )
 
 
+def reaped(pid: int, within: float = 60) -> int:
+    """The exit status of `pid` once it has ended, failing (and killing it) when it has not within `within` s."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        if not select.select([pidfd], [], [], within)[0]:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail(f"the run had not ended after {within} s")
+    finally:
+        os.close(pidfd)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
 def on_a_terminal(
     argv: list[str], env: dict[str, str], typed: tuple[bytes, bytes] | None = None
 ) -> tuple[bytes, bool, int]:
@@ -51,9 +64,9 @@ def on_a_terminal(
             os.write(fd, typed[1])
             typed = None
     echo = bool(termios.tcgetattr(fd)[3] & termios.ECHO)
-    _, status = os.waitpid(pid, 0)
+    status = reaped(pid)
     os.close(fd)
-    return seen, echo, os.waitstatus_to_exitcode(status)
+    return seen, echo, status
 
 
 @needs_bwrap
@@ -121,11 +134,19 @@ class AnsweringTerminal:
         import subprocess
 
         self.master, self.slave = pty.openpty()
-        self.proc = subprocess.Popen(argv, env=env, stdin=self.slave, stdout=self.slave, stderr=self.slave)
+        self.proc = subprocess.Popen(
+            argv, env=env, stdin=self.slave, stdout=self.slave, stderr=self.slave, start_new_session=True
+        )
         self.screen = b""
 
-    def run(self) -> int:
+    def run(self, within: float = 60) -> int:
+        import time
+
+        deadline = time.monotonic() + within
         while self.proc.poll() is None or select.select([self.master], [], [], 0.2)[0]:
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                pytest.fail(f"the run had not ended after {within} s")
             if not select.select([self.master], [], [], 0.2)[0]:
                 continue
             data = os.read(self.master, 4096)
@@ -187,7 +208,9 @@ def test_output_still_flows_while_keystrokes_wait_for_a_run_that_reads_none(tmp_
     seen = b""
     while b"ready" not in seen:
         seen += os.read(fd, 4096)
-    os.write(fd, b"x" * 200_000)  # taken by Agent-Box at once: it waits there, not in the terminal
+    paste = memoryview(b"x" * 200_000)  # taken by Agent-Box as it comes: it waits there, not in the terminal
+    while paste and select.select([], [fd], [], 10)[1]:
+        paste = paste[os.write(fd, paste) :]
     (ws / "go").write_text("")
     while select.select([fd], [], [], 30)[0]:
         try:
@@ -197,5 +220,29 @@ def test_output_still_flows_while_keystrokes_wait_for_a_run_that_reads_none(tmp_
         if not data:
             break
         seen += data
-    _, status = os.waitpid(pid, 0)
-    assert b"after-the-paste" in seen and os.waitstatus_to_exitcode(status) == 0
+    assert reaped(pid) == 0 and b"after-the-paste" in seen and not paste
+
+
+@needs_bwrap
+def test_a_run_started_in_the_background_leaves_the_terminal_to_the_shell_and_is_not_stopped(tmp_path, env, ws):
+    prof = tmp_path / "t.yaml"
+    prof.write_text("name: t\nharness: codex\npermission_intent:\n  shell: {access: allow}\n")
+    argv = [sys.executable, "-m", "agentbox.cli", "sandbox", "run", str(prof), "--cwd", str(ws), "--", "true"]
+    pid, fd = pty.fork()
+    if pid == 0:  # a shell's job control: the run in a process group of its own, not the terminal's foreground
+        job = os.fork()
+        if job == 0:
+            os.setpgid(0, 0)
+            os.execvpe(argv[0], argv, env)
+        _, status = os.waitpid(job, os.WUNTRACED)
+        if os.WIFSTOPPED(status):  # stopped for touching the terminal's modes from the background (SIGTTOU)
+            os.kill(job, 9)
+            os._exit(3)
+        os._exit(os.waitstatus_to_exitcode(status))
+    while select.select([fd], [], [], 60)[0]:
+        try:
+            if not os.read(fd, 4096):
+                break
+        except OSError:
+            break
+    assert reaped(pid) == 0

@@ -251,8 +251,31 @@ def test_the_state_mounts_go_before_every_bind_the_plan_names_and_bind_back_only
     # a hidden home covers it: its own private mount stays, with nothing bound back, for the bind check to read
     assert hide_state(["bwrap", "--tmpfs", os.path.dirname(state)], state) == ["--tmpfs", state]
     assert hide_state(["bwrap"], "/tmp/agentbox-home-absent") == []  # nothing there to read, or to mount over
-    # a later bind of a folder above it, below the home (an install prefix such as ~/.local), would put it back
+    # a bind of a folder above it below the home (an install prefix such as ~/.local) puts it back: its mounts go
+    # after that bind, or, when the plan already bound something inside it, the bind is refused (red team)
     hidden_home = ["bwrap", "--tmpfs", "/tmp", "--tmpfs", os.path.dirname(os.path.dirname(state))]
-    bind_above = ["--ro-bind", os.path.dirname(state), os.path.dirname(state)]
+    above = os.path.dirname(state)
+    argv = sandbox_argv({"argv": [*hidden_home, "--ro-bind", above, above]}, "/tmp/run", state=state)
+    assert argv[-5:] == ["--tmpfs", state, "--ro-bind", f"{state}/harnesses", f"{state}/harnesses"]
+    inside = ["--ro-bind", f"{state}/harnesses/tool", f"{state}/harnesses/tool"]
     with pytest.raises(SandboxError, match=f"would put back {state}"):
-        sandbox_argv({"argv": [*hidden_home, *bind_above]}, "/tmp/run", state=state)
+        sandbox_argv({"argv": [*hidden_home, *inside, "--ro-bind", above, above]}, "/tmp/run", state=state)
+
+
+@needs_bwrap
+def test_a_visible_home_under_tmp_runs_with_the_agentbox_home_in_it_hidden(tmp_path, env, ws):
+    home = tmp_path / "hosthome"  # under /tmp: bound back over the run's private /tmp
+    kept = home / ".local" / "share" / "agentbox" / "state" / "other" / "codex" / "auth.json"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("kept-login\n")
+    visible = "  workspace: {access: read_only}\n  shell: {access: allow}\n  host_home: visible\n"
+    done = sandbox_run(
+        {**env, "HOME": str(home), "AGENTBOX_HOME": str(kept.parents[3])},
+        profile(tmp_path, visible),
+        ws,
+        "sh",
+        "-c",
+        f"ls -a {home}; cat {kept}",
+    )
+    assert done.returncode != 0 and ".local" in done.stdout, done.stderr  # the home is in view ...
+    assert "kept-login" not in done.stdout and "No such file" in done.stderr  # ... and what Agent-Box keeps is not
