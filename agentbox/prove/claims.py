@@ -417,18 +417,23 @@ def _carried(
 ) -> dict[str, EvidenceRecord]:
     """Vector id -> the headless composed record that stands for it on a tui or acp row (`headless` is empty on a
     headless row): for each vector the row has no composed record of its own whose sandbox-alone record and
-    headless composed record are both current blocks with passing controls. Anything less carries nothing and the
-    vector stays missing."""
+    headless composed record are both current blocks with passing controls, or `inapplicable` (the kernel lacks
+    what the attack needs, as it does in every mode: the carried record keeps the condition). Anything less carries
+    nothing and the vector stays missing."""
 
-    def held(r: EvidenceRecord | None) -> bool:
-        return r is not None and r.outcome == "blocked" and r.control_outcome == "passed" and fresh(r) is None
+    def held(v: Vector, r: EvidenceRecord | None) -> bool:
+        if r is None or fresh(r) is not None:
+            return False
+        if r.outcome == "inapplicable":
+            return bool(set(r.run_info.kernel_lacks) & set(v.kernel_needs))
+        return r.outcome == "blocked" and r.control_outcome == "passed"
 
     return {
         v.id: headless[(v.id, "composed")]
         for v in vectors
         if (v.id, "composed") not in latest
-        and held(latest.get((v.id, "sandbox")))
-        and held(headless.get((v.id, "composed")))
+        and held(v, latest.get((v.id, "sandbox")))
+        and held(v, headless.get((v.id, "composed")))
     }
 
 

@@ -522,3 +522,16 @@ def test_an_inapplicable_record_of_a_vector_that_needs_no_kernel_feature_proves_
     claim = only_claim(reconcile(records, plain, declarations()))
     assert claim.claim == "unverified" and claim.inapplicable == {}
     assert claim.unverified == {"ro-file-tool": "inapplicable, but the vector needs no kernel feature the record names"}
+
+
+def test_a_vector_inapplicable_alone_and_headless_is_carried_into_a_tui_row_with_its_condition(
+    kernel_catalogue, kernel_record
+):
+    records = [
+        inapplicable(kernel_record, "ro-shell", "sandbox"),
+        inapplicable(kernel_record, "ro-shell", "composed"),
+        kernel_record("ro-file-tool", "harness", "blocked", mode="tui"),
+        kernel_record("ro-file-tool", "composed", "blocked", mode="tui"),
+    ]
+    row = tui_row(records, kernel_catalogue)
+    assert row.carried == ("ro-shell",) and row.claim == "exact" and row.kernel_lacks == ("modules",)
