@@ -334,6 +334,10 @@ class Relay:
 
     def _copy(self) -> None:
         keys = bytearray()  # the user's keystrokes the run has not read yet
+        # the interrupt and quit keys typed, each sent once the keys typed before it are in the run's terminal, as a
+        # terminal's own line discipline reads them in order: (how many keys precede it in all, the signal)
+        signals: list[tuple[int, int]] = []
+        queued = written = 0  # keys put in `keys`, and written from it, since the start
         user_in, user_out = self.user_in, self.user_out  # each None once it fails or ends
         typed = b""  # the tail of what the terminal typed, for answers split across reads
         while True:
@@ -370,31 +374,40 @@ class Relay:
                 if data:
                     typed = typed[-64:] + data
                     self.answered += len(_DA_ANSWER.findall(typed)) - len(_DA_ANSWER.findall(typed[: -len(data)]))
-                    keys += self._keys(data)
+                    for part in self._keys(data):
+                        if isinstance(part, int):
+                            signals.append((queued, part))
+                        else:
+                            keys += part
+                            queued += len(part)
             if keys and self.master in writable:
                 try:
-                    del keys[: os.write(self.master, keys)]
-                except BlockingIOError:
-                    pass
+                    n = os.write(self.master, keys)
+                    del keys[:n]
+                    written += n
+                except BlockingIOError:  # the run reads none of its input: an interrupt must not wait behind it
+                    written = queued
                 except OSError:
                     return
+            while signals and signals[0][0] <= written:
+                self.on_signal(signals.pop(0)[1])
 
-    def _keys(self, data: bytes) -> bytes:
-        """The user's keystrokes for the run: the interrupt and quit keys sent as signals while the run's terminal
-        makes them signals (no terminal driver can: the pseudo-terminal controls no session)."""
+    def _keys(self, data: bytes) -> list[bytes | int]:
+        """The user's keystrokes for the run, in order: bytes, and a signal for each interrupt or quit key while the
+        run's terminal makes them signals (no terminal driver can: the pseudo-terminal controls no session)."""
         attrs = termios.tcgetattr(self.master)
         if not attrs[3] & termios.ISIG:
-            return data
+            return [data]
         keys = {attrs[6][termios.VINTR]: signal.SIGINT, attrs[6][termios.VQUIT]: signal.SIGQUIT}
         keys.pop(b"\0", None)  # a key set to NUL is switched off (_POSIX_VDISABLE)
-        out = bytearray()
-        for b in data:
+        out: list[bytes | int] = []
+        start = 0
+        for i, b in enumerate(data):
             sig = keys.get(bytes([b]))
-            if sig is None:
-                out.append(b)
-            else:
-                self.on_signal(sig)
-        return bytes(out)
+            if sig is not None:
+                out += [data[start:i], sig]
+                start = i + 1
+        return [*out, data[start:]]
 
 
 def _in_foreground(fd: int) -> bool:

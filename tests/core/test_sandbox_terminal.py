@@ -8,6 +8,7 @@ import os
 import pty
 import select
 import shutil
+import signal
 import sys
 import termios
 
@@ -41,14 +42,14 @@ def reaped(pid: int, within: float = 60) -> int:
 
 
 def on_a_terminal(
-    argv: list[str], env: dict[str, str], typed: tuple[bytes, bytes] | None = None
+    argv: list[str], env: dict[str, str], typed: tuple[tuple[bytes, bytes], ...] = ()
 ) -> tuple[bytes, bool, int]:
     """What the terminal received, whether its echo was still on at the end, and the exit status. `typed`: keys the
-    user types once the terminal shows a text (text, keys)."""
+    user types once the terminal shows a text ((text, keys), ...), each after the one before."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: its stdio is the terminal
         os.execvpe(argv[0], argv, env)
-    seen = b""
+    seen, shown = b"", 0
     while True:
         ready, _, _ = select.select([fd], [], [], 60)
         if not ready:
@@ -60,9 +61,9 @@ def on_a_terminal(
         if not data:
             break
         seen += data
-        if typed is not None and typed[0] in seen:
-            os.write(fd, typed[1])
-            typed = None
+        if typed and typed[0][0] in seen[shown:]:  # shown since the keys before were typed
+            os.write(fd, typed[0][1])
+            shown, typed = len(seen), typed[1:]
     echo = bool(termios.tcgetattr(fd)[3] & termios.ECHO)
     status = reaped(pid)
     os.close(fd)
@@ -121,7 +122,7 @@ def test_the_interrupt_key_still_ends_a_run_whose_terminal_makes_it_a_signal(tmp
     prof.write_text("name: t\nharness: codex\npermission_intent:\n  shell: {access: allow}\n")
     argv = [sys.executable, "-m", "agentbox.cli", "sandbox", "run", str(prof), "--cwd", str(ws), "--"]
     seen, echo, status = on_a_terminal(
-        [*argv, "sh", "-c", "echo ready; cat; echo not-interrupted"], env, (b"ready", b"typed\r\x03")
+        [*argv, "sh", "-c", "echo ready; cat; echo not-interrupted"], env, ((b"ready", b"typed\r"), (b"typed", b"\x03"))
     )
     assert b"typed" in seen and b"not-interrupted" not in seen and status != 0 and echo, seen
 
@@ -246,3 +247,15 @@ def test_a_run_started_in_the_background_leaves_the_terminal_to_the_shell_and_is
         except OSError:
             break
     assert reaped(pid) == 0
+
+
+def test_the_keys_typed_before_an_interrupt_key_go_to_the_run_before_its_signal():
+    from agentbox.sandbox.terminal import Relay
+
+    relay = Relay.__new__(Relay)  # only the reading of keys, on a pseudo-terminal in its default (signalling) modes
+    relay.master, slave = pty.openpty()
+    try:
+        assert relay._keys(b"typed\r\x03more\x1c") == [b"typed\r", signal.SIGINT, b"more", signal.SIGQUIT, b""]
+    finally:
+        os.close(relay.master)
+        os.close(slave)
