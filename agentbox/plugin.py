@@ -62,19 +62,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--agentbox-mode",
+        action="append",
         choices=("headless", "tui", "acp"),
-        default="headless",
-        help="how the escape suite drives each harness: its headless one-shot run (default), its "
+        default=[],
+        help="how the escape suite drives each harness: its headless one-shot run, its "
         "interactive TUI on a pseudo-terminal, the mode `agent-box launch` starts (harnesses "
         "without a TUI driver skip, and their TUI claims stay unverified), or as an ACP agent, the "
-        "mode `agent-box acp` starts",
+        "mode `agent-box acp` starts; repeatable: each harness test runs once per mode; default: the "
+        "modes of --agentbox-matrix's file, else headless",
     )
     group.addoption(
         "--agentbox-carry",
         action="store_true",
         help="in the tui and acp modes, leave out the vectors the sandbox alone is declared to block: the build's "
         "headless and sandbox-alone records carry them into this mode's claims (run the headless mode too, into the "
-        "same evidence; where those records do not block, the vector reads missing, never blocked)",
+        "same evidence; where those records do not block, the vector reads missing, never blocked); implied when "
+        "the run drives the headless mode too",
     )
     group.addoption(
         "--agentbox-evidence-dir",

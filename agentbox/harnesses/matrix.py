@@ -52,6 +52,12 @@ class Matrix(BaseModel):
     acp_adapters: dict[str, VersionText] = Field(
         default_factory=dict, description="ACP adapter package (agentbox/data/packages.yaml) -> its pinned version"
     )
+    # One pytest session drives every mode named here, so a single run records the claims of `agent-box launch`
+    # (tui) and `agent-box acp` (acp) beside the headless ones; `--agentbox-mode` given on the command line wins.
+    modes: Annotated[tuple[Literal["headless", "tui", "acp"], ...], Field(min_length=1)] = Field(
+        default=("headless",),
+        description="the modes the escape suite drives each harness in when no --agentbox-mode is given",
+    )
 
     @model_validator(mode="after")
     def _distinct_versions(self) -> "Matrix":
@@ -59,6 +65,8 @@ class Matrix(BaseModel):
             parsed = [Version.parse(v) for v in versions]
             if len(set(parsed)) != len(parsed):
                 raise ValueError(f"harnesses.{name}: a version is listed twice")
+        if len(set(self.modes)) != len(self.modes):
+            raise ValueError("modes: a mode is listed twice")
         return self
 
 

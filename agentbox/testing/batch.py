@@ -241,9 +241,11 @@ def group_of(item) -> str | None:
     if vector is None or harness is None or layer is None:
         return None
     key = batch_key(vector, layer, harness.name)
-    return (
-        None if key is None else f"agentbox-batch-{harness.id}-{layer}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-    )
+    if key is None:
+        return None
+    mode = params.get("agentbox_mode")  # a run of several modes batches each mode apart
+    where = f"{harness.id}-{mode}" if mode else harness.id
+    return f"agentbox-batch-{where}-{layer}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
 @dataclass

@@ -30,6 +30,18 @@ def harness(request: pytest.FixtureRequest) -> HarnessTarget:  # parametrized by
     return target
 
 
+@pytest.fixture
+def agentbox_mode(request: pytest.FixtureRequest) -> str | None:
+    """How this test drives its harness: the mode it is parametrized with when the run drives several, else the
+    run's one mode; for a test with no harness, the mode its records are taken in (None: none of this run's)."""
+    session = request.config.stash[session_key]
+    if hasattr(request, "param"):
+        return str(request.param)
+    if "harness" not in request.fixturenames:
+        return session.mode_without_a_harness()
+    return session.modes[0]
+
+
 _PROBES: dict[str, object] = {}
 
 

@@ -35,6 +35,7 @@ class AgentBoxSession:
         self.config = config
         self._targets: list[HarnessTarget] | None = None
         self._catalogue = None
+        self._matrix = None
 
     @property
     def evidence_dir(self) -> Path:
@@ -94,15 +95,49 @@ class AgentBoxSession:
         return float(self.config.getoption("--agentbox-timeout"))
 
     @property
-    def mode(self) -> str:
-        """How harnesses are driven: "headless", "tui" or "acp" (`--agentbox-mode`)."""
-        return str(self.config.getoption("--agentbox-mode"))
+    def modes(self) -> tuple[str, ...]:
+        """How harnesses are driven, each harness test once per mode: "headless", "tui", "acp" (`--agentbox-mode`,
+        else the modes the matrix names, else headless)."""
+        given = self.config.getoption("--agentbox-mode")
+        if given:
+            return tuple(dict.fromkeys(given))
+        matrix = self.matrix()
+        return tuple(matrix.modes) if matrix is not None else ("headless",)
 
     @property
-    def carry(self) -> bool:
-        """Whether a tui or acp run leaves the vectors the sandbox alone blocks to the headless run that carries
-        them (`--agentbox-carry`; `testing.negative.carried_by_headless`)."""
-        return self.mode != "headless" and bool(self.config.getoption("--agentbox-carry"))
+    def mode(self) -> str:
+        """The one mode of a run that drives one (the canary re-verifies a mode at a time)."""
+        if len(self.modes) > 1:
+            raise pytest.UsageError(f"this run drives one mode at a time, not {', '.join(self.modes)}: give one")
+        return self.modes[0]
+
+    def mode_without_a_harness(self) -> str | None:
+        """The mode a test that drives no harness records in: the same records in every mode, so once, and in
+        headless when the run has it. None: the run has only modes those records are not taken in."""
+        return "headless" if "headless" in self.modes else None
+
+    def carry(self, mode: str) -> bool:
+        """Whether the `mode` run leaves the vectors the sandbox alone blocks to the headless run that carries
+        them (`testing.negative.carried_by_headless`): asked for (`--agentbox-carry`), or this run records the
+        headless mode too."""
+        if mode == "headless":
+            return False
+        return bool(self.config.getoption("--agentbox-carry")) or "headless" in self.modes
+
+    def matrix(self):
+        """The matrix file `--agentbox-matrix` names, read once (None: no matrix)."""
+        path = self.config.getoption("--agentbox-matrix")
+        if not path:
+            return None
+        if self._matrix is None:
+            from agentbox.errors import InputError
+            from agentbox.harnesses.matrix import load_matrix
+
+            try:
+                self._matrix = load_matrix(path)
+            except InputError as exc:
+                raise pytest.UsageError(f"--agentbox-matrix: {exc}") from None
+        return self._matrix
 
     def targets(self) -> list[HarnessTarget]:
         if self._targets is None:
@@ -115,15 +150,8 @@ class AgentBoxSession:
 
         known = harness_names()  # asked now: a harness registered after the plugin loaded counts too
         specs = list(self.config.getoption("--agentbox-harness"))
-        matrix = self.config.getoption("--agentbox-matrix")
-        if matrix:
-            from agentbox.errors import InputError
-            from agentbox.harnesses.matrix import load_matrix
-
-            try:
-                loaded = load_matrix(matrix)
-            except InputError as exc:
-                raise pytest.UsageError(f"--agentbox-matrix: {exc}") from None
+        loaded = self.matrix()
+        if loaded is not None:
             specs += [f"{name}@{v}" for name, versions in loaded.harnesses.items() if name in known for v in versions]
         out: list[HarnessTarget] = []
         if not specs:
@@ -151,6 +179,9 @@ class AgentBoxSession:
     def generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "harness" not in metafunc.fixturenames:
             return
+        if "agentbox_mode" in metafunc.fixturenames and len(self.modes) > 1:
+            # one run of each harness test per mode; a run of one mode keeps the ids it always had
+            metafunc.parametrize("agentbox_mode", self.modes, ids=self.modes)
         wanted = None
         marker = metafunc.definition.get_closest_marker("harness")
         if marker and marker.args:

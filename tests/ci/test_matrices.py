@@ -68,6 +68,9 @@ def test_the_supported_matrix_proves_two_permission_dialects_of_every_harness():
         ("acp_adapters: {codex: '0.1.0'}", ": unknown ACP adapter.s.: codex; known: claude-agent-acp, codex-acp"),
         ("schema_version: 2", ":1: schema_version: Input should be 1"),
         ("harness: {codex: ['1.0']}", ":1: harness: unknown field; did you mean `harnesses`?"),
+        ("modes: [headless, gui]", ":1: modes.1: Input should be 'headless', 'tui' or 'acp'"),
+        ("modes: [tui, tui]", ": modes: a mode is listed twice"),
+        ("modes: []", ":1: modes: .*at least 1 item"),
     ],
 )
 def test_a_bad_matrix_is_refused_naming_the_file_and_the_field(tmp_path, text, message):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+import agentbox
 from agentbox.core import registry
 from agentbox.core.profile import Profile, validation_message
 from agentbox.core.schema_hints import describe
@@ -73,7 +74,8 @@ def place(tmp_path: Path) -> dict:
     )
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(SUPPORT)]),
+        # the Agent-Box under test first: the one this process imported, wherever an installed one points
+        "PYTHONPATH": os.pathsep.join([str(Path(agentbox.__file__).parents[1]), str(tmp_path / "site"), str(SUPPORT)]),
         "AGENTBOX_HOME": str(tmp_path / "home"),
     }
     return {"root": tmp_path, "env": env, "binary": str(binary)}
@@ -123,6 +125,56 @@ def test_the_suite_parametrizes_its_harness_fixture_with_it_from_a_matrix(place)
         timeout=120,
     )
     assert "test_it.py::test_the_harness[mini-1.0.0] PASSED" in done.stdout, done.stdout + done.stderr
+
+
+def _suite_run(place: dict, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", "-v", *args, "test_it.py"],
+        capture_output=True,
+        text=True,
+        env=place["env"],
+        cwd=place["root"] / "project",
+        timeout=120,
+    )
+    return done.stdout + done.stderr
+
+
+# each harness test asks how it drives its harness, one asking nothing of a harness in which mode its records go,
+# and the run whether a tui or acp test may leave to the headless run what the sandbox alone blocks
+MODES_TEST = """
+from agentbox.testing.session import session_key
+
+def test_the_harness(harness, agentbox_mode, request):
+    carry = request.config.stash[session_key].carry(agentbox_mode)
+    print("drove", harness.id, agentbox_mode, "carried" if carry else "alone")
+
+def test_no_harness(agentbox_mode):
+    print("recorded in", agentbox_mode)
+"""
+
+
+def test_each_harness_test_runs_once_per_mode_the_matrix_names_and_a_test_without_a_harness_once_in_headless(place):
+    project = place["root"] / "project"
+    (project / "matrix.yaml").write_text("harnesses:\n  mini: ['1.0.0']\nmodes: [headless, tui, acp]\n")
+    (project / "test_it.py").write_text(MODES_TEST)
+    out = _suite_run(place, "-s", "--agentbox-matrix", "matrix.yaml")
+    assert "drove mini-1.0.0 headless alone" in out, out
+    # the run records the headless mode too, so the others carry what the sandbox alone blocks from it
+    assert "drove mini-1.0.0 tui carried" in out and "drove mini-1.0.0 acp carried" in out
+    assert out.count("recorded in headless") == 1
+    assert "4 passed" in out
+
+
+def test_a_mode_given_on_the_command_line_wins_over_the_matrix_and_keeps_the_tests_ids(place):
+    project = place["root"] / "project"
+    (project / "matrix.yaml").write_text("harnesses:\n  mini: ['1.0.0']\nmodes: [headless, tui]\n")
+    (project / "test_it.py").write_text(MODES_TEST)
+    out = _suite_run(place, "-s", "--agentbox-matrix", "matrix.yaml", "--agentbox-mode", "tui")
+    # a tui run alone carries nothing unless asked: no headless records of this run would carry it
+    assert "test_it.py::test_the_harness[mini-1.0.0] drove mini-1.0.0 tui alone" in out, out
+    assert "recorded in None" in out  # the records of a test without a harness are headless ones: none here
+    out = _suite_run(place, "-s", "--agentbox-matrix", "matrix.yaml", "--agentbox-mode", "tui", "--agentbox-carry")
+    assert "drove mini-1.0.0 tui carried" in out, out
 
 
 def test_without_its_entry_point_a_profile_naming_it_is_refused_with_the_harnesses_that_are_known(place):

@@ -34,21 +34,21 @@ def _sample(catalogue, harness: str, version: str, mode: str, layer: Layer) -> l
 
 
 def test_a_batched_session_gives_each_vector_the_outcome_it_gets_alone(
-    request, harness, scripted_model, record_property
+    request, harness, agentbox_mode, scripted_model, record_property
 ):
     session = request.config.stash[session_key]
-    if session.mode == "tui" and unsupported(harness.name):
+    if agentbox_mode == "tui" and unsupported(harness.name):
         pytest.skip(f"{harness.name} has no TUI driver: {unsupported(harness.name)}")
-    if session.mode == "acp" and acp_unsupported(harness.name):
+    if agentbox_mode == "acp" and acp_unsupported(harness.name):
         pytest.skip(f"{harness.name} cannot be driven as an ACP agent: {acp_unsupported(harness.name)}")
-    unbatched = harness.vocabulary().unbatched_modes.get(session.mode)
+    unbatched = harness.vocabulary().unbatched_modes.get(agentbox_mode)
     if unbatched:
-        pytest.skip(f"{harness.name}'s vectors run alone in the {session.mode} mode: {unbatched}")
+        pytest.skip(f"{harness.name}'s vectors run alone in the {agentbox_mode} mode: {unbatched}")
     probe = request.getfixturevalue("harness_probe")
-    sample = _sample(session.catalogue(), harness.name, probe.version, session.mode, "composed")
+    sample = _sample(session.catalogue(), harness.name, probe.version, agentbox_mode, "composed")
     if len(sample) < 2:
         pytest.skip(f"no two vectors of the catalogue share a plan for {harness.name}: nothing to batch")
-    runner = VectorRunner(session.catalogue(), session.timeout, request.node.nodeid, mode=session.mode)
+    runner = VectorRunner(session.catalogue(), session.timeout, request.node.nodeid, mode=agentbox_mode)
     alone = {v.id: runner.run(v, "composed", harness, probe, scripted_model) for v in sample}
     # what the batch could not judge on its own runs alone, as in the suite: its record is a solo one
     why: dict[str, str] = {}

@@ -40,9 +40,11 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.fixture
-def runner(request):
+def runner(request, agentbox_mode):
     session = request.config.stash[session_key]
-    return VectorRunner(session.catalogue(), session.timeout, request.node.nodeid, mode=session.mode)
+    if agentbox_mode is None:
+        pytest.skip(f"drives no harness: its records are the same in every mode ({', '.join(session.modes)} run)")
+    return VectorRunner(session.catalogue(), session.timeout, request.node.nodeid, mode=agentbox_mode)
 
 
 def _judge(request, record, expected):
@@ -56,9 +58,7 @@ def _judge(request, record, expected):
     )
 
 
-def _without_a_harness(request, runner, vector, layer: Layer, who: str) -> None:
-    if runner.mode != "headless":
-        pytest.skip(f"{who} drives no harness: its records are the same in every mode ({runner.mode} run)")
+def _without_a_harness(request, runner, vector, layer: Layer) -> None:
     if not vector.applies_to(None, privilege_level()):
         pytest.skip(vector.skip_reason(None, privilege_level()))
     record = runner.run(vector, layer)
@@ -67,7 +67,7 @@ def _without_a_harness(request, runner, vector, layer: Layer, who: str) -> None:
 
 @pytest.mark.vector_layers("sandbox")
 def test_the_sandbox_alone_enforces_what_it_declares(request, runner, vector):
-    _without_a_harness(request, runner, vector, "sandbox", "the sandbox alone")
+    _without_a_harness(request, runner, vector, "sandbox")
 
 
 @pytest.mark.parametrize("layer", ["harness", "composed"])
@@ -83,7 +83,7 @@ def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, h
     if not vector.applies_to(harness.name, privilege_level(), probe.version):
         pytest.skip(vector.skip_reason(harness.name, privilege_level(), probe.version))
     session = request.config.stash[session_key]
-    carry = session.carry and carries_into(harness.name, runner.mode)
+    carry = session.carry(runner.mode) and carries_into(harness.name, runner.mode)
     if carry and carried_by_headless(vector):
         pytest.skip(
             f"{vector.id} is carried into the {runner.mode} claims by its headless and sandbox-alone records "
@@ -102,4 +102,4 @@ def test_each_layer_of_each_harness_enforces_what_it_declares(request, runner, h
 @pytest.mark.vector_layers("acp")
 def test_the_acp_endpoint_holds_the_client_surfaces_it_declares(request, runner, vector):
     """The protocol test agent asks the client, through `agent-box acp`'s relay and policy, for what the intent forbids."""
-    _without_a_harness(request, runner, vector, "acp", "the endpoint alone")
+    _without_a_harness(request, runner, vector, "acp")
