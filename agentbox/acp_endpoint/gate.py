@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from acp.exceptions import RequestError
 
-from agentbox.harnesses.acp import AcpUnavailable, acp_binds, acp_command, acp_entry
+from agentbox.harnesses.acp import AcpUnavailable, acp_binds, acp_command, acp_entry, adapter_build
 from agentbox.errors import HarnessError
 from agentbox.run.launch_plan import Built, build
 
@@ -49,7 +49,7 @@ def prepare(
     entry = acp_entry(harness)
     if entry is None:
         raise AcpUnavailable(f"{harness} has no ACP agent agent-box knows how to start (agentbox/data/acp.yaml)")
-    adapter_binary = None
+    adapter_binary, adapter = None, None
     if entry.adapter is not None:
         found = find_binary(entry.adapter)
         if found is None:
@@ -59,6 +59,8 @@ def prepare(
             )
         # resolved: the sandbox binds the adapter's install folder at its real path, not the links leading there
         adapter_binary = os.path.realpath(found.binary)
+        # the build of the adapter `acp_command` starts below: only evidence about that program counts
+        adapter = adapter_build(harness, found)
     built = build(
         profile_arg,
         cwd,
@@ -67,7 +69,10 @@ def prepare(
         binary=binary,
         mode=ACP_MODE,
         ro_binds=acp_binds(harness, adapter_binary),
+        adapter=adapter[0] if adapter is not None else None,
     )
+    if adapter is not None:  # a cached start re-checks the adapter's files too: changed, the gate decides again
+        built.check["build"] = [*built.check["build"], *adapter[1].as_check()]
     if built.probe.binary is None:
         raise HarnessError(f"{harness}: no binary to start")
     argv, env, _ = acp_command(harness, built.plan.native, built.probe.binary, adapter_binary)

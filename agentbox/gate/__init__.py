@@ -37,12 +37,15 @@ the store proves a refused item, `proven_elsewhere`) the launch finds when it re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, TypeVar, overload
 
 from agentbox.core.capability import TRIVIAL
 from agentbox.prove.claims import NO_HARNESS
 from agentbox.prove.vectors import KERNEL_FEATURES, lacking_text
 from agentbox.gate.refusal import Remedies, evidence_command, render
+
+if TYPE_CHECKING:
+    from agentbox.harnesses.agent_build import AgentBuild
 
 __all__ = [
     "Target",
@@ -71,11 +74,14 @@ class Target:
     binary_sha256: str | None
     backend: str
     evidence_dir: str
+    # the ACP adapter build an `agent-box acp` start drives, whose evidence alone counts; None for any other start
+    adapter: AgentBuild | None = None
 
     @property
     def label(self) -> str:
         sha = (self.binary_sha256 or "unknown")[:12]
-        return f"{self.harness} {self.version or '(unknown version)'} (sha256 {sha}) on {self.backend}"
+        via = f" via {self.adapter}" if self.adapter is not None else ""
+        return f"{self.harness} {self.version or '(unknown version)'} (sha256 {sha}){via} on {self.backend}"
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,11 @@ _UNPROVEN = {
     "synthetic evidence never proves a build",
     "": "not counted: {n} vector run(s) of this build whose records do not say where they came from (written "
     "before evidence recorded its provenance); re-run the suite to prove this build",
+    # `evidence_index.unproven` of an `agent-box acp` start: acp runs that speak for another program than it starts
+    "adapter unrecorded": "not counted: {n} acp vector run(s) of this build recorded before the adapter was "
+    "recorded (which ACP adapter build ran is unknown); re-run the suite in acp mode to prove the installed one",
+    "another adapter": "not counted: {n} acp vector run(s) of this build by another build of its ACP adapter, "
+    "another program than the one this start runs; re-run the suite in acp mode to prove the installed one",
 }
 
 

@@ -12,11 +12,17 @@ installed binary. Nothing here names a harness.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentbox.errors import HarnessError
 from agentbox.core.plan import CompileResult
 from agentbox.harnesses.acp_entries import FILE as _FILE
 from agentbox.harnesses.acp_entries import AcpEntry, AcpMeta, acp_adapter, acp_entry, acp_harnesses
+from agentbox.harnesses.agent_build import AgentBuild
+from agentbox.harnesses.build_identity import BuildFiles, Identity, identify, single_file, tree
+
+if TYPE_CHECKING:
+    from agentbox.harnesses.installs import Installed
 
 __all__ = [
     "AcpEntry",
@@ -26,6 +32,8 @@ __all__ = [
     "acp_harnesses",
     "acp_adapter",
     "acp_command",
+    "adapter_build",
+    "AgentBuild",
     "acp_binds",
     "launched",
     "AcpUnavailable",
@@ -61,15 +69,7 @@ def acp_command(
         return argv, env, ()
     assert entry.adapter is not None
     if adapter_binary is None:
-        from agentbox.harnesses.installs import find_binary
-
-        found = find_binary(entry.adapter)
-        if found is None:
-            raise AcpUnavailable(
-                f"{harness}: the ACP adapter {entry.adapter} is not installed "
-                f"(agent-box harness install {entry.adapter}@VERSION)"
-            )
-        adapter_binary = found.binary
+        adapter_binary = _installed(harness, entry.adapter).binary
     program = launched(entry, adapter_binary)
     return [program, *(_fill(a, subs) for a in entry.args)], env, _install_roots(adapter_binary)
 
@@ -87,6 +87,52 @@ def launched(entry: AcpEntry, adapter_binary: str) -> str:
     scope = os.path.dirname(os.path.dirname(os.path.dirname(launcher)))  # node_modules/@scope/<pkg>/bin/x.js
     native = os.path.join(scope, relative)
     return native if os.path.isfile(native) and os.access(native, os.X_OK) else adapter_binary
+
+
+def _installed(harness: str, adapter: str) -> Installed:
+    """The newest installed build of the harness's ACP adapter, the one an `agent-box acp` start picks."""
+    from agentbox.harnesses.installs import find_binary
+
+    found = find_binary(adapter)
+    if found is None:
+        raise AcpUnavailable(
+            f"{harness}: the ACP adapter {adapter} is not installed (agent-box harness install {adapter}@VERSION)"
+        )
+    return found
+
+
+def adapter_build(harness: str, found: Installed | None = None) -> tuple[AgentBuild, Identity] | None:
+    """The build of the ACP adapter that drives `harness` (None: its ACP agent is the harness binary itself, or it
+    has no ACP entry), with its identity (whose `state` a cached start re-checks). `found`: the adapter's install
+    (`installs.Installed`) as the caller resolved it for `acp_command`; by default the newest installed one, the one
+    `acp_command` starts.
+
+    Its digest is `build_identity`'s, of what `launched` starts: the native binary the npm launcher would pick (which
+    for codex-acp holds its own codex core), or, where the launcher runs itself, its npm package's files (a
+    `#!/usr/bin/env node` entry imports the rest of its package: claude-agent-acp's `dist/`)."""
+    from agentbox.harnesses.installs import package_version
+
+    entry = acp_entry(harness)
+    if entry is None or entry.adapter is None:
+        return None
+    found = found or _installed(harness, entry.adapter)
+    identity = identify(_adapter_files(launched(entry, found.binary)))
+    return AgentBuild(name=entry.adapter, version=package_version(found), sha256=identity.sha256), identity
+
+
+def _adapter_files(program: str) -> BuildFiles:
+    """The files that run when the adapter's `program` starts: a native binary itself; a script, its npm package."""
+    import os
+
+    resolved = os.path.realpath(program)
+    if resolved.endswith(".js"):
+        for parent in Path(resolved).parents:
+            if parent.name == "node_modules":
+                break  # no package of its own: the script alone
+            if (parent / "package.json").is_file():
+                files, folders = tree(str(parent), parent.name)
+                return BuildFiles(files=files, watched=folders)
+    return single_file(program)
 
 
 def acp_binds(harness: str, adapter_binary: str | None) -> tuple[str, ...]:

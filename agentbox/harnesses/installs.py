@@ -23,6 +23,7 @@ __all__ = [
     "installed",
     "install",
     "find_binary",
+    "package_version",
     "PACKAGES",
     "layout",
     "parse_spec",
@@ -95,6 +96,18 @@ def find_binary(name: str, version: str | None = None) -> Installed | None:
         found = shutil.which(pkg.binary)
         if found:
             return Installed(name, "?", found, "PATH")
+    return None
+
+
+def package_version(found: Installed) -> str | None:
+    """The version of what `find_binary` found: its install folder's (the install read it back from what the
+    registry delivered), or for a binary on PATH what that reads from the npm package it belongs to (None: not
+    one)."""
+    if found.source == "agentbox":
+        return found.version
+    for parent in Path(found.binary).resolve().parents:
+        if parent.name == "node_modules":  # the prefix the package was installed under is the folder above
+            return _installed_version(parent.parent, found.name, _packages()[found.name])
     return None
 
 

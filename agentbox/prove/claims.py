@@ -35,6 +35,11 @@ control, and the build's headless composed run blocked it too, with a passing co
 that sandbox in every mode, and what it blocks no mode's permission handling can open (the same reason
 `gate.carried_by_sandbox` lets a whole item stand on headless runs). A record of the mode's own always decides,
 an escape included. An `acp` row of a harness whose ACP agent is an adapter carries nothing (`carries_into`).
+
+Such a row is also one adapter build's (`Claim.adapter`, `RunInfo.adapter`): the adapter is the program that ran,
+so, as with the harness binary, the newest record's adapter build makes the row and records of another are set
+aside with a note; a row whose records name no adapter (written before records did) has every vector unverified,
+"recorded before the adapter was recorded".
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from typing import Callable, Iterable, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from agentbox.core.capability import CapabilityReport, Declarations, Support, load_declarations
+from agentbox.harnesses.agent_build import UNRECORDED, AgentBuild
 from agentbox.prove.evidence import EvidenceRecord, Layer
 from agentbox.prove.observed import Observed, by_layer
 from agentbox.sandbox import DEFAULT_BACKEND
@@ -90,6 +96,9 @@ class Claim(BaseModel):
     harness: str  # NO_HARNESS for a backend row
     version: str  # the harness version, or the backend version on a backend row
     binary_sha256: str | None = None
+    # on an acp row of a harness an ACP adapter drives: the adapter build its records ran (the newest one's, as
+    # with the binary; None: recorded before records named it, and then no record of the row proves anything)
+    adapter: AgentBuild | None = None
     backend: str
     # the backend version its declaration was read at (its tested range applies): the sandbox-alone runs' on a
     # backend row, the newest composed run's on a harness row; None: no record said. The report reads it too.
@@ -149,8 +158,13 @@ class Claim(BaseModel):
         return f"inapplicable {condition_text(self.kernel_lacks)}: {vids}"
 
     def tested(self) -> str:
-        """What the row tested, as the table names it: the harness version, or the backend version alone."""
-        return f"{self.backend if self.harness == NO_HARNESS else self.harness} {self.version}"
+        """What the row tested, as the table names it: the harness version (and the ACP adapter build that drove
+        it), or the backend version alone."""
+        return f"{self.backend if self.harness == NO_HARNESS else self.harness} {self.version_text()}"
+
+    def version_text(self) -> str:
+        """The version, with the ACP adapter build that drove it: `0.171.0 via codex-acp 0.16.0`."""
+        return self.version + (f" via {self.adapter.label}" if self.adapter is not None else "")
 
     def note_text(self) -> str:
         parts = []
@@ -230,7 +244,7 @@ class ClaimsTable(BaseModel):
         rows = [
             (
                 c.harness,
-                c.version,
+                c.version_text(),
                 f"{c.backend} (alone)" if c.harness == NO_HARNESS else c.backend,
                 c.privilege,
                 c.mode,
@@ -404,9 +418,15 @@ def carries_into(harness: str, mode: str) -> bool:
     harness binary runs in the headless run's sandbox; an acp row only where the ACP agent is that binary itself.
     An ACP adapter (agentbox/data/acp.yaml) is another program, with an install of its own bound into its sandbox,
     which the headless records never met."""
+    return mode == "tui" or (mode == "acp" and not through_adapter(harness, mode))
+
+
+def through_adapter(harness: str, mode: str) -> bool:
+    """Whether a `mode` row of `harness` is of an ACP adapter's runs (agentbox/data/acp.yaml): then it is per adapter
+    build too (`RunInfo.adapter`), since the adapter is the program that ran."""
     from agentbox.harnesses.acp_entries import acp_adapter
 
-    return mode == "tui" or (mode == "acp" and acp_adapter(harness) is None)
+    return mode == "acp" and acp_adapter(harness) is not None
 
 
 def _carried(
@@ -458,6 +478,11 @@ def _freshness(catalogue: Catalogue, suite_revision: str | None) -> Callable[[Ev
         return None
 
     return fresh
+
+
+def _unrecorded(fresh: Callable[[EvidenceRecord], str | None]) -> Callable[[EvidenceRecord], str | None]:
+    """`fresh`, for a row whose adapter no record names: the harness's records are never current there."""
+    return lambda r: UNRECORDED if r.run_info.harness is not None else fresh(r)
 
 
 def _drift(
@@ -626,6 +651,17 @@ def _harness_rows(
             f"{harness} {version}{'' if mode == 'headless' else f' ({mode})'}: {superseded} "
             "record(s) of another binary build ignored"
         )
+    # So with the ACP adapter that drove it: another adapter build is another program (codex-acp embeds its own
+    # codex core), so one build per row, the newest record's; records that name none prove nothing
+    adapter: AgentBuild | None = None
+    if through_adapter(harness, mode):
+        adapter = newest.run_info.adapter
+        others = sum(1 for _, r in recs if r.run_info.adapter != adapter)
+        recs = [(i, r) for i, r in recs if r.run_info.adapter == adapter]
+        if others:
+            table_notes.append(f"{harness} {version} ({mode}): {others} record(s) of another adapter build ignored")
+        if adapter is None:
+            fresh = _unrecorded(fresh)
     hversion = None if version == UNKNOWN else version
 
     # The harness layer runs without a sandbox, so its records join every backend row of this version.
@@ -679,6 +715,7 @@ def _harness_rows(
                     harness=harness,
                     version=version,
                     binary_sha256=sha,
+                    adapter=adapter,
                     backend=backend,
                     backend_version=bversion,
                     privilege=level,

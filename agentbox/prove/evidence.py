@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agentbox import __version__
 from agentbox.errors import InputError
+from agentbox.harnesses.agent_build import AgentBuild
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -38,6 +39,7 @@ __all__ = [
     "Mode",
     "MODES",
     "Privilege",
+    "AgentBuild",
     "PrivilegeLevel",
     "privilege_level",
     "Provenance",
@@ -135,6 +137,11 @@ class RunInfo(BaseModel):
     # The ACP agent that made an `acp`-layer attempt when no harness did: the protocol test agent, which stands in
     # for no harness (`harness` is None) and on which no harness's claim rests.
     agent: str | None = None
+    # The ACP adapter that ran, in an `acp`-mode record of a harness an adapter package drives (agentbox/data/acp.yaml):
+    # the program under test is the adapter as much as the harness (codex-acp embeds its own codex core), so a record
+    # speaks for that adapter build only. None in every other record, and in acp records written before the field
+    # existed: those match no launch (`adapter_unrecorded`), as a record without `privilege` matches none.
+    adapter: AgentBuild | None = None
     # Of the kernel features the vector needs (`kernel_needs`), those this host's kernel lacked when it ran
     # (`vectors.kernel_lacks_here`): the kernel facts an `inapplicable` outcome rests on. Empty for a vector that
     # needs none, or on a kernel that has them all.

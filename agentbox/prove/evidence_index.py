@@ -27,29 +27,33 @@ import os
 import sqlite3
 from pathlib import Path
 
+from agentbox.harnesses.agent_build import build_key
 from agentbox.hot import store_files, store_signature
 from agentbox.sandbox import DEFAULT_BACKEND
 
 __all__ = ["lookup", "unproven", "observed", "sync", "signature", "index_path"]
 
-_FORMAT = "5"  # bump when the tables change: an old index is then rebuilt
+_FORMAT = "6"  # bump when the tables change: an old index is then rebuilt (6: the ACP adapter's build)
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, ino INTEGER NOT NULL, size INTEGER NOT NULL, "
     "mtime_ns INTEGER NOT NULL, offset INTEGER NOT NULL, lines INTEGER NOT NULL)",
     # harness-layer rows have backend '' (they join every backend); sandbox-alone rows have harness ''
     # provenance is part of the key: a synthetic record must never shadow an observed one of its run; so is the
-    # mode a harness was driven in (a TUI run never shadows a headless one); sandbox-alone rows have mode ''
+    # mode a harness was driven in (a TUI run never shadows a headless one); sandbox-alone rows have mode ''; and
+    # so is the ACP adapter that ran (`AgentBuild.key`; '' where none did, or an acp record predates the field): a
+    # run of one adapter build never shadows another's
     "CREATE TABLE IF NOT EXISTS latest (harness TEXT NOT NULL, version TEXT NOT NULL, sha TEXT NOT NULL, "
     "backend TEXT NOT NULL, kernel TEXT NOT NULL, privilege TEXT NOT NULL, sversion TEXT NOT NULL, "
-    "provenance TEXT NOT NULL, mode TEXT NOT NULL, vector TEXT NOT NULL, layer TEXT NOT NULL, t INTEGER NOT NULL, "
-    "ord TEXT NOT NULL, line TEXT NOT NULL, "
-    "PRIMARY KEY (harness, version, sha, backend, kernel, privilege, sversion, provenance, mode, vector, layer)) "
-    "WITHOUT ROWID",
+    "provenance TEXT NOT NULL, mode TEXT NOT NULL, adapter TEXT NOT NULL, vector TEXT NOT NULL, "
+    "layer TEXT NOT NULL, t INTEGER NOT NULL, ord TEXT NOT NULL, line TEXT NOT NULL, "
+    "PRIMARY KEY (harness, version, sha, backend, kernel, privilege, sversion, provenance, mode, adapter, vector, "
+    "layer)) WITHOUT ROWID",
 )
 _UPSERT = (
-    "INSERT INTO latest VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-    "ON CONFLICT (harness, version, sha, backend, kernel, privilege, sversion, provenance, mode, vector, layer) "
+    "INSERT INTO latest VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (harness, version, sha, backend, kernel, privilege, sversion, provenance, mode, adapter, vector, "
+    "layer) "
     "DO UPDATE SET t=excluded.t, ord=excluded.ord, line=excluded.line "
     "WHERE excluded.t > latest.t OR (excluded.t = latest.t AND excluded.ord > latest.ord)"
 )
@@ -97,7 +101,7 @@ def _micros(stamp: str) -> int:
     return (when - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
 
 
-def _key(data: dict) -> tuple[str, str, str, str, str, str, str, str, str]:
+def _key(data: dict) -> tuple[str, str, str, str, str, str, str, str, str, str]:
     info = data["run_info"]
     kernel = info.get("kernel") or ""
     privilege = info.get("privilege") or {}
@@ -105,8 +109,9 @@ def _key(data: dict) -> tuple[str, str, str, str, str, str, str, str, str]:
     sversion = "" if data["layer"] == "harness" else info.get("sandbox_version") or "?"
     provenance = info.get("provenance") or ""
     if info.get("harness") is None:
-        return "", "", "", info.get("sandbox_backend") or DEFAULT_BACKEND, kernel, level, sversion, provenance, ""
+        return "", "", "", info.get("sandbox_backend") or DEFAULT_BACKEND, kernel, level, sversion, provenance, "", ""
     backend = "" if data["layer"] == "harness" else info.get("sandbox_backend") or DEFAULT_BACKEND
+    adapter = info.get("adapter")
     return (
         info["harness"],
         info.get("version") or "?",
@@ -117,6 +122,7 @@ def _key(data: dict) -> tuple[str, str, str, str, str, str, str, str, str]:
         sversion,
         provenance,
         info.get("mode") or "headless",
+        build_key(adapter["name"], adapter.get("version"), adapter["sha256"]) if adapter else "",
     )
 
 
@@ -258,6 +264,9 @@ _BUILD = (
     "(harness=? AND version=? AND sha=? AND (backend=? OR layer='harness')) "
     "OR (harness='' AND backend=? AND layer IN ('sandbox', 'acp')))"
 )
+# Of those, the harness's acp rows of another ACP adapter build than the one started ('' for none), or of none
+# recorded: they speak for another program, or for one nobody knows
+_OTHER_ADAPTER = "(harness!='' AND mode='acp' AND adapter!=?)"
 
 
 def _select(store: Path, sql: str, params: tuple) -> list[tuple]:
@@ -282,7 +291,9 @@ def _query(
     kernel: str | None,
     privilege: str,
     backend_version: str | None,
+    *after: str,
 ) -> list[tuple]:
+    """`sql` with `_BUILD`'s parameters, then those of what follows it (`after`)."""
     return _select(
         store,
         sql,
@@ -295,6 +306,7 @@ def _query(
             sha or "",
             backend,
             backend,
+            *after,
         ),
     )
 
@@ -309,11 +321,13 @@ def lookup(
     *,
     privilege: str,
     backend_version: str | None,
+    adapter: str = "",
 ) -> list[dict]:
     """The records that decide one build's claims: its composed records on `backend`, its harness-layer
     records, and the sandbox-alone records of `backend`, each the latest of its (vector, layer), all
     recorded on `kernel` (default: this host's) at `privilege` ("root" or "user": what the launch runs as),
-    the sandbox layers on `backend_version` (another bubblewrap is another sandbox).
+    the sandbox layers on `backend_version` (another bubblewrap is another sandbox). Its acp records only of
+    `adapter`, the ACP adapter build an `agent-box acp` start drives (`AgentBuild.key`; '' for none).
 
     Only records observed by a suite run count (`RunInfo.provenance`): a synthetic record, or one that
     does not say where it came from, is never proof; `unproven` counts what was left out.
@@ -321,7 +335,7 @@ def lookup(
     """
     rows = _query(
         Path(store),
-        f"SELECT line FROM latest WHERE provenance='observed' AND {_BUILD}",
+        f"SELECT line FROM latest WHERE provenance='observed' AND {_BUILD} AND NOT {_OTHER_ADAPTER}",
         harness,
         version,
         sha,
@@ -329,6 +343,7 @@ def lookup(
         kernel,
         privilege,
         backend_version,
+        adapter,
     )
     return [json.loads(line) for (line,) in rows]
 
@@ -343,12 +358,17 @@ def unproven(
     *,
     privilege: str,
     backend_version: str | None,
+    adapter: str = "",
 ) -> dict[str, int]:
     """The (vector, layer) runs of the same build that `lookup` leaves out, per provenance ("synthetic",
-    or "" for a record that does not say: written before records said where they came from)."""
+    or "" for a record that does not say: written before records said where they came from); and, of an
+    `agent-box acp` start's (`adapter` given), its observed acp runs of another adapter build ("another adapter") or
+    of none recorded ("adapter unrecorded": written before records named the adapter)."""
     rows = _query(
         Path(store),
-        f"SELECT provenance, count(*) FROM latest WHERE provenance!='observed' AND {_BUILD} GROUP BY provenance",
+        "SELECT CASE WHEN provenance!='observed' THEN provenance WHEN adapter='' THEN 'adapter unrecorded' "
+        f"ELSE 'another adapter' END, count(*) FROM latest WHERE {_BUILD} "
+        f"AND (provenance!='observed' OR (?!='' AND {_OTHER_ADAPTER})) GROUP BY 1",
         harness,
         version,
         sha,
@@ -356,6 +376,8 @@ def unproven(
         kernel,
         privilege,
         backend_version,
+        adapter,
+        adapter,
     )
     return dict(rows)
 

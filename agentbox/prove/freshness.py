@@ -8,7 +8,9 @@ another catalogue, gaps. The sandbox-alone rows (no harness) follow the same rul
 
 "Here" is what the gate keys evidence by besides the build: records made up for tests (synthetic), taken in
 another mode (a tui canary is not current on headless runs), by another privilege level or on another kernel
-prove nothing for this run, so they never make it current; nor does a block whose control did not pass.
+prove nothing for this run, so they never make it current; nor does a block whose control did not pass. In acp
+mode of a harness an ACP adapter drives, neither do records of another adapter build, nor records that name no
+adapter (written before records did): the adapter is the program that ran.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Callable, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agentbox.harnesses.agent_build import AgentBuild
 from agentbox.prove.claims import latest_by_run
 from agentbox.prove.evidence import EvidenceRecord
 from agentbox.prove.vectors import Catalogue
@@ -48,6 +51,8 @@ class Here:
     mode: str | None = None  # harness rows only: the sandbox alone drives no harness, the same in every mode
     privilege: str | None = None  # "root" or "user"
     kernel: str | None = None  # the kernel release
+    # the ACP adapter build this run drives (acp mode of a harness an adapter drives; None: none is)
+    adapter: AgentBuild | None = None
 
     def why_not(self, r: EvidenceRecord, harness_row: bool) -> str | None:
         ri = r.run_info
@@ -59,6 +64,9 @@ class Here:
             return f"runs as {ri.privilege.level}"
         if self.kernel is not None and ri.kernel != self.kernel:
             return f"kernel {ri.kernel}"
+        if harness_row and self.adapter is not None and ri.mode == "acp":
+            why = self.adapter.why_not(ri.adapter)
+            return f"acp runs {why}" if why else None
         return None
 
 

@@ -85,7 +85,9 @@ def _evidence_by_column(records: list[EvidenceRecord], claims: list[Claim]) -> d
             mine = [
                 (i, r)
                 for i, r in harnessed[(c.harness, c.version, c.privilege, c.mode)]
-                if r.run_info.binary_sha256 == c.binary_sha256 and (r.layer == "harness" or backend_of(r) == c.backend)
+                if r.run_info.binary_sha256 == c.binary_sha256
+                and r.run_info.adapter == c.adapter
+                and (r.layer == "harness" or backend_of(r) == c.backend)
             ]
             mine += sandbox[(c.backend, c.privilege)]
         out[key] = latest_by_run(mine)
@@ -252,6 +254,7 @@ def build_report(
             binary_sha256=c.binary_sha256,
             privilege=c.privilege,
             mode=c.mode,
+            adapter=c.adapter,
         )
         for c in table.claims
     }

@@ -28,7 +28,8 @@ def _head(col: Column) -> str:
         return f"acp endpoint on {col.backend} {col.version} ({col.privilege})"
     if col.harness == "-":  # the sandbox-alone column: its version is the backend's
         return f"{col.backend} {col.version} alone ({col.privilege})"
-    return f"{col.harness} {col.version} ({col.backend}, {col.privilege}, {col.mode})"
+    via = f" via {col.adapter.label}" if col.adapter is not None else ""
+    return f"{col.harness} {col.version}{via} ({col.backend}, {col.privilege}, {col.mode})"
 
 
 def _cell(cell: Cell, symbols: dict[str, str]) -> str:

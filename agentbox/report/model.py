@@ -19,6 +19,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from agentbox.core.capability import Support
+from agentbox.harnesses.agent_build import AgentBuild
 from agentbox.prove.claims import Drift
 from agentbox.prove.claims_diff import STATE_RANK, ClaimChange, State
 from agentbox.prove.evidence import Layer, Outcome
@@ -67,6 +68,8 @@ class Column(_Strict):
     # nothing for a user's launch, a TUI's permission handling is not its headless run's)
     privilege: str = "?"
     mode: str = "headless"
+    # an acp column of a harness an ACP adapter drives: the adapter build its records ran (`Claim.adapter`)
+    adapter: AgentBuild | None = None
 
 
 class VectorInfo(_Strict):

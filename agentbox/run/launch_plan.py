@@ -14,6 +14,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentbox.compile.adapters import get_adapter
 from agentbox.compile.adapters.base import Probe
@@ -24,6 +25,9 @@ from agentbox.run.launch import FORMAT, SENTINEL, binary_state, cache_file, exec
 from agentbox.core.plan import EffectiveRunPlan, canonical_json
 from agentbox.core.profile import LoadedProfile, load_profile
 from agentbox.hot import agentbox_home, kernel_traces, write_marshal_atomic
+
+if TYPE_CHECKING:
+    from agentbox.harnesses.agent_build import AgentBuild
 
 __all__ = ["Built", "build", "launch"]
 
@@ -129,11 +133,14 @@ def build(
     binary: str | None = None,
     mode: str = LAUNCH_MODE,
     ro_binds: tuple[str, ...] = (),
+    adapter: AgentBuild | None = None,
 ) -> Built:
     """Everything the gate decides from, and its decision. Writes nothing but caches.
 
     `mode`: how the harness will be driven (`launch`: its TUI; `agent-box acp`: as an ACP agent), whose evidence
-    the gate counts; `ro_binds`: host paths the started process needs to see (an ACP adapter's install folder)."""
+    the gate counts; `ro_binds`: host paths the started process needs to see (an ACP adapter's install folder);
+    `adapter`: the ACP adapter build the start drives (acp mode of a harness an adapter drives), whose acp evidence
+    alone counts: another adapter build is another program."""
     from agentbox.prove.claims import NO_HARNESS, carries_into, default_catalogue_dir, reconcile
     from agentbox.core.revision import suite_revision
     from agentbox.prove.evidence import EvidenceRecord, privilege_level
@@ -170,14 +177,18 @@ def build(
     check.update(kernel_traces=kernel_traces(), kernel=os.uname().release)
 
     privilege, bversion = privilege_level(), get_backend(backend).backend_version()
-    rows = lookup(store, harness, probe.version, probe.sha256, backend, privilege=privilege, backend_version=bversion)
+    key = adapter.key if adapter is not None else ""
+    rows = lookup(
+        store, harness, probe.version, probe.sha256, backend, privilege=privilege, backend_version=bversion, adapter=key
+    )
     left_out = unproven(
-        store, harness, probe.version, probe.sha256, backend, privilege=privilege, backend_version=bversion
+        store, harness, probe.version, probe.sha256, backend, privilege=privilege, backend_version=bversion, adapter=key
     )
     catalogue = load_catalogue(default_catalogue_dir())
     table = reconcile([EvidenceRecord.model_validate(r) for r in rows], catalogue, suite_revision=suite_revision())
     mine = [c for c in table.claims if c.harness == harness and c.backend == backend]
-    claims = {c.capability: c for c in mine if c.mode == mode}
+    # the lookup gave acp rows of this adapter build only; said again here, where the claims are picked
+    claims = {c.capability: c for c in mine if c.mode == mode and (mode != "acp" or c.adapter == adapter)}
     # another mode's claims (headless runs) speak only where the sandbox alone carries the item (`gate`), and never
     # for an ACP adapter: another program, in a sandbox with its own install bound in (`claims.carries_into`)
     other_modes = {c.capability: c for c in mine if c.mode == "headless"} if carries_into(harness, mode) else {}
@@ -213,7 +224,7 @@ def build(
         for i in plan.items
     }
     probe_errors = (f"{harness} binary {probe.binary}: {probe.problem}",) if probe.version is None else ()
-    target = Target(harness, probe.version, probe.sha256, backend, str(store))
+    target = Target(harness, probe.version, probe.sha256, backend, str(store), adapter)
     decision = decide(
         plan.items,
         claims,

@@ -93,7 +93,7 @@ class CanaryPlugin:
                 harness=target.name,
                 version=target.version,
                 binary_sha256=probe.sha256,
-                here=here,
+                here=self._driving(here, target.name),
             )
             builds.append(
                 Build(
@@ -123,6 +123,22 @@ class CanaryPlugin:
             provenance="observed", mode=self.session.mode, privilege=privilege_level(), kernel=platform.release()
         )
 
+    def _driving(self, here, harness: str):
+        """`here` for one harness: in acp mode, with the ACP adapter build the suite drives it through (the newest
+        installed, as `acp_drive` picks it), whose records alone speak for this run."""
+        from dataclasses import replace
+
+        from agentbox.harnesses.acp import AcpUnavailable, adapter_build
+        from agentbox.prove.claims import through_adapter
+
+        if not through_adapter(harness, self.session.mode):
+            return here
+        try:
+            built = adapter_build(harness)
+        except AcpUnavailable:
+            return here  # not installed: its tests skip, saying so, and re-verify nothing either way
+        return replace(here, adapter=built[0] if built is not None else None)
+
     def _still_stale(self, records: list) -> list[str]:
         """What this run set out to re-verify and is still not current after it: a -k, -m, --deselect or
         --agentbox-capability that left vectors out proved part of it only."""
@@ -141,7 +157,7 @@ class CanaryPlugin:
                     harness=b.harness,
                     version=b.version,
                     binary_sha256=b.binary_sha256,
-                    here=here,
+                    here=self._driving(here, b.harness),
                 )
                 if not after.current:
                     out.append(f"{b.key}: {after.reason}")

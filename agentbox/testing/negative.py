@@ -26,6 +26,8 @@ import yaml
 from agentbox.core.capability import load_declarations
 from agentbox.egress.decisions import read_log
 from agentbox.errors import SandboxError
+from agentbox.harnesses.acp import AcpUnavailable, adapter_build
+from agentbox.prove.claims import through_adapter
 from agentbox.prove.evidence import EvidenceRecord, RunInfo, host_facts, privilege_level
 from agentbox.core.refusal_kinds import Evidence, describe, expected_kinds, recognise
 from agentbox.core.revision import suite_revision
@@ -41,6 +43,7 @@ from agentbox.testing.targets import Targets, kill_all, prepare, process_alive
 from agentbox.testing.weakened import entry_hook
 
 if TYPE_CHECKING:
+    from agentbox.harnesses.agent_build import AgentBuild
     from agentbox.prove.evidence import Layer, Mode, Outcome
 
 __all__ = ["Attempt", "VectorRunner", "carried_by_headless", "expected_for", "PROTOCOL_AGENT"]
@@ -245,6 +248,18 @@ def control_layer(vector: Vector, layer: Layer, harness: str | None) -> Layer | 
     if spec.layer == "host" or (layer == "harness" and spec.harness_layer == "host") or harness in spec.host_harnesses:
         return "host"
     return layer
+
+
+def adapter_of(harness: str, mode: str) -> AgentBuild | None:
+    """The ACP adapter build a `mode` run of `harness` went through (None: none): the newest installed, the one
+    `acp_drive` starts, as `agent-box acp` would. The record is about it as much as about the harness build."""
+    if not through_adapter(harness, mode):
+        return None
+    try:
+        built = adapter_build(harness)
+    except AcpUnavailable:
+        return None  # nothing was driven through it: the run skipped, and its record proves nothing anyway
+    return built[0] if built is not None else None
 
 
 class VectorRunner:
@@ -882,6 +897,7 @@ class VectorRunner:
             else:
                 outcome, observation = "blocked", attack.observation
         facts = host_facts()
+        mode: Mode = "acp" if layer == "acp" else self.mode if harness is not None else "headless"
         info = RunInfo(
             harness=harness.name if harness else None,
             version=probe.version if probe else None,
@@ -895,8 +911,9 @@ class VectorRunner:
             catalogue_digest=self.catalogue.digest,
             privilege=observed(layer),
             provenance="observed",
-            mode="acp" if layer == "acp" else self.mode if harness is not None else "headless",
+            mode=mode,
             agent=PROTOCOL_AGENT if layer == "acp" and harness is None else None,
+            adapter=adapter_of(harness.name, mode) if harness is not None else None,
             kernel_lacks=lacks,
         )
         return EvidenceRecord(

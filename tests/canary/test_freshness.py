@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+from agentbox.harnesses.agent_build import AgentBuild
 from agentbox.prove.freshness import Here, expected_runs, freshness, sandbox_freshness
 from synthetic import make_record
 
@@ -102,3 +103,20 @@ def test_a_users_run_is_complete_without_the_vectors_only_root_can_be_threatened
         assert not as_user & root_only and root_only <= as_root | {
             v.id for v in shipped.vectors if harness is None and "sandbox" not in v.run_layers()
         }
+
+
+def test_an_acp_record_of_another_adapter_build_is_stale_for_a_run_through_this_one(catalogue):
+    old, new = (AgentBuild(name="toy-acp", version=v, sha256=v * 8) for v in ("0.15.0", "0.16.0"))
+    args = dict(harness="toy", version="1.0", binary_sha256="sha-a")
+    acp = complete(catalogue, mode="acp", adapter=old)
+    assert freshness(acp, catalogue, "test", here=Here(mode="acp", adapter=old), **args).current
+    upgraded = freshness(acp, catalogue, "test", here=Here(mode="acp", adapter=new), **args)
+    assert upgraded.state == "stale"
+    assert "recorded only as acp runs by adapter toy-acp 0.15.0 (sha256 0.15.00.15.0)" in upgraded.reason
+
+
+def test_an_acp_record_from_before_the_adapter_was_recorded_is_stale_for_a_run_through_one(catalogue):
+    adapter = AgentBuild(name="toy-acp", version="0.16.0", sha256="2" * 64)
+    args = dict(harness="toy", version="1.0", binary_sha256="sha-a")
+    f = freshness(complete(catalogue, mode="acp"), catalogue, "test", here=Here(mode="acp", adapter=adapter), **args)
+    assert f.state == "stale" and "acp runs recorded before the adapter was recorded" in f.reason

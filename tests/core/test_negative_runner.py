@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import shutil
+from types import SimpleNamespace
 
 import pytest
 
+import agentbox.testing.negative as negative
+from agentbox.harnesses.agent_build import AgentBuild
 from agentbox.prove.claims import default_catalogue_dir
-from agentbox.testing.negative import VectorRunner
+from agentbox.testing.negative import Attempt, VectorRunner
 from agentbox.prove.vectors import load_catalogue
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -196,3 +199,20 @@ def test_a_tui_or_acp_run_may_leave_to_the_headless_run_only_what_the_sandbox_al
     # a file tool's write, a harness's own fetch and MCP tools never meet the sandbox alone: each mode runs them
     for own in ("ws-ro-write-tool", "net-fetch-tool", "mcp-denied-tool-call", "shell-ask-unapproved"):
         assert not carried_by_headless(CATALOGUE.by_id(own)), own
+
+
+@pytest.mark.parametrize(
+    "name, mode, names",
+    [("codex", "acp", True), ("codex", "headless", False), ("codex", "tui", False), ("opencode", "acp", False)],
+)
+def test_an_acp_run_through_an_adapter_records_the_adapter_build_it_drove(monkeypatch, name, mode, names):
+    """The record is about the adapter as much as the harness build (codex-acp embeds its own codex core); a run of
+    another mode, or of a harness whose ACP agent is its own binary (`opencode acp`), names none."""
+    build = AgentBuild(name="codex-acp", version="0.16.0", sha256="e" * 64)
+    monkeypatch.setattr(negative, "adapter_build", lambda h: (build, None))
+    monkeypatch.setattr(VectorRunner, "attempt", lambda self, *a, **k: Attempt(True, "escaped"))
+    probe = SimpleNamespace(version="1.0", sha256="a" * 64, dialect=None)
+    record = VectorRunner(CATALOGUE, 30, "t", mode).run(
+        CATALOGUE.by_id("net-curl"), "composed", SimpleNamespace(name=name), probe
+    )
+    assert record.run_info.mode == mode and record.run_info.adapter == (build if names else None)

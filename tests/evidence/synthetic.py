@@ -79,6 +79,7 @@ def make_record(
     digest=None,
     mode="headless",
     kernel_lacks=(),
+    adapter=None,
 ) -> EvidenceRecord:
     """A record later than every earlier one. A sandbox-layer record has no harness, as the suite writes it."""
     sandbox_alone = layer == "sandbox"
@@ -96,6 +97,7 @@ def make_record(
         privilege=Privilege(uid=0),
         mode=mode,
         kernel_lacks=kernel_lacks,
+        adapter=adapter,
     )
     tick = next(_clock)
     stamp = f"2025-01-01T{tick // 3600 % 24:02d}:{tick // 60 % 60:02d}:{tick % 60:02d}.000+00:00"

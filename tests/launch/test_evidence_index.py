@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 
 import pytest
 
+from agentbox.harnesses.agent_build import AgentBuild
 from agentbox.prove.claims import default_catalogue_dir, reconcile
 from agentbox.prove.evidence import EvidenceError, EvidenceRecord, Privilege, RunInfo, append, read_records
 from agentbox.prove.evidence_index import index_path, lookup, sync, unproven
@@ -237,3 +239,67 @@ def test_the_runs_left_out_of_a_build_are_counted_per_provenance(tmp_path):
         ],
     )
     assert unproven(tmp_path / "ev", "codex", "0.171.0", "a" * 64, kernel=KERNEL, **AS_ROOT) == {"synthetic": 1, "": 1}
+
+
+# -- an `agent-box acp` start through an ACP adapter: only records of the adapter build it starts ----------------
+
+CODEX_ACP = AgentBuild(name="codex-acp", version="0.16.0", sha256="e" * 64)
+OLDER_CODEX_ACP = AgentBuild(name="codex-acp", version="0.15.0", sha256="f" * 64)
+
+
+def acp_run(adapter: AgentBuild | None, stamp: str) -> EvidenceRecord:
+    r = one_run("observed", "blocked", stamp)
+    return r.model_copy(update={"run_info": r.run_info.model_copy(update={"mode": "acp", "adapter": adapter})})
+
+
+def test_an_acp_record_of_another_adapter_build_does_not_speak_for_agent_box_acp(tmp_path):
+    mine = acp_run(CODEX_ACP, "2025-01-01T00:00:00.000+00:00")
+    # recorded later, of the same vector and harness build: without the adapter in the key it would shadow mine
+    append(tmp_path / "ev", [mine, acp_run(OLDER_CODEX_ACP, "2025-01-02T00:00:00.000+00:00")])
+    rows = lookup(tmp_path / "ev", "codex", "0.171.0", "a" * 64, kernel=KERNEL, adapter=CODEX_ACP.key, **AS_ROOT)
+    assert [r["id"] for r in rows] == [mine.id]
+    newer = lookup(tmp_path / "ev", "codex", "0.171.0", "a" * 64, kernel=KERNEL, adapter="codex-acp 9 x", **AS_ROOT)
+    assert newer == []
+
+
+def test_a_record_from_before_the_adapter_was_recorded_proves_nothing_for_acp_and_is_counted(tmp_path):
+    append(
+        tmp_path / "ev",
+        [
+            acp_run(None, "2025-01-01T00:00:00.000+00:00"),
+            acp_run(OLDER_CODEX_ACP, "2025-01-01T00:00:01.000+00:00"),
+            one_run("observed", "blocked", "2025-01-01T00:00:02.000+00:00"),  # headless: another mode's, not left out
+        ],
+    )
+    args = ("codex", "0.171.0", "a" * 64)
+    rows = lookup(tmp_path / "ev", *args, kernel=KERNEL, adapter=CODEX_ACP.key, **AS_ROOT)
+    assert [r["run_info"]["mode"] for r in rows] == ["headless"]
+    left = unproven(tmp_path / "ev", *args, kernel=KERNEL, adapter=CODEX_ACP.key, **AS_ROOT)
+    assert left == {"adapter unrecorded": 1, "another adapter": 1}
+    # a start that drives no adapter (another mode, or a native ACP agent) counts none of them as left out
+    assert unproven(tmp_path / "ev", *args, kernel=KERNEL, **AS_ROOT) == {}
+
+
+def test_the_index_rebuilt_from_an_older_schema_reads_the_adapter(tmp_path):
+    store = tmp_path / "ev"
+    mine = acp_run(CODEX_ACP, "2025-01-01T00:00:00.000+00:00")
+    append(store, [mine])
+    sync(store)
+    # the index as an agent-box before the adapter was recorded left it: format 5, no adapter column, and the
+    # store's file marked as read to its end, so only the format tells that it must be read again
+    con = sqlite3.connect(index_path(store))
+    con.execute("DROP TABLE latest")
+    con.execute(
+        "CREATE TABLE latest (harness TEXT NOT NULL, version TEXT NOT NULL, sha TEXT NOT NULL, "
+        "backend TEXT NOT NULL, kernel TEXT NOT NULL, privilege TEXT NOT NULL, sversion TEXT NOT NULL, "
+        "provenance TEXT NOT NULL, mode TEXT NOT NULL, vector TEXT NOT NULL, layer TEXT NOT NULL, t INTEGER NOT NULL, "
+        "ord TEXT NOT NULL, line TEXT NOT NULL, "
+        "PRIMARY KEY (harness, version, sha, backend, kernel, privilege, sversion, provenance, mode, vector, layer)) "
+        "WITHOUT ROWID"
+    )
+    con.execute("UPDATE meta SET value='5' WHERE key='format'")
+    con.commit()
+    con.close()
+    rows = lookup(store, "codex", "0.171.0", "a" * 64, kernel=KERNEL, adapter=CODEX_ACP.key, **AS_ROOT)
+    assert [r["id"] for r in rows] == [mine.id]
+    assert [r["run_info"]["adapter"] for r in rows] == [CODEX_ACP.model_dump()]
