@@ -37,6 +37,11 @@ class CanaryPlugin:
         self.recorded: dict[str, EvidenceRecord] = {}  # record id -> a record this run's tests handed over
         self.report: CanaryReport | None = None
         self.report_error: str | None = None
+        if len(session.modes) > 1:  # what is stale, and what a version's claims are diffed against, is per mode
+            raise pytest.UsageError(
+                f"--agentbox-canary re-verifies one mode at a time, and this run drives {', '.join(session.modes)}: "
+                "give one --agentbox-mode (a run per mode)"
+            )
         workerinput = getattr(config, "workerinput", None)
         if workerinput is not None:
             self.decision = json.loads(workerinput[WORKERINPUT])

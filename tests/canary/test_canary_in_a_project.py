@@ -76,3 +76,10 @@ def test_a_capability_no_vector_bears_is_a_usage_error(project, tmp_path):
     )
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
     assert "no vector of the catalogue bears workspace.read_olny" in done.stderr
+
+
+def test_a_canary_of_several_modes_is_a_usage_error_asking_for_one(project, tmp_path):
+    modes = ("--agentbox-mode", "headless", "--agentbox-mode", "tui")
+    done = _pytest(project, tmp_path / "home", "--agentbox-canary", *modes, "--collect-only")
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
+    assert "re-verifies one mode at a time, and this run drives headless, tui" in done.stderr
