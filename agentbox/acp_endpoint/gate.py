@@ -60,7 +60,7 @@ def prepare(
         # resolved: the sandbox binds the adapter's install folder at its real path, not the links leading there
         adapter_binary = os.path.realpath(found.binary)
         # the build of the adapter `acp_command` starts below: only evidence about that program counts
-        adapter = adapter_build(harness, found)
+        adapter = adapter_build(harness, found, project=cwd)  # refused where a run could replace it
     built = build(
         profile_arg,
         cwd,

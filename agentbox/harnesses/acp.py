@@ -19,7 +19,7 @@ from agentbox.core.plan import CompileResult
 from agentbox.harnesses.acp_entries import FILE as _FILE
 from agentbox.harnesses.acp_entries import AcpEntry, AcpMeta, acp_adapter, acp_entry, acp_harnesses
 from agentbox.harnesses.agent_build import AgentBuild
-from agentbox.harnesses.build_identity import BuildFiles, Identity, identify, single_file, tree
+from agentbox.harnesses.build_identity import BuildFile, BuildFiles, Identity, identify, single_file, tree
 
 if TYPE_CHECKING:
     from agentbox.harnesses.installs import Installed
@@ -33,6 +33,7 @@ __all__ = [
     "acp_adapter",
     "acp_command",
     "adapter_build",
+    "interpreter",
     "AgentBuild",
     "acp_binds",
     "launched",
@@ -71,7 +72,32 @@ def acp_command(
     if adapter_binary is None:
         adapter_binary = _installed(harness, entry.adapter).binary
     program = launched(entry, adapter_binary)
-    return [program, *(_fill(a, subs) for a in entry.args)], env, _install_roots(adapter_binary)
+    # a script is started by the interpreter its `#!` line names, resolved here and named outright: inside the
+    # sandbox `env node` would take whichever `node` the PATH finds first (a project's node_modules/.bin)
+    runner = interpreter(program)
+    argv = [runner, program] if runner is not None else [program]
+    return [*argv, *(_fill(a, subs) for a in entry.args)], env, _install_roots(adapter_binary)
+
+
+def interpreter(program: str) -> str | None:
+    """The interpreter a script's `#!` line names (`/usr/bin/env node`: node as this machine's PATH finds it),
+    symlinks resolved; None for a program that is no script. The adapter's build includes it (`adapter_build`)."""
+    import os
+    import shutil
+
+    try:
+        with open(program, "rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        found = shutil.which(words[0]) if words else None
+        return os.path.realpath(found) if found else None
+    return os.path.realpath(words[0]) if words else None
 
 
 def launched(entry: AcpEntry, adapter_binary: str) -> str:
@@ -101,38 +127,115 @@ def _installed(harness: str, adapter: str) -> Installed:
     return found
 
 
-def adapter_build(harness: str, found: Installed | None = None) -> tuple[AgentBuild, Identity] | None:
+def adapter_build(
+    harness: str, found: Installed | None = None, project: str | None = None
+) -> tuple[AgentBuild, Identity] | None:
     """The build of the ACP adapter that drives `harness` (None: its ACP agent is the harness binary itself, or it
     has no ACP entry), with its identity (whose `state` a cached start re-checks). `found`: the adapter's install
     (`installs.Installed`) as the caller resolved it for `acp_command`; by default the newest installed one, the one
-    `acp_command` starts.
+    `acp_command` starts. `project`: where a run could write; a build with a file there is refused.
 
     Its digest is `build_identity`'s, of what `launched` starts: the native binary the npm launcher would pick (which
-    for codex-acp holds its own codex core), or, where the launcher runs itself, its npm package's files (a
-    `#!/usr/bin/env node` entry imports the rest of its package: claude-agent-acp's `dist/`)."""
+    for codex-acp holds its own codex core), or, where a script runs, every package it can load (its npm package and
+    the dependencies Node resolves for it, optional ones included: claude-agent-acp's Claude Agent SDK holds its
+    permission handling) and the interpreter that runs it."""
     from agentbox.harnesses.installs import package_version
 
     entry = acp_entry(harness)
     if entry is None or entry.adapter is None:
         return None
     found = found or _installed(harness, entry.adapter)
-    identity = identify(_adapter_files(launched(entry, found.binary)))
+    files = _adapter_files(launched(entry, found.binary))
+    if project is not None:
+        _refuse_planted(harness, files, project)
+    identity = identify(files)
     return AgentBuild(name=entry.adapter, version=package_version(found), sha256=identity.sha256), identity
 
 
+def _refuse_planted(harness: str, files: BuildFiles, project: str) -> None:
+    """A file of the adapter's build inside the project is one a run could replace for the next start (the
+    project's node_modules on PATH): refused, as a harness binary there is (`launch_plan.refuse_planted`)."""
+    import os
+
+    from agentbox.errors import SandboxError
+
+    root = os.path.realpath(project).rstrip("/") + "/"
+    for f in files.files:
+        if os.path.realpath(f.path).startswith(root):
+            raise SandboxError(
+                f"{harness}: the ACP adapter's file {f.path} lies inside the project {root.rstrip('/')}, which a run "
+                "with a read_write workspace can write (sandbox layer): a run could replace what the next start "
+                "runs; install the adapter outside the project (agent-box harness install ADAPTER@VERSION)"
+            )
+
+
 def _adapter_files(program: str) -> BuildFiles:
-    """The files that run when the adapter's `program` starts: a native binary itself; a script, its npm package."""
+    """The files that run when the adapter's `program` starts: a native binary itself; a script, the packages it
+    can load and its interpreter."""
     import os
 
     resolved = os.path.realpath(program)
-    if resolved.endswith(".js"):
-        for parent in Path(resolved).parents:
-            if parent.name == "node_modules":
-                break  # no package of its own: the script alone
-            if (parent / "package.json").is_file():
-                files, folders = tree(str(parent), parent.name)
-                return BuildFiles(files=files, watched=folders)
-    return single_file(program)
+    runner = interpreter(resolved)
+    if runner is None:
+        return single_file(program)
+    package = None
+    for parent in Path(resolved).parents:
+        if parent.name == "node_modules":
+            break  # no package of its own: the script alone
+        if (parent / "package.json").is_file():
+            package = parent
+            break
+    if package is None:
+        return BuildFiles(files=(*single_file(resolved).files, BuildFile("interpreter", runner)))
+    files: dict[str, BuildFile] = {}
+    folders: list[str] = []
+    for name, folder in _closure(package):
+        found, watched = tree(str(folder), name)
+        files.update((f.path, f) for f in found)
+        folders += watched
+    files[runner] = BuildFile("interpreter", runner)
+    return BuildFiles(files=tuple(files.values()), watched=tuple(dict.fromkeys(folders)))
+
+
+def _closure(package: Path) -> list[tuple[str, Path]]:
+    """The npm packages Node can load for `package`: itself and, by Node's resolution (its own node_modules, then
+    each folder's above it), every dependency, optional and peer ones included where installed, and theirs.
+    (name, folder), in a stable order."""
+    import json
+
+    seen: dict[Path, str] = {}
+    todo = [("", package)]
+    while todo:
+        name, folder = todo.pop()
+        real = folder.resolve()
+        if real in seen:
+            continue
+        try:
+            meta = json.loads((folder / "package.json").read_text())
+        except (OSError, ValueError):
+            meta = {}
+        seen[real] = name or str(meta.get("name") or folder.name)
+        wanted = {
+            **(meta.get("peerDependencies") or {}),
+            **(meta.get("optionalDependencies") or {}),
+            **(meta.get("dependencies") or {}),
+        }
+        for dep in sorted(wanted):
+            at = _resolve(folder, dep)
+            if at is not None:
+                todo.append((dep, at))
+    return sorted(((n, f) for f, n in seen.items()), key=lambda x: (x[0], str(x[1])))
+
+
+def _resolve(folder: Path, name: str) -> Path | None:
+    """Where Node finds package `name` from `folder`: the nearest node_modules/<name> on the way up."""
+    for base in (folder, *folder.parents):
+        if base.name == "node_modules":
+            continue
+        candidate = base / "node_modules" / name
+        if (candidate / "package.json").is_file():
+            return candidate
+    return None
 
 
 def acp_binds(harness: str, adapter_binary: str | None) -> tuple[str, ...]:

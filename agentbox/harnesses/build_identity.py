@@ -77,9 +77,17 @@ def single_file(path: str) -> BuildFiles:
 
 
 def tree(root: str, prefix: str) -> tuple[tuple[BuildFile, ...], tuple[str, ...]]:
-    """Every file under `root` (named `prefix/relative path`), and its folders (a new file changes one's mtime)."""
+    """Every file under `root` (named `prefix/relative path`), and its folders (a new file changes one's mtime).
+    A linked folder is walked too (pnpm and `npm link` install so, and what it holds runs all the same), each real
+    folder once."""
     files, folders = [], []
-    for base, dirs, names in os.walk(root):
+    walked: set[str] = set()
+    for base, dirs, names in os.walk(root, followlinks=True):
+        real = os.path.realpath(base)
+        if real in walked:
+            dirs[:] = []  # a link back into what is walked already
+            continue
+        walked.add(real)
         dirs.sort()
         folders.append(base)
         rel = os.path.relpath(base, root)

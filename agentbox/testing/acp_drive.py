@@ -43,12 +43,13 @@ def _session_mcp(req) -> list:
     ]
 
 
-def drive(req, harness_name: str, binary: str, approve: bool = False):
+def drive(req, harness_name: str, binary: str, approve: bool = False, adapter_binary: str | None = None):
     """Run `req` with the harness as an ACP agent; a RunOutcome whose stdout is what the agent said (its messages
     and tool calls) and whose exit code is None when the prompt never ended.
 
     `approve`: the client approves each permission request (a control: the protection removed includes the person
-    who says yes; `hermes acp` asks the client before every edit, whatever its config says)."""
+    who says yes; `hermes acp` asks the client before every edit, whatever its config says). `adapter_binary`: the
+    adapter install to start (the one the record names); by default the newest installed."""
     from agentbox.harnesses.acp import acp_command, acp_entry
     from agentbox.run.harness_run import NAMESPACE_GRACE, HarnessCommand, RunOutcome, kill_marked, prepared
     from agentbox.harnesses.installs import find_binary
@@ -56,8 +57,8 @@ def drive(req, harness_name: str, binary: str, approve: bool = False):
 
     entry = acp_entry(harness_name)
     assert entry is not None  # only a harness with an ACP entry is driven (`unsupported`)
-    adapter: str | None = None
-    if entry.adapter:
+    adapter: str | None = adapter_binary
+    if entry.adapter and adapter is None:
         found = find_binary(entry.adapter)
         assert found is not None  # only a harness whose ACP adapter is installed is driven (`unsupported`)
         adapter = found.binary

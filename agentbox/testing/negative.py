@@ -26,7 +26,7 @@ import yaml
 from agentbox.core.capability import load_declarations
 from agentbox.egress.decisions import read_log
 from agentbox.errors import SandboxError
-from agentbox.harnesses.acp import AcpUnavailable, adapter_build
+from agentbox.harnesses.acp import AcpUnavailable, acp_entry, adapter_build
 from agentbox.prove.claims import through_adapter
 from agentbox.prove.evidence import EvidenceRecord, RunInfo, host_facts, privilege_level
 from agentbox.core.refusal_kinds import Evidence, describe, expected_kinds, recognise
@@ -44,6 +44,7 @@ from agentbox.testing.weakened import entry_hook
 
 if TYPE_CHECKING:
     from agentbox.harnesses.agent_build import AgentBuild
+    from agentbox.harnesses.installs import Installed
     from agentbox.prove.evidence import Layer, Mode, Outcome
 
 __all__ = ["Attempt", "VectorRunner", "carried_by_headless", "expected_for", "PROTOCOL_AGENT"]
@@ -250,16 +251,21 @@ def control_layer(vector: Vector, layer: Layer, harness: str | None) -> Layer | 
     return layer
 
 
-def adapter_of(harness: str, mode: str) -> AgentBuild | None:
-    """The ACP adapter build a `mode` run of `harness` went through (None: none): the newest installed, the one
-    `acp_drive` starts, as `agent-box acp` would. The record is about it as much as about the harness build."""
+def adapter_of(harness: str, mode: str) -> tuple[Installed, AgentBuild] | None:
+    """The ACP adapter a `mode` run of `harness` goes through (None: none), its install and its build: the newest
+    installed, as `agent-box acp` would start it. Resolved once per test, before its first run: the runs start that
+    install, and the record names its build, so an adapter installed meanwhile is neither (`VectorRunner.adapter`)."""
     if not through_adapter(harness, mode):
         return None
+    from agentbox.harnesses.installs import find_binary
+
     try:
-        built = adapter_build(harness)
+        entry = acp_entry(harness)
+        found = find_binary(entry.adapter) if entry is not None and entry.adapter else None
+        built = adapter_build(harness, found) if found is not None else None
     except AcpUnavailable:
-        return None  # nothing was driven through it: the run skipped, and its record proves nothing anyway
-    return built[0] if built is not None else None
+        return None  # nothing can be driven through it: the run skips, and its record proves nothing anyway
+    return (found, built[0]) if found is not None and built is not None else None
 
 
 class VectorRunner:
@@ -267,6 +273,23 @@ class VectorRunner:
 
     def __init__(self, catalogue: Catalogue, timeout: float, nodeid: str, mode: Mode = "headless"):
         self.catalogue, self.timeout, self.nodeid, self.mode = catalogue, timeout, nodeid, mode
+        self._adapters: dict[str, tuple[Installed, AgentBuild] | None] = {}
+
+    def adapter(self, harness: str) -> tuple[Installed, AgentBuild] | None:
+        """The ACP adapter this test's runs of `harness` start and its records name, pinned at its first run."""
+        if harness not in self._adapters:
+            self._adapters[harness] = adapter_of(harness, self.mode)
+        return self._adapters[harness]
+
+    def _adapter_changed(self, harness: str) -> str | None:
+        """Why the pinned adapter's build is not what ran (its files changed since it was pinned), or None."""
+        pinned = self.adapter(harness)
+        if pinned is None:
+            return None
+        now = adapter_build(harness, pinned[0])
+        if now is not None and now[0] == pinned[1]:
+            return None
+        return f"the ACP adapter {pinned[1]} changed during the run (now {now[0] if now else 'gone'}): its build is unknown"
 
     def _root(self, vector: Vector, nonce: str) -> Path:
         root = vector_root(f"{vector.id}-{nonce}")
@@ -665,7 +688,9 @@ class VectorRunner:
             if self.mode == "acp":
                 from agentbox.testing.acp_drive import drive as drive_acp
 
-                return None, drive_acp(req, harness.name, probe.binary, approve=control)
+                pinned = self.adapter(harness.name)
+                adapter_binary = pinned[0].binary if pinned is not None else None
+                return None, drive_acp(req, harness.name, probe.binary, approve=control, adapter_binary=adapter_binary)
             return None, run_harness(req)
         except SandboxError as exc:  # refused before the harness started: judged as `sandbox run`'s refusal is
             return f"agent-box refused to run it (exit {exc.exit_code}): {exc}", None
@@ -896,8 +921,12 @@ class VectorRunner:
                 )
             else:
                 outcome, observation = "blocked", attack.observation
-        facts = host_facts()
         mode: Mode = "acp" if layer == "acp" else self.mode if harness is not None else "headless"
+        pinned = self.adapter(harness.name) if harness is not None and mode == "acp" and layer != "acp" else None
+        changed = self._adapter_changed(harness.name) if pinned is not None else None
+        if changed is not None and outcome in ("blocked", "inapplicable"):
+            outcome, observation = "error", f"{changed}; {observation}"
+        facts = host_facts()
         info = RunInfo(
             harness=harness.name if harness else None,
             version=probe.version if probe else None,
@@ -913,7 +942,7 @@ class VectorRunner:
             provenance="observed",
             mode=mode,
             agent=PROTOCOL_AGENT if layer == "acp" and harness is None else None,
-            adapter=adapter_of(harness.name, mode) if harness is not None else None,
+            adapter=pinned[1] if pinned is not None else None,
             kernel_lacks=lacks,
         )
         return EvidenceRecord(

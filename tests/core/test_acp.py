@@ -1,3 +1,6 @@
+import os
+import shutil
+
 import pytest
 from pydantic import ValidationError
 
@@ -60,6 +63,15 @@ def test_an_adapter_entry_points_the_adapter_at_the_pinned_harness(tmp_path):
     assert set(entry.env) == set(env)
     assert any(v == "/pinned/harness" for v in env.values()) or not entry.env
     assert str(tmp_path / "prefix" / "node_modules") in binds  # its package folder, never the prefix above it
+
+
+def test_a_script_adapter_is_started_by_its_interpreter_named_by_path_not_found_on_the_sandboxs_path(tmp_path):
+    name = next(n for n in acp_harnesses() if acp_entry(n).adapter is not None)
+    adapter_bin = tmp_path / "prefix" / "node_modules" / ".bin" / "x-acp"
+    adapter_bin.parent.mkdir(parents=True)
+    adapter_bin.write_text("#!/usr/bin/env sh\n")
+    argv, _, _ = acp_command(name, _result(name), "/pinned/harness", str(adapter_bin))
+    assert argv[:2] == [os.path.realpath(shutil.which("sh") or "sh"), str(adapter_bin)]
 
 
 def test_a_missing_adapter_is_reported_with_the_install_command(monkeypatch):

@@ -209,10 +209,36 @@ def test_an_acp_run_through_an_adapter_records_the_adapter_build_it_drove(monkey
     """The record is about the adapter as much as the harness build (codex-acp embeds its own codex core); a run of
     another mode, or of a harness whose ACP agent is its own binary (`opencode acp`), names none."""
     build = AgentBuild(name="codex-acp", version="0.16.0", sha256="e" * 64)
-    monkeypatch.setattr(negative, "adapter_build", lambda h: (build, None))
+    install = SimpleNamespace(binary="/opt/codex-acp")
+    monkeypatch.setattr(
+        negative, "adapter_of", lambda h, m: (install, build) if negative.through_adapter(h, m) else None
+    )
+    monkeypatch.setattr(negative, "adapter_build", lambda h, found: (build, None))
     monkeypatch.setattr(VectorRunner, "attempt", lambda self, *a, **k: Attempt(True, "escaped"))
     probe = SimpleNamespace(version="1.0", sha256="a" * 64, dialect=None)
     record = VectorRunner(CATALOGUE, 30, "t", mode).run(
         CATALOGUE.by_id("net-curl"), "composed", SimpleNamespace(name=name), probe
     )
     assert record.run_info.mode == mode and record.run_info.adapter == (build if names else None)
+
+
+def test_a_tests_runs_start_the_adapter_pinned_at_its_first_run_and_its_record_names_that_one(monkeypatch):
+    """An adapter installed while the test runs is neither started nor named (red team: a record named the build
+    installed after the drive); one whose files changed meanwhile leaves a block unproven."""
+    pinned = AgentBuild(name="codex-acp", version="0.16.0", sha256="e" * 64)
+    newer = AgentBuild(name="codex-acp", version="0.17.0", sha256="f" * 64)
+    asked = []
+    monkeypatch.setattr(negative, "adapter_of", lambda h, m: asked.append(h) or (SimpleNamespace(binary="/a"), pinned))
+    now = {"build": pinned}
+    monkeypatch.setattr(negative, "adapter_build", lambda h, found: (now["build"], None))
+    outcomes = iter([Attempt(False, "refused: Operation not permitted"), Attempt(True, "control saw it")])
+    monkeypatch.setattr(VectorRunner, "attempt", lambda self, *a, **k: next(outcomes))
+    probe = SimpleNamespace(version="1.0", sha256="a" * 64, dialect=None)
+    runner = VectorRunner(CATALOGUE, 30, "t", "acp")
+    record = runner.run(CATALOGUE.by_id("net-curl"), "composed", SimpleNamespace(name="codex"), probe)
+    assert record.outcome == "blocked" and record.run_info.adapter == pinned and asked == ["codex"]
+    now["build"] = newer  # the adapter's files changed between the runs and the record
+    outcomes = iter([Attempt(False, "refused: Operation not permitted"), Attempt(True, "control saw it")])
+    record = runner.run(CATALOGUE.by_id("net-curl"), "composed", SimpleNamespace(name="codex"), probe)
+    assert record.outcome == "error" and "changed during the run" in record.observation
+    assert record.run_info.adapter == pinned and asked == ["codex"]
