@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Iterable
 
 from agentbox.errors import SandboxError
-from agentbox.core.paths import is_within
+from agentbox.core.paths import is_within, shebang
 from agentbox.core.profile import McpServer
 
 __all__ = ["server_binds", "command_path"]
@@ -34,15 +34,8 @@ def command_path(command: str) -> str | None:
 
 
 def _shebang(path: str) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(256)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
-        return None
-    words = head[2:].split(b"\n", 1)[0].split()
-    return os.fsdecode(words[0]) if words and os.path.isabs(os.fsdecode(words[0])) else None
+    words = shebang(path)
+    return words[0] if words and os.path.isabs(words[0]) else None
 
 
 def _install_roots(path: str) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["check_relative", "is_within"]
+__all__ = ["check_relative", "is_within", "shebang"]
 
 
 def check_relative(path: str) -> str:
@@ -35,3 +35,17 @@ def _parts(path: str) -> tuple[str, ...]:
     # POSIX keeps exactly two leading slashes as a root of their own; three or more are one
     root = "//" if path.startswith("//") and not path.startswith("///") else "/" if path.startswith("/") else ""
     return (root, *(p for p in path.split("/") if p not in ("", ".")))
+
+
+def shebang(path: str) -> list[str] | None:
+    """The words of a script's `#!` line (`["/usr/bin/env", "node"]`), None for a file that is no script."""
+    import os
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    return [os.fsdecode(w) for w in head[2:].split(b"\n", 1)[0].split()]

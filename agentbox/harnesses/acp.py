@@ -85,14 +85,11 @@ def interpreter(program: str) -> str | None:
     import os
     import shutil
 
-    try:
-        with open(program, "rb") as f:
-            first = f.readline(512)
-    except OSError:
+    from agentbox.core.paths import shebang
+
+    words = shebang(program)
+    if words is None:
         return None
-    if not first.startswith(b"#!"):
-        return None
-    words = first[2:].decode("utf-8", "replace").split()
     if words and os.path.basename(words[0]) == "env":
         words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
         found = shutil.which(words[0]) if words else None
