@@ -28,14 +28,15 @@ ATTACK = (
 )
 
 
-def reaped(pid: int, within: float = 60) -> int:
-    """The exit status of `pid` once it has ended, failing (and killing it) when it has not within `within` s."""
+def reaped(pid: int, within: float = 60, shown: bytes = b"") -> int:
+    """The exit status of `pid` once it has ended, failing (and killing it) when it has not within `within` s;
+    `shown`: what the terminal showed, for the failure to say how far the run got."""
     pidfd = os.pidfd_open(pid)
     try:
         if not select.select([pidfd], [], [], within)[0]:
             os.kill(pid, 9)
             os.waitpid(pid, 0)
-            pytest.fail(f"the run had not ended after {within} s")
+            pytest.fail(f"the run had not ended after {within} s; the terminal showed: {shown[-400:]!r}")
     finally:
         os.close(pidfd)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
@@ -65,7 +66,8 @@ def on_a_terminal(
             os.write(fd, typed[0][1])
             shown, typed = len(seen), typed[1:]
     echo = bool(termios.tcgetattr(fd)[3] & termios.ECHO)
-    status = reaped(pid)
+    unsent = b" ".join(keys for _, keys in typed)
+    status = reaped(pid, shown=seen + (b" [keys never typed: " + unsent + b"]" if typed else b""))
     os.close(fd)
     return seen, echo, status
 
