@@ -154,13 +154,14 @@ def _refuse_planted(harness: str, files: BuildFiles, project: str) -> None:
     project's node_modules on PATH): refused, as a harness binary there is (`launch_plan.refuse_planted`)."""
     import os
 
+    from agentbox.core.paths import is_within
     from agentbox.errors import SandboxError
 
-    root = os.path.realpath(project).rstrip("/") + "/"
+    root = os.path.realpath(project)
     for f in files.files:
-        if os.path.realpath(f.path).startswith(root):
+        if is_within(os.path.realpath(f.path), root):
             raise SandboxError(
-                f"{harness}: the ACP adapter's file {f.path} lies inside the project {root.rstrip('/')}, which a run "
+                f"{harness}: the ACP adapter's file {f.path} lies inside the project {root}, which a run "
                 "with a read_write workspace can write (sandbox layer): a run could replace what the next start "
                 "runs; install the adapter outside the project (agent-box harness install ADAPTER@VERSION)"
             )

@@ -22,6 +22,7 @@ from agentbox.compile.compiler import compile_plan
 from agentbox.errors import HarnessError, InputError
 from agentbox.gate import LAUNCH_MODE, Decision, Target, decide, proven_elsewhere, unknown_accepted
 from agentbox.run.launch import FORMAT, SENTINEL, binary_state, cache_file, execute, stat_key, surface_state
+from agentbox.core.paths import is_within
 from agentbox.core.plan import EffectiveRunPlan, canonical_json
 from agentbox.core.profile import LoadedProfile, load_profile
 from agentbox.hot import agentbox_home, kernel_traces, write_marshal_atomic
@@ -81,7 +82,7 @@ def refuse_planted(loaded: LoadedProfile, cwd: str | None, binary: str) -> None:
     if cwd is None:
         return
     real, project = os.path.realpath(binary), os.path.realpath(cwd)
-    if real == project or real.startswith(project.rstrip("/") + "/"):
+    if is_within(real, project):
         from agentbox.errors import SandboxError
 
         raise SandboxError(
